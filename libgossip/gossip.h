@@ -1,0 +1,238 @@
+/*
+ * libgossip: the PowerGossip engine and its baselines.
+ *
+ * This header owns the public engine API: model layouts, gossip nodes and
+ * their edges, the three-call round protocol (project / complete / apply),
+ * topologies with their mixing weights, and error codes.  No event loop, no
+ * I/O, no logging: the daemon and the simulator put whatever transport they
+ * like between project() on one end and complete() on the other.
+ *
+ * Glossary
+ *   layout     an ordered list of named float32 tensors packed into one flat
+ *              parameter buffer; tensors of >= 2 dims are viewed as m x k
+ *              matrices (m = first dim, k = product of the rest), 0/1-dim
+ *              tensors ("vectors") travel uncompressed.
+ *   node       one worker's view: its layout, its parameter buffer (owned by
+ *              the caller), its method and its edges.
+ *   edge       one neighbour: mixing weight w, role (lo or hi), 32-byte seed,
+ *              a round counter and per-method state.
+ *   round      one gossip exchange on one edge; rounds count from 1.  Odd
+ *              rounds send m x r projections, even rounds k x r.
+ *   message    what project() produces for one edge and one round; its byte
+ *              layout is documented in docs/ENGINE.md and at gsp_node_message().
+ *
+ * Round protocol of one edge (identical at both ends):
+ *   IDLE --project--> IN_FLIGHT --complete(peer msg)--> COMPLETED --apply--> IDLE
+ * gsp_node_step() = apply every COMPLETED edge, then project every IDLE
+ * edge, fused into one pass over the parameters.
+ *
+ * Conventions: functions return 0 (or a count) on success and a negative
+ * errno or GSP_E* code on failure; on failure outputs (ret_*) and state are
+ * left untouched.  Destructors accept NULL.
+ */
+#ifndef GOSSIP_H
+#define GOSSIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(GSP_BUILDING_LIBRARY)
+#define GSP_API __attribute__((visibility("default")))
+#else
+#define GSP_API
+#endif
+#define GSP_MUST_CHECK __attribute__((warn_unused_result))
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* Project-specific codes lie below -4096, outside the errno range. */
+enum {
+	GSP_ENONFINITE = -4097, /* a NaN or infinity in parameters or a message */
+	GSP_ESTATE = -4098,     /* call not valid in the edge's current state */
+	GSP_ESHAPE = -4099,     /* layout or message shape mismatch */
+	GSP_EROUND = -4100,     /* message for a round the edge is not in */
+};
+
+/* Human-readable text for any return code (errno or GSP_E*). */
+GSP_API const char *gsp_strerror(int err);
+
+/* ---- layouts ---------------------------------------------------------- */
+
+#define GSP_MAX_DIMS 8
+#define GSP_NAME_MAX 64
+
+typedef struct gsp_tensor {
+	char name[GSP_NAME_MAX];
+	unsigned ndim;               /* 0..GSP_MAX_DIMS */
+	uint64_t shape[GSP_MAX_DIMS];
+	/* Derived by gsp_layout_new(): */
+	uint64_t offset;             /* first float in the flat buffer */
+	uint64_t numel;
+	uint64_t m, k;               /* matrix view (compressed tensors only) */
+	bool compressed;             /* ndim >= 2 */
+} gsp_tensor;
+
+typedef struct gsp_layout gsp_layout;
+
+/* Validates and copies n tensor descriptions (name, ndim, shape); every
+ * dimension must be >= 1 and the total must fit in memory.  Derived fields
+ * of the input are ignored. */
+GSP_API int gsp_layout_new(const gsp_tensor *tensors, size_t n,
+			   gsp_layout **ret_layout) GSP_MUST_CHECK;
+/* Parses "100x100,64x300,64" (x-separated dims, comma-separated tensors;
+ * names become t0, t1, ...). */
+GSP_API int gsp_layout_parse(const char *spec, gsp_layout **ret_layout) GSP_MUST_CHECK;
+GSP_API void gsp_layout_free(gsp_layout *layout);
+GSP_API size_t gsp_layout_count(const gsp_layout *layout);
+GSP_API const gsp_tensor *gsp_layout_tensor(const gsp_layout *layout, size_t i);
+GSP_API uint64_t gsp_layout_floats(const gsp_layout *layout);
+
+/* ---- methods and configuration --------------------------------------- */
+
+typedef enum gsp_method {
+	GSP_METHOD_POWERGOSSIP = 0,
+	GSP_METHOD_EXACT,
+	GSP_METHOD_CHOCO_TOPK,
+	GSP_METHOD_CHOCO_RANDK,
+	GSP_METHOD_CHOCO_SIGN,
+} gsp_method;
+
+/* Parses "powergossip", "exact", "choco-topk", "choco-randk", "choco-sign". */
+GSP_API int gsp_method_parse(const char *name, gsp_method *ret_method);
+GSP_API const char *gsp_method_name(gsp_method method);
+
+typedef struct gsp_config {
+	gsp_method method;
+	unsigned rank;          /* powergossip: >= 1; clamped to min(m,k) */
+	bool warm_start;        /* powergossip: reuse last round's factor */
+	float gamma;            /* consensus step, > 0 (0 allowed: freeze) */
+	float choco_fraction;   /* choco top-k / random-k: kept fraction (0,1] */
+	uint64_t seed;          /* node-local randomness (choco random-k) */
+} gsp_config;
+
+/* Reference defaults: powergossip, rank 1, warm start, gamma 1, 1%. */
+GSP_API void gsp_config_default(gsp_config *cfg);
+
+/* ---- nodes and edges -------------------------------------------------- */
+
+typedef struct gsp_node gsp_node;
+
+typedef enum gsp_role { GSP_ROLE_LO = 0, GSP_ROLE_HI = 1 } gsp_role;
+typedef enum gsp_edge_state {
+	GSP_EDGE_IDLE = 0,
+	GSP_EDGE_IN_FLIGHT,
+	GSP_EDGE_COMPLETED,
+} gsp_edge_state;
+
+#define GSP_SEED_BYTES 32
+#define GSP_MAX_RANK 1024
+
+typedef struct gsp_edge_info {
+	gsp_role role;
+	gsp_edge_state state;
+	float weight;               /* w_ij */
+	uint64_t round;             /* last projected round (0 before any) */
+	uint64_t tx_bytes, rx_bytes;   /* message bytes, each direction */
+	uint64_t tx_msgs, rx_msgs;
+	uint64_t exact_bytes;       /* what exact gossip would have sent */
+	uint64_t refills;           /* zero columns refilled from the RNG */
+} gsp_edge_info;
+
+/* params: m floats laid out as in layout, owned by the caller and alive for
+ * the node's lifetime; the node reads and writes it only inside
+ * gsp_node_step/apply/project.  The layout is copied. */
+GSP_API int gsp_node_new(const gsp_layout *layout, float *params,
+			 const gsp_config *cfg, gsp_node **ret_node) GSP_MUST_CHECK;
+GSP_API void gsp_node_free(gsp_node *node);
+
+/* Adds an edge with mixing weight 0 < weight <= 1, this node's role, and a
+ * seed both ends share (GSP_SEED_BYTES).  Returns the edge index (>= 0). */
+GSP_API int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
+			      const uint8_t *seed, size_t seed_len) GSP_MUST_CHECK;
+GSP_API size_t gsp_node_edge_count(const gsp_node *node);
+GSP_API int gsp_node_edge_info(const gsp_node *node, size_t edge,
+			       gsp_edge_info *ret_info);
+
+/* Apply every COMPLETED edge's update into params (they become IDLE).
+ * Returns the number of edges applied. */
+GSP_API int gsp_node_apply(gsp_node *node) GSP_MUST_CHECK;
+/* Project the next round's message for every IDLE edge (they become
+ * IN_FLIGHT).  Returns the number of edges projected.  Fails with
+ * GSP_ENONFINITE, changing nothing, if params hold a NaN or infinity. */
+GSP_API int gsp_node_project(gsp_node *node) GSP_MUST_CHECK;
+/* apply + project fused into one pass over params.  Returns the number of
+ * edges projected.  The apply part commits even if projecting fails. */
+GSP_API int gsp_node_step(gsp_node *node) GSP_MUST_CHECK;
+
+/* The retained outgoing message of an IN_FLIGHT (or later) edge: bytes,
+ * length and round.  Valid until the edge is next projected. */
+GSP_API int gsp_node_message(const gsp_node *node, size_t edge,
+			     const void **ret_msg, size_t *ret_len,
+			     uint64_t *ret_round);
+/* Size in bytes of any message for that edge and round (either end). */
+GSP_API int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
+				      uint64_t round);
+/* Completes an IN_FLIGHT edge's round with the neighbour's message for the
+ * same round (msg aligned to 4 bytes).  Validates length and content
+ * (finite values, indices in range) before changing anything. */
+GSP_API int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
+			      const void *msg, size_t len) GSP_MUST_CHECK;
+
+/* Introspection for tests and tools: the shared factors A (m x r) and
+ * B (k x r), row-major, of compressed tensor `tensor` on a powergossip edge.
+ * Either output may be NULL.  ret_rank gets r. */
+GSP_API int gsp_node_edge_factors(const gsp_node *node, size_t edge,
+				  size_t tensor, const float **ret_a,
+				  const float **ret_b, unsigned *ret_rank);
+
+/* ---- topologies and mixing weights ----------------------------------- */
+
+typedef enum gsp_topology {
+	GSP_TOPO_RING = 0,
+	GSP_TOPO_TORUS,
+	GSP_TOPO_COMPLETE,
+	GSP_TOPO_EXPONENTIAL,
+	GSP_TOPO_EDGELIST,
+} gsp_topology;
+
+typedef struct gsp_graph gsp_graph;
+
+GSP_API int gsp_topology_parse(const char *name, gsp_topology *ret_topo);
+GSP_API const char *gsp_topology_name(gsp_topology topo);
+
+/* Builds the graph on n nodes (ids 0..n-1).  Ring needs n >= 2; torus uses
+ * the most nearly square a x b = n with a, b >= 2 (n >= 4, not prime);
+ * exponential links i and i +- 2^j mod n. */
+GSP_API int gsp_graph_new(gsp_topology topo, unsigned n,
+			  gsp_graph **ret_graph) GSP_MUST_CHECK;
+/* Parses an edge list "0-1,1-2,2-0" on n nodes (no self loops, no
+ * duplicates; every node must have at least one edge). */
+GSP_API int gsp_graph_parse_edges(const char *spec, unsigned n,
+				  gsp_graph **ret_graph) GSP_MUST_CHECK;
+GSP_API void gsp_graph_free(gsp_graph *graph);
+GSP_API unsigned gsp_graph_nodes(const gsp_graph *graph);
+GSP_API size_t gsp_graph_edge_count(const gsp_graph *graph);
+/* Edge e as (lo, hi) with lo < hi. */
+GSP_API int gsp_graph_edge(const gsp_graph *graph, size_t e, unsigned *ret_lo,
+			   unsigned *ret_hi);
+GSP_API unsigned gsp_graph_degree(const gsp_graph *graph, unsigned i);
+/* Metropolis-Hastings weight w_ij = 1/(1+max(deg_i,deg_j)) for an edge,
+ * or the self weight w_ii = 1 - sum_j w_ij when i == j; 0 for non-edges. */
+GSP_API double gsp_graph_weight(const gsp_graph *graph, unsigned i, unsigned j);
+/* Eigenvalues of I - W: lambda_2 (smallest non-zero) and lambda_max
+ * (LAPACK ssyev).  Fails with -EINVAL for a disconnected graph. */
+GSP_API int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
+			       double *ret_lambda_max) GSP_MUST_CHECK;
+/* gamma = 2 / (lambda_2 + lambda_max), the best fixed consensus step. */
+GSP_API int gsp_graph_optimal_gamma(const gsp_graph *graph,
+				    double *ret_gamma) GSP_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,141 @@
+/*
+ * libgossip internals shared by the engine's modules: the layout, node and
+ * edge structures, the method operations table, the edge RNG, the
+ * orthonormalization and the fused low-rank kernel.  Not installed.
+ */
+#ifndef GOSSIP_INTERNAL_H
+#define GOSSIP_INTERNAL_H
+
+#include "gossip.h"
+
+#define GSP_HIDDEN __attribute__((visibility("hidden")))
+
+struct gsp_layout {
+	size_t n;
+	gsp_tensor *t;
+	uint64_t floats;         /* total floats */
+	uint64_t vec_floats;     /* floats in uncompressed (0/1-dim) tensors */
+	size_t n_compressed;
+	uint64_t max_dim;        /* max over compressed tensors of max(m, k) */
+};
+
+typedef struct gsp__edge {
+	gsp_role role;
+	gsp_edge_state state;
+	float weight;
+	uint64_t round;          /* last projected round */
+	uint8_t seed[GSP_SEED_BYTES];
+	uint8_t *msg;            /* retained outgoing message of `round` */
+	uint8_t *next_msg;       /* project() writes here; swapped on commit */
+	size_t msg_len;
+	size_t msg_cap;
+	void *priv;              /* method state */
+	uint64_t tx_bytes, rx_bytes, tx_msgs, rx_msgs, exact_bytes, refills;
+} gsp__edge;
+
+typedef struct gsp__method_ops {
+	/* Node-level methods (choco) apply only when every edge completed the
+	 * round and project only when every edge is idle. */
+	bool synchronous;
+	/* Messages are float32 arrays (checked for finiteness by node.c). */
+	bool float_messages;
+	int (*node_init)(gsp_node *node);
+	void (*node_free)(gsp_node *node);
+	int (*edge_init)(gsp_node *node, gsp__edge *edge);
+	void (*edge_free)(gsp__edge *edge);
+	size_t (*msg_size)(const gsp_node *node, uint64_t round);
+	/* Applies the updates of apply[] (cannot fail: inputs were validated
+	 * by complete), then writes the next round's message of every edge in
+	 * proj[] into edge->next_msg.  Projection state is committed only by
+	 * commit(), which node.c calls once every message checked finite.
+	 * Returns 0, or a negative code if projecting failed (the applies
+	 * still count). */
+	int (*run)(gsp_node *node, gsp__edge **apply, size_t n_apply,
+		   gsp__edge **proj, size_t n_proj);
+	void (*commit)(gsp_node *node, gsp__edge *edge);
+	/* Validates msg (length already checked) and, only if valid, updates
+	 * the edge's pending state from the retained and received messages. */
+	int (*complete)(gsp_node *node, gsp__edge *edge, const uint8_t *msg);
+} gsp__method_ops;
+
+struct gsp_node {
+	gsp_layout *layout;
+	float *params;
+	gsp_config cfg;
+	const gsp__method_ops *ops;
+	gsp__edge *edges;
+	size_t n_edges;
+	void *priv;              /* method state */
+	float *scratch;          /* method scratch, grown on demand */
+	size_t scratch_len;
+};
+
+GSP_HIDDEN extern const gsp__method_ops gsp__powergossip_ops;
+GSP_HIDDEN extern const gsp__method_ops gsp__exact_ops;
+GSP_HIDDEN extern const gsp__method_ops gsp__choco_ops;
+
+/* Scratch of at least n floats, valid until the next call; NULL on OOM. */
+GSP_HIDDEN float *gsp__node_scratch(gsp_node *node, size_t n);
+/* Coefficient of an edge's update: +gamma*w at lo, -gamma*w at hi. */
+GSP_HIDDEN float gsp__edge_coef(const gsp_node *node, const gsp__edge *edge);
+
+/* ---- edge RNG (rng.c) ---- */
+enum gsp__rng_purpose {
+	GSP_RNG_INIT_A = 1,
+	GSP_RNG_INIT_B = 2,
+	GSP_RNG_REFILL = 3,     /* a zero or dependent column */
+	GSP_RNG_COLD = 4,       /* warm start off: a fresh factor each round */
+	GSP_RNG_NODE = 5,       /* node-local streams (choco random-k) */
+	GSP_RNG_DATA = 6,       /* simulation data */
+};
+/* n uniform floats in [-1, 1) from the stream (seed, purpose, a, b, c),
+ * written out[i * stride].  Bit-identical on every machine: keyed BLAKE2b
+ * derives a sub-seed, libsodium's deterministic generator gives bytes, and
+ * exact integer arithmetic turns them into floats. */
+GSP_HIDDEN int gsp__rng_uniform(const uint8_t seed[GSP_SEED_BYTES],
+				uint32_t purpose, uint64_t a, uint64_t b,
+				uint64_t c, float *out, size_t n, size_t stride);
+/* n raw 32-bit words from the same kind of stream. */
+GSP_HIDDEN int gsp__rng_words(const uint8_t seed[GSP_SEED_BYTES],
+			      uint32_t purpose, uint64_t a, uint64_t b,
+			      uint64_t c, uint32_t *out, size_t n);
+
+/* ---- orthonormalization (orth.c) ---- */
+/* Orthonormalizes the r columns of the rows x r row-major matrix q in
+ * place with one pass of modified Gram-Schmidt in double accumulation.  A
+ * column that is zero or (numerically) dependent on the previous ones is
+ * refilled from the stream (seed, GSP_RNG_REFILL, tensor, round, column)
+ * and orthogonalized again.  Returns the number of refilled columns. */
+GSP_HIDDEN unsigned gsp__orthonormalize(float *q, size_t rows, unsigned r,
+					const uint8_t seed[GSP_SEED_BYTES],
+					uint64_t tensor, uint64_t round);
+
+/* ---- fused low-rank kernel (kernel.c) ---- */
+/* On one m x k row-major matrix X, in one blocked pass over its rows:
+ *   X  += L R^T        L: m x na, R: k x na           (if na > 0)
+ *   Mo  = X V          V: k x no, Mo: m x no           (if no > 0)
+ *   Me  = X^T U        U: m x ne, Me: k x ne           (if ne > 0)
+ * all row-major; the projections see X after the update. */
+typedef struct gsp__lowrank_job {
+	float *x;
+	uint64_t m, k;
+	const float *l, *r;
+	size_t na;
+	const float *v;
+	float *mo;
+	size_t no;
+	const float *u;
+	float *me;
+	size_t ne;
+} gsp__lowrank_job;
+GSP_HIDDEN void gsp__lowrank_run(const gsp__lowrank_job *job);
+
+/* hi - lo of an edge's two messages of n floats into out, oriented by this
+ * end's role; with out NULL, only checks that every difference is finite.
+ * Both ends compute the stored buffers with this one loop. */
+GSP_HIDDEN bool gsp__edge_diff(const float *mine, const float *peer,
+			       gsp_role role, float *out, size_t n);
+/* True if all n floats are finite. */
+GSP_HIDDEN bool gsp__all_finite(const float *x, size_t n);
+
+#endif

@@ -1,0 +1,346 @@
+/* Gossip nodes and their edges: configuration checks, the per-edge round
+ * state machine (IDLE -> IN_FLIGHT -> COMPLETED -> IDLE), retained
+ * messages, byte accounting, and dispatch to the method implementations. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void gsp_config_default(gsp_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->method = GSP_METHOD_POWERGOSSIP;
+	cfg->rank = 1;
+	cfg->warm_start = true;
+	cfg->gamma = 1.0f;
+	cfg->choco_fraction = 0.01f;
+}
+
+static const struct {
+	const char *name;
+	gsp_method method;
+} method_names[] = {
+	{"powergossip", GSP_METHOD_POWERGOSSIP},
+	{"exact", GSP_METHOD_EXACT},
+	{"choco-topk", GSP_METHOD_CHOCO_TOPK},
+	{"choco-randk", GSP_METHOD_CHOCO_RANDK},
+	{"choco-sign", GSP_METHOD_CHOCO_SIGN},
+};
+
+int gsp_method_parse(const char *name, gsp_method *ret_method)
+{
+	for (size_t i = 0; name && i < sizeof(method_names) / sizeof(*method_names); i++)
+		if (strcmp(name, method_names[i].name) == 0) {
+			*ret_method = method_names[i].method;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *gsp_method_name(gsp_method method)
+{
+	for (size_t i = 0; i < sizeof(method_names) / sizeof(*method_names); i++)
+		if (method_names[i].method == method)
+			return method_names[i].name;
+	return NULL;
+}
+
+static const gsp__method_ops *method_ops(gsp_method method)
+{
+	switch (method) {
+	case GSP_METHOD_POWERGOSSIP:
+		return &gsp__powergossip_ops;
+	case GSP_METHOD_EXACT:
+		return &gsp__exact_ops;
+	case GSP_METHOD_CHOCO_TOPK:
+	case GSP_METHOD_CHOCO_RANDK:
+	case GSP_METHOD_CHOCO_SIGN:
+		return &gsp__choco_ops;
+	}
+	return NULL;
+}
+
+static int config_check(const gsp_config *cfg)
+{
+	if (!method_ops(cfg->method))
+		return -EINVAL;
+	if (!isfinite(cfg->gamma) || cfg->gamma < 0.0f)
+		return -EINVAL;
+	if (cfg->method == GSP_METHOD_POWERGOSSIP &&
+	    (cfg->rank < 1 || cfg->rank > GSP_MAX_RANK))
+		return -EINVAL;
+	if ((cfg->method == GSP_METHOD_CHOCO_TOPK ||
+	     cfg->method == GSP_METHOD_CHOCO_RANDK) &&
+	    !(cfg->choco_fraction > 0.0f && cfg->choco_fraction <= 1.0f))
+		return -EINVAL;
+	return 0;
+}
+
+int gsp_node_new(const gsp_layout *layout, float *params,
+		 const gsp_config *cfg, gsp_node **ret_node)
+{
+	if (!layout || !params || !cfg || !ret_node)
+		return -EINVAL;
+	int err = config_check(cfg);
+	if (err)
+		return err;
+	gsp_node *node = calloc(1, sizeof(*node));
+	if (!node)
+		return -ENOMEM;
+	node->params = params;
+	node->cfg = *cfg;
+	node->ops = method_ops(cfg->method);
+	err = gsp_layout_new(layout->t, layout->n, &node->layout);
+	if (!err && node->ops->node_init)
+		err = node->ops->node_init(node);
+	if (err) {
+		gsp_node_free(node);
+		return err;
+	}
+	*ret_node = node;
+	return 0;
+}
+
+static void edge_release(gsp_node *node, gsp__edge *e)
+{
+	if (node->ops->edge_free)
+		node->ops->edge_free(e);
+	free(e->msg);
+	free(e->next_msg);
+}
+
+void gsp_node_free(gsp_node *node)
+{
+	if (!node)
+		return;
+	for (size_t i = 0; i < node->n_edges; i++)
+		edge_release(node, &node->edges[i]);
+	free(node->edges);
+	if (node->ops && node->ops->node_free)
+		node->ops->node_free(node);
+	gsp_layout_free(node->layout);
+	free(node->scratch);
+	free(node);
+}
+
+float *gsp__node_scratch(gsp_node *node, size_t n)
+{
+	if (n > node->scratch_len) {
+		float *s = realloc(node->scratch, n * sizeof(*s));
+		if (!s)
+			return NULL;
+		node->scratch = s;
+		node->scratch_len = n;
+	}
+	return node->scratch;
+}
+
+float gsp__edge_coef(const gsp_node *node, const gsp__edge *edge)
+{
+	float c = node->cfg.gamma * edge->weight;
+	return edge->role == GSP_ROLE_LO ? c : -c;
+}
+
+bool gsp__edge_diff(const float *mine, const float *peer, gsp_role role,
+		    float *out, size_t n)
+{
+	const float *lo = role == GSP_ROLE_LO ? mine : peer;
+	const float *hi = role == GSP_ROLE_LO ? peer : mine;
+	if (!out) {
+		float acc = 0.0f;
+		for (size_t i = 0; i < n; i++)
+			acc += (hi[i] - lo[i]) * 0.0f;
+		return acc == 0.0f;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = hi[i] - lo[i];
+	return true;
+}
+
+int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
+		      const uint8_t *seed, size_t seed_len)
+{
+	if (!node || !seed || seed_len != GSP_SEED_BYTES ||
+	    !(weight > 0.0f && weight <= 1.0f) ||
+	    (role != GSP_ROLE_LO && role != GSP_ROLE_HI))
+		return -EINVAL;
+	if (node->n_edges >= INT32_MAX)
+		return -E2BIG;
+	size_t odd = node->ops->msg_size(node, 1);
+	size_t even = node->ops->msg_size(node, 2);
+	size_t cap = odd > even ? odd : even;
+	gsp__edge *edges = realloc(node->edges,
+				   (node->n_edges + 1) * sizeof(*edges));
+	if (!edges)
+		return -ENOMEM;
+	node->edges = edges;
+	gsp__edge *e = &edges[node->n_edges];
+	memset(e, 0, sizeof(*e));
+	e->role = role;
+	e->weight = weight;
+	memcpy(e->seed, seed, GSP_SEED_BYTES);
+	e->msg_cap = cap;
+	e->msg = malloc(cap ? cap : 1);
+	e->next_msg = malloc(cap ? cap : 1);
+	int err = (!e->msg || !e->next_msg) ? -ENOMEM : 0;
+	if (!err && node->ops->edge_init)
+		err = node->ops->edge_init(node, e);
+	if (err) {
+		edge_release(node, e);
+		return err;
+	}
+	return (int)node->n_edges++;
+}
+
+size_t gsp_node_edge_count(const gsp_node *node)
+{
+	return node ? node->n_edges : 0;
+}
+
+int gsp_node_edge_info(const gsp_node *node, size_t edge,
+		       gsp_edge_info *ret_info)
+{
+	if (!node || edge >= node->n_edges || !ret_info)
+		return -EINVAL;
+	const gsp__edge *e = &node->edges[edge];
+	*ret_info = (gsp_edge_info){
+		.role = e->role, .state = e->state, .weight = e->weight,
+		.round = e->round, .tx_bytes = e->tx_bytes,
+		.rx_bytes = e->rx_bytes, .tx_msgs = e->tx_msgs,
+		.rx_msgs = e->rx_msgs, .exact_bytes = e->exact_bytes,
+		.refills = e->refills,
+	};
+	return 0;
+}
+
+static size_t count_state(const gsp_node *node, gsp_edge_state s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < node->n_edges; i++)
+		n += node->edges[i].state == s;
+	return n;
+}
+
+/* The one path behind apply, project and step. */
+static int node_run(gsp_node *node, bool do_apply, bool do_project)
+{
+	if (!node)
+		return -EINVAL;
+	size_t n = node->n_edges;
+	gsp__edge *stack[64];
+	gsp__edge **list = n <= 32 ? stack : malloc(2 * n * sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	gsp__edge **apply = list, **proj = list + n;
+	size_t na = 0, np = 0;
+	bool sync = node->ops->synchronous;
+	bool applying = do_apply &&
+		(!sync || count_state(node, GSP_EDGE_COMPLETED) == n);
+	for (size_t i = 0; applying && i < n; i++)
+		if (node->edges[i].state == GSP_EDGE_COMPLETED)
+			apply[na++] = &node->edges[i];
+	/* An edge can be projected if it is idle once the applies are done;
+	 * a synchronous method needs every edge so. */
+	size_t idle = count_state(node, GSP_EDGE_IDLE) + na;
+	if (do_project && (!sync || idle == n))
+		for (size_t i = 0; i < n; i++) {
+			gsp__edge *e = &node->edges[i];
+			if (e->state == GSP_EDGE_IDLE ||
+			    (applying && e->state == GSP_EDGE_COMPLETED))
+				proj[np++] = e;
+		}
+	int err = (na || np) ? node->ops->run(node, apply, na, proj, np) : 0;
+	for (size_t i = 0; i < na; i++)
+		apply[i]->state = GSP_EDGE_IDLE;
+	for (size_t i = 0; !err && i < np; i++) {
+		gsp__edge *e = proj[i];
+		size_t len = node->ops->msg_size(node, e->round + 1);
+		if (node->ops->float_messages &&
+		    !gsp__all_finite((const float *)e->next_msg, len / 4))
+			err = GSP_ENONFINITE;
+	}
+	if (err)
+		np = 0;
+	for (size_t i = 0; i < np; i++) {
+		gsp__edge *e = proj[i];
+		node->ops->commit(node, e);
+		uint8_t *t = e->msg;
+		e->msg = e->next_msg;
+		e->next_msg = t;
+		e->round++;
+		e->msg_len = node->ops->msg_size(node, e->round);
+		e->state = GSP_EDGE_IN_FLIGHT;
+		e->tx_bytes += e->msg_len;
+		e->tx_msgs++;
+		e->exact_bytes += node->layout->floats * 4;
+	}
+	if (list != stack)
+		free(list);
+	if (err)
+		return err;
+	return (int)(do_project ? np : na);
+}
+
+int gsp_node_apply(gsp_node *node)
+{
+	return node_run(node, true, false);
+}
+
+int gsp_node_project(gsp_node *node)
+{
+	return node_run(node, false, true);
+}
+
+int gsp_node_step(gsp_node *node)
+{
+	return node_run(node, true, true);
+}
+
+int gsp_node_message(const gsp_node *node, size_t edge, const void **ret_msg,
+		     size_t *ret_len, uint64_t *ret_round)
+{
+	if (!node || edge >= node->n_edges || !ret_msg || !ret_len)
+		return -EINVAL;
+	const gsp__edge *e = &node->edges[edge];
+	if (e->round == 0)
+		return GSP_ESTATE;
+	*ret_msg = e->msg;
+	*ret_len = e->msg_len;
+	if (ret_round)
+		*ret_round = e->round;
+	return 0;
+}
+
+int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
+			      uint64_t round)
+{
+	if (!node || edge >= node->n_edges || round == 0)
+		return -EINVAL;
+	return (int64_t)node->ops->msg_size(node, round);
+}
+
+int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
+		      const void *msg, size_t len)
+{
+	if (!node || edge >= node->n_edges || (!msg && len) ||
+	    ((uintptr_t)msg & 3) != 0)
+		return -EINVAL;
+	gsp__edge *e = &node->edges[edge];
+	if (e->state != GSP_EDGE_IN_FLIGHT)
+		return GSP_ESTATE;
+	if (round != e->round)
+		return GSP_EROUND;
+	if (len != e->msg_len)
+		return GSP_ESHAPE;
+	if (node->ops->float_messages && !gsp__all_finite(msg, len / 4))
+		return GSP_ENONFINITE;
+	int err = node->ops->complete(node, e, msg);
+	if (err)
+		return err;
+	e->state = GSP_EDGE_COMPLETED;
+	e->rx_bytes += len;
+	e->rx_msgs++;
+	return 0;
+}

@@ -1,0 +1,492 @@
+/*
+ * Topologies and mixing weights.
+ *
+ * This module owns gsp_graph: an undirected simple graph on n nodes built
+ * from a named topology (ring, torus, complete, exponential) or parsed from
+ * an edge list, its Metropolis-Hastings mixing weights, and the spectrum of
+ * I - W that fixes the best consensus step.  Every graph it hands out has
+ * n >= 2, no self loops, no duplicate edges and no isolated node; edges are
+ * stored sorted by (lo, hi) with lo < hi.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gossip.h"
+
+/* LAPACK (Fortran ABI): eigenvalues of a symmetric matrix. */
+void ssyev_(const char *jobz, const char *uplo, const int *n, float *a,
+	    const int *lda, float *w, float *work, const int *lwork, int *info);
+
+/* Largest graph whose dense n x n spectrum we are willing to compute. */
+#define SPECTRUM_MAX_NODES 4096u
+
+typedef struct edge {
+	unsigned lo, hi;
+} edge;
+
+struct gsp_graph {
+	unsigned n;
+	size_t nedges;
+	edge *edges;        /* sorted by (lo, hi), lo < hi */
+	unsigned *degree;   /* n entries */
+	size_t *adj_off;    /* n + 1 offsets into adj */
+	unsigned *adj;      /* neighbours of node i, ascending, at adj_off[i] */
+};
+
+static const char *const topology_names[] = {
+	[GSP_TOPO_RING] = "ring",
+	[GSP_TOPO_TORUS] = "torus",
+	[GSP_TOPO_COMPLETE] = "complete",
+	[GSP_TOPO_EXPONENTIAL] = "exponential",
+	[GSP_TOPO_EDGELIST] = "edgelist",
+};
+
+#define N_TOPOLOGIES (sizeof(topology_names) / sizeof(topology_names[0]))
+
+int gsp_topology_parse(const char *name, gsp_topology *ret_topo)
+{
+	if (!name || !ret_topo)
+		return -EINVAL;
+	for (size_t t = 0; t < N_TOPOLOGIES; t++) {
+		if (strcmp(name, topology_names[t]) == 0) {
+			*ret_topo = (gsp_topology)t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *gsp_topology_name(gsp_topology topo)
+{
+	if ((unsigned)topo >= N_TOPOLOGIES)
+		return NULL;
+	return topology_names[topo];
+}
+
+void gsp_graph_free(gsp_graph *graph)
+{
+	if (!graph)
+		return;
+	free(graph->edges);
+	free(graph->degree);
+	free(graph->adj_off);
+	free(graph->adj);
+	free(graph);
+}
+
+static int edge_cmp(const void *pa, const void *pb)
+{
+	const edge *a = pa, *b = pb;
+
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Builds a graph from `count` candidate edges with ids < n, taking ownership
+ * of `edges` (freed on failure).  Each pair is oriented lo < hi; self loops
+ * and isolated nodes are errors.  Duplicates are merged when `merge_dups`,
+ * otherwise they are errors too.
+ */
+static int graph_build(unsigned n, edge *edges, size_t count, bool merge_dups,
+		       gsp_graph **ret_graph)
+{
+	gsp_graph *g = NULL;
+	size_t m = 0;
+	int r = -EINVAL;
+
+	if (n < 2 || count == 0)
+		goto fail;
+	for (size_t e = 0; e < count; e++) {
+		unsigned a = edges[e].lo, b = edges[e].hi;
+
+		if (a == b || a >= n || b >= n)
+			goto fail;
+		edges[e].lo = a < b ? a : b;
+		edges[e].hi = a < b ? b : a;
+	}
+	qsort(edges, count, sizeof(*edges), edge_cmp);
+	for (size_t e = 0; e < count; e++) {
+		if (m > 0 && edge_cmp(&edges[m - 1], &edges[e]) == 0) {
+			if (!merge_dups)
+				goto fail;
+			continue;
+		}
+		edges[m++] = edges[e];
+	}
+
+	r = -ENOMEM;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		goto fail;
+	g->n = n;
+	g->nedges = m;
+	g->edges = edges;
+	edges = NULL;
+	g->degree = calloc(n, sizeof(*g->degree));
+	g->adj_off = calloc((size_t)n + 1, sizeof(*g->adj_off));
+	g->adj = calloc(m, 2 * sizeof(*g->adj));
+	if (!g->degree || !g->adj_off || !g->adj)
+		goto fail;
+
+	for (size_t e = 0; e < m; e++) {
+		g->degree[g->edges[e].lo]++;
+		g->degree[g->edges[e].hi]++;
+	}
+	r = -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (g->degree[i] == 0)
+			goto fail;
+		g->adj_off[i + 1] = g->adj_off[i] + g->degree[i];
+	}
+
+	/* Neighbours below i arrive in order of lo (as i is their hi), then
+	 * those above i in order of hi, so every adjacency row is sorted. */
+	size_t *fill = g->adj_off;
+	for (size_t e = 0; e < m; e++)
+		g->adj[fill[g->edges[e].hi]++] = g->edges[e].lo;
+	for (size_t e = 0; e < m; e++)
+		g->adj[fill[g->edges[e].lo]++] = g->edges[e].hi;
+	/* fill[i] now equals the old adj_off[i + 1]: shift back. */
+	memmove(g->adj_off + 1, g->adj_off, n * sizeof(*g->adj_off));
+	g->adj_off[0] = 0;
+
+	*ret_graph = g;
+	return 0;
+fail:
+	free(edges);
+	gsp_graph_free(g);
+	return r;
+}
+
+static edge *edges_alloc(uint64_t count)
+{
+	if (count == 0 || count > SIZE_MAX / sizeof(edge))
+		return NULL;
+	return calloc((size_t)count, sizeof(edge));
+}
+
+/* Most nearly square factorisation n = a x b with 2 <= a <= b, or -EINVAL. */
+static int torus_shape(unsigned n, unsigned *ret_a, unsigned *ret_b)
+{
+	unsigned best = 0;
+
+	for (unsigned a = 2; (uint64_t)a * a <= n; a++)
+		if (n % a == 0)
+			best = a;
+	if (best == 0)
+		return -EINVAL;
+	*ret_a = best;
+	*ret_b = n / best;
+	return 0;
+}
+
+int gsp_graph_new(gsp_topology topo, unsigned n, gsp_graph **ret_graph)
+{
+	uint64_t count;
+	unsigned a = 0, b = 0, jmax = 0;
+	edge *edges;
+	size_t k = 0;
+
+	if (!ret_graph || n < 2)
+		return -EINVAL;
+	switch (topo) {
+	case GSP_TOPO_RING:
+		count = n;
+		break;
+	case GSP_TOPO_TORUS:
+		if (torus_shape(n, &a, &b) < 0)
+			return -EINVAL;
+		count = 2 * (uint64_t)n;
+		break;
+	case GSP_TOPO_COMPLETE:
+		count = (uint64_t)n * (n - 1) / 2;
+		break;
+	case GSP_TOPO_EXPONENTIAL:
+		while (jmax < 32 && (UINT64_C(1) << jmax) < n)
+			jmax++;
+		count = (uint64_t)n * jmax;
+		break;
+	default:
+		return -EINVAL;
+	}
+	edges = edges_alloc(count);
+	if (!edges)
+		return -ENOMEM;
+
+	switch (topo) {
+	case GSP_TOPO_RING:
+		for (unsigned i = 0; i < n; i++)
+			edges[k++] = (edge){ i, (i + 1) % n };
+		break;
+	case GSP_TOPO_TORUS:
+		/* Node r * b + c sits in row r, column c; link right and down. */
+		for (unsigned r = 0; r < a; r++) {
+			for (unsigned c = 0; c < b; c++) {
+				unsigned i = r * b + c;
+
+				edges[k++] = (edge){ i, r * b + (c + 1) % b };
+				edges[k++] = (edge){ i, ((r + 1) % a) * b + c };
+			}
+		}
+		break;
+	case GSP_TOPO_COMPLETE:
+		for (unsigned i = 0; i < n; i++)
+			for (unsigned j = i + 1; j < n; j++)
+				edges[k++] = (edge){ i, j };
+		break;
+	case GSP_TOPO_EXPONENTIAL:
+		/* i - 2^j is covered by the edge from (i - 2^j) + 2^j. */
+		for (unsigned i = 0; i < n; i++)
+			for (unsigned j = 0; j < jmax; j++)
+				edges[k++] = (edge){ i, (unsigned)(((uint64_t)i + (UINT64_C(1) << j)) % n) };
+		break;
+	default:
+		break;
+	}
+	return graph_build(n, edges, k, true, ret_graph);
+}
+
+/* Parses a decimal id < n at *p, advancing p.  Digits only: no sign, no
+ * space.  Accumulates in 64 bits and stops as soon as the value reaches n,
+ * so it never overflows. */
+static int parse_id(const char **p, unsigned n, unsigned *ret_id)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	while (*s >= '0' && *s <= '9') {
+		v = v * 10 + (uint64_t)(*s - '0');
+		if (v >= n)
+			return -EINVAL;
+		s++;
+	}
+	*p = s;
+	*ret_id = (unsigned)v;
+	return 0;
+}
+
+int gsp_graph_parse_edges(const char *spec, unsigned n, gsp_graph **ret_graph)
+{
+	const char *p;
+	size_t count = 1, k = 0;
+	edge *edges;
+
+	if (!spec || !ret_graph || n < 2 || *spec == '\0')
+		return -EINVAL;
+	for (p = spec; *p; p++)
+		count += *p == ',';
+	edges = edges_alloc(count);
+	if (!edges)
+		return -ENOMEM;
+
+	for (p = spec;; p++) {
+		unsigned a, b;
+
+		if (parse_id(&p, n, &a) < 0 || *p++ != '-' ||
+		    parse_id(&p, n, &b) < 0)
+			goto malformed;
+		edges[k++] = (edge){ a, b };
+		if (*p == '\0')
+			break;
+		if (*p != ',')
+			goto malformed;
+	}
+	return graph_build(n, edges, k, false, ret_graph);
+malformed:
+	free(edges);
+	return -EINVAL;
+}
+
+unsigned gsp_graph_nodes(const gsp_graph *graph)
+{
+	return graph ? graph->n : 0;
+}
+
+size_t gsp_graph_edge_count(const gsp_graph *graph)
+{
+	return graph ? graph->nedges : 0;
+}
+
+int gsp_graph_edge(const gsp_graph *graph, size_t e, unsigned *ret_lo,
+		   unsigned *ret_hi)
+{
+	if (!graph || e >= graph->nedges)
+		return -EINVAL;
+	if (ret_lo)
+		*ret_lo = graph->edges[e].lo;
+	if (ret_hi)
+		*ret_hi = graph->edges[e].hi;
+	return 0;
+}
+
+unsigned gsp_graph_degree(const gsp_graph *graph, unsigned i)
+{
+	if (!graph || i >= graph->n)
+		return 0;
+	return graph->degree[i];
+}
+
+static bool has_edge(const gsp_graph *g, unsigned i, unsigned j)
+{
+	const unsigned *lo = g->adj + g->adj_off[i];
+	size_t len = g->degree[i];
+
+	/* Binary search in i's sorted neighbour row. */
+	while (len > 0) {
+		size_t half = len / 2;
+
+		if (lo[half] == j)
+			return true;
+		if (lo[half] < j) {
+			lo += half + 1;
+			len -= half + 1;
+		} else {
+			len = half;
+		}
+	}
+	return false;
+}
+
+static double mh_weight(const gsp_graph *g, unsigned i, unsigned j)
+{
+	unsigned d = g->degree[i] > g->degree[j] ? g->degree[i] : g->degree[j];
+
+	return 1.0 / (1.0 + d);
+}
+
+/* Sum of i's off-diagonal weights, i.e. 1 - w_ii. */
+static double off_weight_sum(const gsp_graph *g, unsigned i)
+{
+	double sum = 0;
+
+	for (size_t k = g->adj_off[i]; k < g->adj_off[i + 1]; k++)
+		sum += mh_weight(g, i, g->adj[k]);
+	return sum;
+}
+
+double gsp_graph_weight(const gsp_graph *graph, unsigned i, unsigned j)
+{
+	if (!graph || i >= graph->n || j >= graph->n)
+		return 0;
+	if (i == j)
+		return 1.0 - off_weight_sum(graph, i);
+	return has_edge(graph, i, j) ? mh_weight(graph, i, j) : 0;
+}
+
+static int graph_connected(const gsp_graph *g)
+{
+	unsigned *queue = calloc(g->n, sizeof(*queue));
+	bool *seen = calloc(g->n, sizeof(*seen));
+	size_t head = 0, tail = 0;
+	int r = -ENOMEM;
+
+	if (!queue || !seen)
+		goto out;
+	queue[tail++] = 0;
+	seen[0] = true;
+	while (head < tail) {
+		unsigned i = queue[head++];
+
+		for (size_t k = g->adj_off[i]; k < g->adj_off[i + 1]; k++) {
+			unsigned j = g->adj[k];
+
+			if (!seen[j]) {
+				seen[j] = true;
+				queue[tail++] = j;
+			}
+		}
+	}
+	r = tail == g->n ? 0 : -EINVAL;
+out:
+	free(queue);
+	free(seen);
+	return r;
+}
+
+int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
+		       double *ret_lambda_max)
+{
+	float *a = NULL, *eig = NULL, *work = NULL, query;
+	int n, lwork = -1, info = 0, r;
+
+	if (!graph)
+		return -EINVAL;
+	r = graph_connected(graph);
+	if (r < 0)
+		return r;
+	if (graph->n > SPECTRUM_MAX_NODES)
+		return -E2BIG;
+	n = (int)graph->n;
+
+	r = -ENOMEM;
+	a = calloc((size_t)n * (size_t)n, sizeof(*a));
+	eig = calloc((size_t)n, sizeof(*eig));
+	if (!a || !eig)
+		goto out;
+	/* L = I - W, column-major (symmetric, so either order will do).  The
+	 * diagonal 1 - w_ii is the off-diagonal row sum, computed directly. */
+	for (unsigned i = 0; i < graph->n; i++)
+		a[(size_t)i * n + i] = (float)off_weight_sum(graph, i);
+	for (size_t e = 0; e < graph->nedges; e++) {
+		unsigned lo = graph->edges[e].lo, hi = graph->edges[e].hi;
+		float w = (float)-mh_weight(graph, lo, hi);
+
+		a[(size_t)lo * n + hi] = w;
+		a[(size_t)hi * n + lo] = w;
+	}
+
+	ssyev_("N", "L", &n, a, &n, eig, &query, &lwork, &info);
+	r = -EDOM;
+	if (info != 0)
+		goto out;
+	lwork = 3 * n - 1;
+	if (query > (float)lwork && query < (float)(INT_MAX / 2))
+		lwork = (int)query;
+	r = -ENOMEM;
+	work = calloc((size_t)lwork, sizeof(*work));
+	if (!work)
+		goto out;
+	ssyev_("N", "L", &n, a, &n, eig, work, &lwork, &info);
+	r = -EDOM;
+	if (info != 0 || !isfinite(eig[1]) || !isfinite(eig[n - 1]))
+		goto out;
+
+	/* Ascending: eig[0] is the consensus eigenvalue 0, and connectivity
+	 * (checked above) makes eig[1] the smallest non-zero one. */
+	if (ret_lambda2)
+		*ret_lambda2 = eig[1];
+	if (ret_lambda_max)
+		*ret_lambda_max = eig[n - 1];
+	r = 0;
+out:
+	free(a);
+	free(eig);
+	free(work);
+	return r;
+}
+
+int gsp_graph_optimal_gamma(const gsp_graph *graph, double *ret_gamma)
+{
+	double l2, lmax;
+	int r;
+
+	if (!ret_gamma)
+		return -EINVAL;
+	r = gsp_graph_spectrum(graph, &l2, &lmax);
+	if (r < 0)
+		return r;
+	if (!(l2 + lmax > 0))
+		return -EDOM;
+	*ret_gamma = 2.0 / (l2 + lmax);
+	return 0;
+}
