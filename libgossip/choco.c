@@ -30,7 +30,10 @@ typedef struct choco {
 
 static uint64_t kept(const gsp_node *node, const gsp_tensor *t)
 {
-	double k = ceil((double)node->cfg.choco_fraction * (double)t->numel);
+	/* The float fraction is a decimal rounded to binary (0.05f is
+	 * 0.05000000075); shave that rounding off before ceil. */
+	double k = ceil((double)node->cfg.choco_fraction * (double)t->numel *
+			(1.0 - 1e-7));
 	uint64_t n = k < 1.0 ? 1 : (uint64_t)k;
 	return n > t->numel ? t->numel : n;
 }

@@ -205,13 +205,18 @@ int gsp_node_edge_info(const gsp_node *node, size_t edge,
 	if (!node || edge >= node->n_edges || !ret_info)
 		return -EINVAL;
 	const gsp__edge *e = &node->edges[edge];
-	*ret_info = (gsp_edge_info){
-		.role = e->role, .state = e->state, .weight = e->weight,
-		.round = e->round, .tx_bytes = e->tx_bytes,
-		.rx_bytes = e->rx_bytes, .tx_msgs = e->tx_msgs,
-		.rx_msgs = e->rx_msgs, .exact_bytes = e->exact_bytes,
-		.refills = e->refills,
-	};
+	/* Zero the padding too: callers may compare snapshots bytewise. */
+	memset(ret_info, 0, sizeof(*ret_info));
+	ret_info->role = e->role;
+	ret_info->state = e->state;
+	ret_info->weight = e->weight;
+	ret_info->round = e->round;
+	ret_info->tx_bytes = e->tx_bytes;
+	ret_info->rx_bytes = e->rx_bytes;
+	ret_info->tx_msgs = e->tx_msgs;
+	ret_info->rx_msgs = e->rx_msgs;
+	ret_info->exact_bytes = e->exact_bytes;
+	ret_info->refills = e->refills;
 	return 0;
 }
 

@@ -18,6 +18,7 @@ typedef struct pg_factor {
 typedef struct pg_edge {
 	pg_factor *f;      /* one per compressed tensor */
 	float *vdiff;      /* pending difference of the uncompressed tensors */
+	uint64_t refills;  /* of the projection not yet committed */
 	float *mem;
 } pg_edge;
 
@@ -100,6 +101,7 @@ static void pg_prepare(gsp_node *node, gsp__edge *edge)
 	const gsp_layout *l = node->layout;
 	pg_edge *pe = edge->priv;
 	uint64_t round = edge->round + 1;
+	pe->refills = 0;
 	for (size_t i = 0; i < l->n; i++) {
 		const gsp_tensor *t = &l->t[i];
 		if (!t->compressed)
@@ -113,7 +115,7 @@ static void pg_prepare(gsp_node *node, gsp__edge *edge)
 		else
 			gsp__rng_uniform(edge->seed, GSP_RNG_COLD, i, round, 0,
 					 f->q, rows * r, 1);
-		edge->refills += gsp__orthonormalize(f->q, rows, r, edge->seed,
+		pe->refills += gsp__orthonormalize(f->q, rows, r, edge->seed,
 						     i, round);
 	}
 }
@@ -255,6 +257,7 @@ static void pg_commit(gsp_node *node, gsp__edge *edge)
 {
 	pg_edge *pe = edge->priv;
 	uint64_t round = edge->round + 1;
+	edge->refills += pe->refills;
 	for (size_t i = 0; i < node->layout->n; i++)
 		if (node->layout->t[i].compressed)
 			swap(round & 1 ? &pe->f[i].b : &pe->f[i].a, &pe->f[i].q);

@@ -123,6 +123,19 @@ gsp_node *gsp_sim_node(gsp_sim *sim, unsigned i)
 	return sim && i < sim->n ? sim->nodes[i] : NULL;
 }
 
+int gsp_sim_edge(const gsp_sim *sim, size_t e, unsigned *ret_lo,
+		 size_t *ret_at_lo, unsigned *ret_hi, size_t *ret_at_hi)
+{
+	if (!sim || e >= sim->n_edges || !ret_lo || !ret_at_lo || !ret_hi ||
+	    !ret_at_hi)
+		return -EINVAL;
+	*ret_lo = sim->edges[e].lo;
+	*ret_at_lo = (size_t)sim->edges[e].at_lo;
+	*ret_hi = sim->edges[e].hi;
+	*ret_at_hi = (size_t)sim->edges[e].at_hi;
+	return 0;
+}
+
 float *gsp_sim_params(gsp_sim *sim, unsigned i)
 {
 	return sim && i < sim->n ? sim->params[i] : NULL;

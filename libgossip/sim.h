@@ -32,6 +32,9 @@ GSP_API int gsp_sim_new(const gsp_graph *graph, const gsp_layout *layout,
 GSP_API void gsp_sim_free(gsp_sim *sim);
 GSP_API unsigned gsp_sim_nodes(const gsp_sim *sim);
 GSP_API gsp_node *gsp_sim_node(gsp_sim *sim, unsigned i);
+/* Graph edge e: its two nodes and the edge index inside each node. */
+GSP_API int gsp_sim_edge(const gsp_sim *sim, size_t e, unsigned *ret_lo,
+			 size_t *ret_at_lo, unsigned *ret_hi, size_t *ret_at_hi);
 /* Node i's parameter buffer (gsp_layout_floats floats), to fill before
  * gsp_sim_start. */
 GSP_API float *gsp_sim_params(gsp_sim *sim, unsigned i);

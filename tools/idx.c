@@ -203,7 +203,9 @@ int gsp_idx_load(const char *path, size_t max_bytes, gsp_idx *ret)
 	/* Keep the file buffer as the data: slide the payload to the front. */
 	memmove(buf, buf + header_len, (size_t)idx.count);
 	shrunk = realloc(buf, (size_t)idx.count);
-	idx.data = shrunk ? shrunk : buf;
+	if (shrunk)
+		buf = shrunk;
+	idx.data = buf;
 	*ret = idx;
 	return 0;
 }
