@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "gossip.h"
 #include "idx.h"
 #include "sim.h"
@@ -59,37 +60,9 @@ static void usage(FILE *f)
 		GSP_FMNIST_DIR);
 }
 
-static int parse_uint(const char *s, unsigned long long max,
-		      unsigned long long *ret)
-{
-	char *end;
-	errno = 0;
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
-static int parse_float(const char *s, float *ret)
-{
-	char *end;
-	errno = 0;
-	if (!s || !*s)
-		return -EINVAL;
-	double v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v < 0.0)
-		return -EINVAL;
-	*ret = (float)v;
-	return 0;
-}
-
 static int die(const char *what, const char *arg)
 {
-	fprintf(stderr, "gossip-sim: %s: '%s' (see --help)\n", what, arg);
-	return 2;
+	return gsp_cli_die("gossip-sim", what, arg);
 }
 
 static int parse_args(int argc, char **argv, opts *o)
@@ -120,7 +93,7 @@ static int parse_args(int argc, char **argv, opts *o)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			if (parse_uint(optarg, 4096, &v) || v < 2)
+			if (gsp_cli_uint(optarg, 4096, &v) || v < 2)
 				return die("--nodes needs 2..4096", optarg);
 			o->nodes = (unsigned)v;
 			break;
@@ -138,7 +111,7 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->fmnist_dir = optarg;
 			break;
 		case 's':
-			if (parse_uint(optarg, UINT64_MAX, &v))
+			if (gsp_cli_uint(optarg, UINT64_MAX, &v))
 				return die("bad --seed", optarg);
 			o->seed = v;
 			break;
@@ -147,12 +120,12 @@ static int parse_args(int argc, char **argv, opts *o)
 				return die("unknown method", optarg);
 			break;
 		case 'r':
-			if (parse_uint(optarg, GSP_MAX_RANK, &v) || v < 1)
+			if (gsp_cli_uint(optarg, GSP_MAX_RANK, &v) || v < 1)
 				return die("--rank needs 1..1024", optarg);
 			o->cfg.rank = (unsigned)v;
 			break;
 		case 'i':
-			if (parse_uint(optarg, 1000, &v) || v < 1)
+			if (gsp_cli_uint(optarg, 1000, &v) || v < 1)
 				return die("--iterations needs 1..1000", optarg);
 			o->iterations = (unsigned)v;
 			break;
@@ -164,23 +137,23 @@ static int parse_args(int argc, char **argv, opts *o)
 		case 'g':
 			if (strcmp(optarg, "auto") == 0)
 				o->gamma_auto = true;
-			else if (parse_float(optarg, &o->cfg.gamma))
+			else if (gsp_cli_float(optarg, &o->cfg.gamma))
 				return die("bad --gamma", optarg);
 			else
 				o->gamma_auto = false;
 			break;
 		case 'f':
-			if (parse_float(optarg, &f) || f <= 0.0f || f > 1.0f)
+			if (gsp_cli_float(optarg, &f) || f <= 0.0f || f > 1.0f)
 				return die("--fraction needs (0,1]", optarg);
 			o->cfg.choco_fraction = f;
 			break;
 		case 'S':
-			if (parse_uint(optarg, 100000000, &v))
+			if (gsp_cli_uint(optarg, 100000000, &v))
 				return die("bad --steps", optarg);
 			o->steps = (unsigned)v;
 			break;
 		case 'T':
-			if (parse_float(optarg, &f) || f <= 0.0f)
+			if (gsp_cli_float(optarg, &f) || f <= 0.0f)
 				return die("bad --target", optarg);
 			o->target = f;
 			break;
