@@ -247,13 +247,16 @@ static int run(const opts *o, gsp_sim *sim, FILE *csv)
 			fprintf(csv, "%u,%llu,%.9e,%.9e\n", step,
 				(unsigned long long)st.bits_worker0, st.error,
 				st.mean_drift);
+		bool last = step == o->steps || !st.finite ||
+			    (o->target > 0 && st.error <= o->target * st0.error);
 		double t = now();
-		if (tty && (t - shown > 0.1 || step == o->steps)) {
-			fprintf(stderr, "\rstep %6u/%u  error %.3e (%.1e of initial)"
-				"  Mbit/worker %9.3f  drift %.1e ",
+		if (tty && (t - shown > 0.1 || last)) {
+			/* One line under 80 columns, rewritten in place. */
+			fprintf(stderr, "\rstep %6u/%-6u error %.2e (%.1e of start) "
+				"%8.3f Mbit/worker ",
 				step, o->steps, st.error,
 				st0.error > 0 ? st.error / st0.error : 0.0,
-				st.bits_worker0 / 1e6, st.mean_drift);
+				st.bits_worker0 / 1e6);
 			shown = t;
 		}
 		if (!st.finite) {

@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# Shared by tools/quickstart and tools/run-tests (sourced, not run): installs
+# the Debian packages the build needs and configures and builds a meson
+# build directory.  Functions print what they do and return non-zero on
+# failure; callers run with set -euo pipefail.
+
+# What a build on a fresh Debian 12 needs: toolchain, the engine's
+# libraries, Check for the unit tests, the Fashion-MNIST data set the
+# simulator and tests read, gnuplot for plots and python3 for scripts.
+GSP_BASE_PACKAGES=(
+	meson ninja-build pkg-config gcc
+	libuv1-dev libsodium-dev libopenblas-dev zlib1g-dev check
+	dataset-fashion-mnist gnuplot-nox python3
+)
+
+gsp_log() {
+	if [ -t 2 ]; then
+		printf '\033[1m==> %s\033[0m\n' "$*" >&2
+	else
+		printf '==> %s\n' "$*" >&2
+	fi
+}
+
+# gsp_install_deps [extra packages...]: installs the base packages and the
+# extra ones, calling apt-get only for those not installed yet (and
+# apt-get update once, first).  Without root it prints the command to run.
+gsp_install_deps() {
+	local missing=() p status
+	for p in "${GSP_BASE_PACKAGES[@]}" "$@"; do
+		status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+		[ "$status" = "install ok installed" ] || missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		return 0
+	fi
+	local cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "missing packages: ${missing[*]}" >&2
+		echo "run as root:  $cmd" >&2
+		return 1
+	fi
+	if ! command -v apt-get >/dev/null; then
+		echo "missing packages: ${missing[*]}; no apt-get on this system (Debian 12 expected)" >&2
+		return 1
+	fi
+	gsp_log "installing ${missing[*]}"
+	apt-get update -q </dev/null || return 1
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${missing[@]}" </dev/null
+}
+
+# gsp_build DIR [meson options...]: configures DIR (a fresh setup, or a
+# reconfigure that also picks up newly installed dependencies) and builds it.
+# The compiler is fixed when DIR is first set up (CC=... in the environment).
+# meson's output is shown only on failure, or always with GSP_VERBOSE=1.
+gsp_build() {
+	local dir=$1 log rc=0
+	shift
+	log=$(mktemp)
+	if [ -f "$dir/meson-private/coredata.dat" ]; then
+		gsp_log "reconfiguring $dir $*"
+		meson setup --reconfigure "$dir" "$@" >"$log" 2>&1 || rc=$?
+	else
+		gsp_log "configuring $dir $*"
+		meson setup "$dir" "$@" >"$log" 2>&1 || rc=$?
+	fi
+	if [ $rc -ne 0 ] || [ "${GSP_VERBOSE:-0}" = 1 ]; then
+		cat "$log" >&2
+	fi
+	if [ $rc -ne 0 ]; then
+		rm -f "$log"
+		return $rc
+	fi
+	rm -f "$log"
+	gsp_log "building $dir"
+	ninja -C "$dir"
+}
