@@ -9,7 +9,7 @@
 # simulator and tests read, gnuplot for plots and python3 for scripts.
 GSP_BASE_PACKAGES=(
 	meson ninja-build pkg-config gcc
-	libuv1-dev libsodium-dev libopenblas-dev zlib1g-dev check
+	libuv1-dev libsodium-dev libopenblas-dev zlib1g-dev check libinih-dev
 	dataset-fashion-mnist gnuplot-nox python3
 )
 

@@ -1,0 +1,382 @@
+/* gossipd configuration file: INI parsed by libinih, values checked here,
+ * every error reported as "<file>:<line>: <reason>". */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+#include <sodium.h>
+
+#include "config.h"
+
+#define CONFIG_MAX_BYTES (1 << 20)
+
+typedef enum section { SEC_NONE, SEC_NODE, SEC_PEER, SEC_OTHER } section;
+
+typedef struct parser {
+	gsp_daemon_config *cfg;
+	const char *text, *end, *pos;
+	unsigned line;          /* line the reader handed out last */
+	bool new_section;       /* a section header was read since the last key */
+	unsigned section_line;
+	bool too_long;
+	section sec;
+	int err;
+	unsigned err_line;
+	char *msg;
+	size_t msg_len;
+} parser;
+
+void gsp_daemon_config_default(gsp_daemon_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:0");
+	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "gossipd.sock");
+	gsp_config_default(&cfg->engine);
+	cfg->topology = GSP_TOPO_RING;
+	cfg->max_staleness = 16;
+	cfg->log_level = GSP_LOG_INFO;
+}
+
+void gsp_daemon_config_clear(gsp_daemon_config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->peers);
+	sodium_memzero(cfg->private_key, sizeof(cfg->private_key));
+	cfg->peers = NULL;
+	cfg->n_peers = 0;
+}
+
+int gsp_key_from_base64(const char *text, uint8_t key[GSP_KEY_BYTES])
+{
+	uint8_t tmp[GSP_KEY_BYTES];
+	size_t len = 0;
+	const char *end;
+	if (!text || strlen(text) != 44 ||
+	    sodium_base642bin(tmp, sizeof(tmp), text, 44, NULL, &len, &end,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
+	    len != GSP_KEY_BYTES || *end != '\0') {
+		sodium_memzero(tmp, sizeof(tmp));
+		return -EINVAL;
+	}
+	memcpy(key, tmp, GSP_KEY_BYTES);
+	sodium_memzero(tmp, sizeof(tmp));
+	return 0;
+}
+
+void gsp_key_to_base64(const uint8_t key[GSP_KEY_BYTES], char out[45])
+{
+	sodium_bin2base64(out, 45, key, GSP_KEY_BYTES,
+			  sodium_base64_VARIANT_ORIGINAL);
+}
+
+/* The ini_reader: hands out one line at a time so the handler knows the
+ * line number and whether a new section started (a second [Peer]). */
+static char *reader(char *str, int num, void *stream)
+{
+	parser *p = stream;
+	if (p->pos >= p->end)
+		return NULL;
+	const char *nl = memchr(p->pos, '\n', (size_t)(p->end - p->pos));
+	size_t len = nl ? (size_t)(nl - p->pos) + 1 : (size_t)(p->end - p->pos);
+	p->line++;
+	if (len >= (size_t)num) {
+		p->too_long = true;
+		len = (size_t)num - 1;
+	}
+	memcpy(str, p->pos, len);
+	str[len] = '\0';
+	p->pos = nl ? nl + 1 : p->end;
+	const char *s = str;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	/* Cleared by the handler, which inih calls only for key lines. */
+	if (*s == '[') {
+		p->new_section = true;
+		p->section_line = p->line;
+	}
+	return str;
+}
+
+static int fail(parser *p, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Records the first error as "<file>:<line>: <reason>"; returns 0, which
+ * also tells inih the line failed. */
+static int fail(parser *p, int err, const char *fmt, ...)
+{
+	if (!p->err) {
+		p->err = err;
+		p->err_line = p->line;
+		char reason[256];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(reason, sizeof(reason), fmt, ap);
+		va_end(ap);
+		if (p->line)
+			snprintf(p->msg, p->msg_len, "%s:%u: %s", p->cfg->path,
+				 p->line, reason);
+		else
+			snprintf(p->msg, p->msg_len, "%s: %s", p->cfg->path, reason);
+	}
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned *ret)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int parse_float(const char *s, float *ret)
+{
+	char *end;
+	if (!((*s >= '0' && *s <= '9') || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v > 1e6)
+		return -EINVAL;
+	*ret = (float)v;
+	return 0;
+}
+
+static int copy_str(char *dst, size_t cap, const char *v)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n >= cap)
+		return -EINVAL;
+	memcpy(dst, v, n + 1);
+	return 0;
+}
+
+static int node_key(parser *p, const char *name, const char *v)
+{
+	gsp_daemon_config *c = p->cfg;
+	if (!strcmp(name, "ListenAddress"))
+		return copy_str(c->listen, sizeof(c->listen), v)
+			       ? fail(p, -EINVAL, "ListenAddress too long or empty: '%s'", v)
+			       : 1;
+	if (!strcmp(name, "PrivateKeyFile"))
+		return copy_str(c->private_key_file, sizeof(c->private_key_file), v)
+			       ? fail(p, -EINVAL, "bad PrivateKeyFile '%s'", v)
+			       : 1;
+	if (!strcmp(name, "PrivateKey")) {
+		if (gsp_key_from_base64(v, c->private_key))
+			return fail(p, -EINVAL, "PrivateKey is not a base64 32-byte key");
+		c->have_private_key = true;
+		return 1;
+	}
+	if (!strcmp(name, "Socket"))
+		return copy_str(c->socket_path, sizeof(c->socket_path), v)
+			       ? fail(p, -EINVAL, "bad Socket '%s'", v)
+			       : 1;
+	if (!strcmp(name, "Method"))
+		return gsp_method_parse(v, &c->engine.method)
+			       ? fail(p, -EINVAL, "unknown Method '%s' (powergossip, "
+					 "exact, choco-topk, choco-randk, choco-sign)", v)
+			       : 1;
+	if (!strcmp(name, "Rank"))
+		return parse_uint(v, GSP_MAX_RANK, &c->engine.rank) || !c->engine.rank
+			       ? fail(p, -EINVAL, "Rank must be 1..1024, not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "Gamma")) {
+		if (!strcmp(v, "auto")) {
+			c->gamma_auto = true;
+			return 1;
+		}
+		c->gamma_auto = false;
+		return parse_float(v, &c->engine.gamma)
+			       ? fail(p, -EINVAL, "Gamma must be a number >= 0 or auto, not '%s'", v)
+			       : 1;
+	}
+	if (!strcmp(name, "Fraction"))
+		return parse_float(v, &c->engine.choco_fraction) ||
+				       c->engine.choco_fraction <= 0 ||
+				       c->engine.choco_fraction > 1
+			       ? fail(p, -EINVAL, "Fraction must be in (0, 1], not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "WarmStart")) {
+		if (strcmp(v, "on") && strcmp(v, "off"))
+			return fail(p, -EINVAL, "WarmStart takes on or off, not '%s'", v);
+		c->engine.warm_start = !strcmp(v, "on");
+		return 1;
+	}
+	if (!strcmp(name, "Topology"))
+		return gsp_topology_parse(v, &c->topology)
+			       ? fail(p, -EINVAL, "unknown Topology '%s'", v)
+			       : 1;
+	if (!strcmp(name, "Nodes"))
+		return parse_uint(v, 4096, &c->nodes) || c->nodes < 2
+			       ? fail(p, -EINVAL, "Nodes must be 2..4096, not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "MaxStaleness"))
+		return parse_uint(v, 1000000, &c->max_staleness) || !c->max_staleness
+			       ? fail(p, -EINVAL, "MaxStaleness must be 1..1000000, not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "LogLevel")) {
+		static const char *levels[] = {"error", "warning", "info", "debug"};
+		for (int i = 0; i < 4; i++)
+			if (!strcmp(v, levels[i])) {
+				c->log_level = (gsp_log_level)i;
+				return 1;
+			}
+		return fail(p, -EINVAL, "LogLevel must be error, warning, info or debug, not '%s'", v);
+	}
+	return fail(p, -EINVAL, "unknown key '%s' in [Node]", name);
+}
+
+static int peer_key(parser *p, const char *name, const char *v)
+{
+	gsp_daemon_config *c = p->cfg;
+	gsp_peer_config *peer = &c->peers[c->n_peers - 1];
+	if (!strcmp(name, "PublicKey"))
+		return gsp_key_from_base64(v, peer->public_key)
+			       ? fail(p, -EINVAL, "PublicKey is not a base64 32-byte key: '%s'", v)
+			       : 1;
+	if (!strcmp(name, "Endpoint"))
+		return copy_str(peer->endpoint, sizeof(peer->endpoint), v)
+			       ? fail(p, -EINVAL, "bad Endpoint '%s'", v)
+			       : 1;
+	if (!strcmp(name, "Weight"))
+		return parse_float(v, &peer->weight) || !(peer->weight > 0) ||
+				       peer->weight > 1
+			       ? fail(p, -EINVAL, "Weight must be in (0, 1], not '%s'", v)
+			       : 1;
+	return fail(p, -EINVAL, "unknown key '%s' in [Peer]", name);
+}
+
+static int open_section(parser *p, const char *sec)
+{
+	gsp_daemon_config *c = p->cfg;
+	if (!strcmp(sec, "Node")) {
+		p->sec = SEC_NODE;
+		return 1;
+	}
+	if (strcmp(sec, "Peer")) {
+		p->sec = SEC_OTHER;
+		return fail(p, -EINVAL, "unknown section [%s] (expected [Node] or [Peer])", sec);
+	}
+	if (c->n_peers >= GSP_MAX_PEERS)
+		return fail(p, -E2BIG, "too many [Peer] sections (at most %d)", GSP_MAX_PEERS);
+	gsp_peer_config *peers = realloc(c->peers, (c->n_peers + 1) * sizeof(*peers));
+	if (!peers)
+		return fail(p, -ENOMEM, "out of memory");
+	c->peers = peers;
+	memset(&peers[c->n_peers], 0, sizeof(*peers));
+	peers[c->n_peers].line = p->section_line;
+	c->n_peers++;
+	p->sec = SEC_PEER;
+	return 1;
+}
+
+static int handler(void *user, const char *sec, const char *name,
+		   const char *value)
+{
+	parser *p = user;
+	if (p->too_long)
+		return fail(p, -EINVAL, "line longer than %d characters", INI_MAX_LINE - 1);
+	/* inih calls us per key only: a header read since the last key
+	 * opens a new section, so two [Peer] sections stay apart. */
+	if (p->new_section || p->sec == SEC_NONE) {
+		p->new_section = false;
+		if (!open_section(p, sec))
+			return 0;
+	}
+	if (p->sec == SEC_NODE)
+		return node_key(p, name, value);
+	if (p->sec == SEC_PEER)
+		return peer_key(p, name, value);
+	return 0;
+}
+
+/* Checks that need the whole file. */
+static int finish(parser *p)
+{
+	gsp_daemon_config *c = p->cfg;
+	for (size_t i = 0; i < c->n_peers; i++) {
+		p->line = c->peers[i].line;
+		static const uint8_t zero[GSP_KEY_BYTES];
+		if (!memcmp(c->peers[i].public_key, zero, GSP_KEY_BYTES))
+			return fail(p, -EINVAL, "[Peer] without PublicKey");
+		for (size_t j = 0; j < i; j++)
+			if (!memcmp(c->peers[i].public_key, c->peers[j].public_key,
+				    GSP_KEY_BYTES))
+				return fail(p, -EINVAL, "PublicKey listed twice");
+	}
+	if (c->gamma_auto && !c->nodes) {
+		p->line = 0;
+		return fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");
+	}
+	return 1;
+}
+
+int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
+			    gsp_daemon_config *cfg, char *err, size_t err_len)
+{
+	parser p = {.cfg = cfg, .text = text, .end = text + len, .pos = text,
+		    .msg = err, .msg_len = err_len};
+	snprintf(cfg->path, sizeof(cfg->path), "%s", path ? path : "<config>");
+	if (memchr(text, '\0', len)) {
+		const char *z = memchr(text, '\0', len);
+		for (const char *s = text; s < z; s++)
+			p.line += *s == '\n';
+		p.line++;
+		fail(&p, -EINVAL, "NUL byte in the file");
+		return p.err;
+	}
+	int rc = ini_parse_stream(reader, &p, handler, &p);
+	if (rc > 0 && (!p.err || (unsigned)rc < p.err_line)) {
+		/* inih's own syntax error (no '=', unclosed '['), which inih
+		 * reports only at the end: it wins if it came first. */
+		p.err = 0;
+		p.line = (unsigned)rc;
+		fail(&p, -EINVAL, "syntax error (expected [Section] or Key = Value)");
+	} else if (!p.err && rc < 0) {
+		fail(&p, -ENOMEM, "cannot parse");
+	}
+	if (!p.err)
+		finish(&p);
+	return p.err;
+}
+
+int gsp_daemon_config_load(const char *path, gsp_daemon_config *cfg, char *err,
+			   size_t err_len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+		snprintf(err, err_len, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	char *buf = malloc(CONFIG_MAX_BYTES + 1);
+	size_t n = buf ? fread(buf, 1, CONFIG_MAX_BYTES + 1, f) : 0;
+	int rc = 0;
+	if (!buf)
+		rc = -ENOMEM;
+	else if (ferror(f))
+		rc = -EIO;
+	else if (n > CONFIG_MAX_BYTES)
+		rc = -EFBIG;
+	fclose(f);
+	if (rc) {
+		snprintf(err, err_len, "%s: %s", path,
+			 rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+		free(buf);
+		return rc;
+	}
+	rc = gsp_daemon_config_parse(buf, n, path, cfg, err, err_len);
+	free(buf);
+	return rc;
+}

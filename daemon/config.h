@@ -1,0 +1,83 @@
+/*
+ * gossipd configuration: an INI file in WireGuard's style, parsed with
+ * libinih.  One [Node] section (this daemon) and one [Peer] section per
+ * neighbour.  Every error names the file and the line.
+ *
+ *   [Node]
+ *   ListenAddress = 127.0.0.1:7000     host:port or [v6]:port; port 0 = any
+ *   PrivateKeyFile = /var/lib/gossipd/private.key
+ *   Socket = /run/gossipd/gossipd.sock
+ *   Method = powergossip               powergossip|exact|choco-*
+ *   Rank = 4
+ *   Gamma = 1.0                        or "auto" with Topology and Nodes
+ *   WarmStart = on
+ *   MaxStaleness = 16                  steps an edge may lag before STEP waits
+ *   LogLevel = info                    error|warning|info|debug
+ *
+ *   [Peer]
+ *   PublicKey = <base64>
+ *   Endpoint = 127.0.0.1:7001          optional: without it, accept only
+ */
+#ifndef GSP_DAEMON_CONFIG_H
+#define GSP_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip.h"
+
+#define GSP_KEY_BYTES 32
+#define GSP_PATH_MAX 1024
+#define GSP_ADDR_MAX 128
+#define GSP_MAX_PEERS 1024
+
+typedef enum gsp_log_level {
+	GSP_LOG_ERROR = 0,
+	GSP_LOG_WARNING,
+	GSP_LOG_INFO,
+	GSP_LOG_DEBUG,
+} gsp_log_level;
+
+typedef struct gsp_peer_config {
+	uint8_t public_key[GSP_KEY_BYTES];
+	char endpoint[GSP_ADDR_MAX];    /* "" when the peer only dials us */
+	float weight;                   /* 0 = Metropolis-Hastings default */
+	unsigned line;                  /* where its section starts */
+} gsp_peer_config;
+
+typedef struct gsp_daemon_config {
+	char path[GSP_PATH_MAX];        /* the file read, for messages */
+	char listen[GSP_ADDR_MAX];
+	char private_key_file[GSP_PATH_MAX];
+	uint8_t private_key[GSP_KEY_BYTES];
+	bool have_private_key;          /* inline PrivateKey = ... */
+	char socket_path[GSP_PATH_MAX];
+	gsp_config engine;
+	bool gamma_auto;
+	gsp_topology topology;          /* for Gamma = auto */
+	unsigned nodes;
+	unsigned max_staleness;
+	gsp_log_level log_level;
+	gsp_peer_config *peers;
+	size_t n_peers;
+} gsp_daemon_config;
+
+/* Fills cfg with defaults (no peers, listen 127.0.0.1:0, socket
+ * gossipd.sock, powergossip rank 1, gamma 1). */
+void gsp_daemon_config_default(gsp_daemon_config *cfg);
+
+/* Parses INI text; `path` names it in messages.  On error returns a
+ * negative code and writes "<path>:<line>: <reason>" into err. */
+int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
+			    gsp_daemon_config *cfg, char *err, size_t err_len);
+/* Reads and parses a file (at most 1 MiB). */
+int gsp_daemon_config_load(const char *path, gsp_daemon_config *cfg,
+			   char *err, size_t err_len);
+void gsp_daemon_config_clear(gsp_daemon_config *cfg);
+
+/* Strict base64 (standard alphabet, padded) of exactly 32 bytes. */
+int gsp_key_from_base64(const char *text, uint8_t key[GSP_KEY_BYTES]);
+void gsp_key_to_base64(const uint8_t key[GSP_KEY_BYTES], char out[45]);
+
+#endif

@@ -1,0 +1,156 @@
+/* gossipd configuration: valid files, defaults, and every kind of bad
+ * input rejected with the right file and line in the message. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#define KEY_A "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+#define KEY_B "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+
+static int parse(const char *text, gsp_daemon_config *cfg, char *err)
+{
+	gsp_daemon_config_default(cfg);
+	return gsp_daemon_config_parse(text, strlen(text), "test.conf", cfg,
+				       err, 256);
+}
+
+START_TEST(test_valid)
+{
+	static const char text[] =
+		"# a comment\n"
+		"[Node]\n"
+		"ListenAddress = 127.0.0.1:7000\n"
+		"PrivateKey = " KEY_A "\n"
+		"Socket = /run/gossipd/gossipd.sock\n"
+		"Method = powergossip\n"
+		"Rank = 4\n"
+		"Gamma = auto\n"
+		"Topology = ring\n"
+		"Nodes = 8\n"
+		"WarmStart = off\n"
+		"LogLevel = debug\n"
+		"\n"
+		"[Peer]\n"
+		"PublicKey = " KEY_A "\n"
+		"Endpoint = 127.0.0.1:7001\n"
+		"[Peer]\n"
+		"PublicKey = " KEY_B "\n"
+		"Weight = 0.25\n";
+	gsp_daemon_config cfg;
+	char err[256] = "";
+	ck_assert_msg(parse(text, &cfg, err) == 0, "%s", err);
+	ck_assert_str_eq(cfg.listen, "127.0.0.1:7000");
+	ck_assert(cfg.have_private_key);
+	ck_assert_uint_eq(cfg.private_key[31], 31);
+	ck_assert_uint_eq(cfg.engine.rank, 4);
+	ck_assert(cfg.gamma_auto);
+	ck_assert_uint_eq(cfg.nodes, 8);
+	ck_assert(!cfg.engine.warm_start);
+	ck_assert_int_eq(cfg.log_level, GSP_LOG_DEBUG);
+	ck_assert_uint_eq(cfg.n_peers, 2);
+	ck_assert_str_eq(cfg.peers[0].endpoint, "127.0.0.1:7001");
+	ck_assert_uint_eq(cfg.peers[0].line, 14);
+	ck_assert_str_eq(cfg.peers[1].endpoint, "");
+	ck_assert_uint_eq(cfg.peers[1].public_key[0], 32);
+	ck_assert(cfg.peers[1].weight == 0.25f);
+	ck_assert_uint_eq(cfg.peers[1].line, 17);
+	gsp_daemon_config_clear(&cfg);
+	gsp_daemon_config_clear(NULL);
+}
+END_TEST
+
+START_TEST(test_errors_name_the_line)
+{
+	static const struct {
+		const char *text;
+		const char *want;    /* prefix of the message */
+	} cases[] = {
+		{"[Node]\nRank = 0\n", "test.conf:2: Rank"},
+		{"[Node]\nRank = 4x\n", "test.conf:2: Rank"},
+		{"[Node]\n\nMethod = powergosip\n", "test.conf:3: unknown Method"},
+		{"[Node]\nGamma = -1\n", "test.conf:2: Gamma"},
+		{"[Node]\nGamma = nan\n", "test.conf:2: Gamma"},
+		{"[Node]\nWarmStart = yes\n", "test.conf:2: WarmStart"},
+		{"[Node]\nColour = blue\n", "test.conf:2: unknown key 'Colour'"},
+		{"[Nodes]\nRank = 1\n", "test.conf:2: unknown section [Nodes]"},
+		{"[Node]\nRank 4\n", "test.conf:2: syntax error"},
+		{"[Node\nRank = 4\n", "test.conf:1: syntax error"},
+		{"[Peer]\nPublicKey = abc\n", "test.conf:2: PublicKey"},
+		{"[Peer]\nPublicKey = " KEY_A "x\n", "test.conf:2: PublicKey"},
+		{"[Peer]\nEndpoint = 127.0.0.1:1\n", "test.conf:1: [Peer] without PublicKey"},
+		{"[Peer]\nPublicKey = " KEY_A "\n[Peer]\nPublicKey = " KEY_A "\n",
+		 "test.conf:3: PublicKey listed twice"},
+		{"[Peer]\nPublicKey = " KEY_A "\nWeight = 2\n", "test.conf:3: Weight"},
+		{"[Node]\nGamma = auto\n", "test.conf: Gamma = auto needs Nodes"},
+		{"[Node]\nLogLevel = loud\n", "test.conf:2: LogLevel"},
+		{"[Node]\nSocket = \n", "test.conf:2: bad Socket"},
+		{"[Node]\nRank = 1\n\n\nMethod = exact\nNodes = 1\n", "test.conf:6: Nodes"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		gsp_daemon_config cfg;
+		char err[256] = "";
+		ck_assert_msg(parse(cases[i].text, &cfg, err) < 0, "accepted: %s",
+			      cases[i].text);
+		ck_assert_msg(strncmp(err, cases[i].want, strlen(cases[i].want)) == 0,
+			      "case %zu: got '%s', want '%s...'", i, err, cases[i].want);
+		gsp_daemon_config_clear(&cfg);
+	}
+}
+END_TEST
+
+START_TEST(test_long_line_and_nul)
+{
+	char text[600];
+	gsp_daemon_config cfg;
+	char err[256];
+	snprintf(text, sizeof(text), "[Node]\nSocket = /%0300d\n", 0);
+	ck_assert_int_lt(parse(text, &cfg, err), 0);
+	ck_assert_msg(strstr(err, "test.conf:2: line longer") != NULL, "%s", err);
+	gsp_daemon_config_clear(&cfg);
+	static const char nul[] = "[Node]\nRank = 1\0\n";
+	gsp_daemon_config_default(&cfg);
+	ck_assert_int_lt(gsp_daemon_config_parse(nul, sizeof(nul) - 1, "x", &cfg,
+						 err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "x:2: NUL") != NULL, "%s", err);
+	ck_assert_int_eq(gsp_daemon_config_load("/nonexistent/gossipd.conf", &cfg,
+						err, sizeof(err)), -ENOENT);
+	ck_assert(strstr(err, "/nonexistent/gossipd.conf") != NULL);
+}
+END_TEST
+
+START_TEST(test_keys)
+{
+	uint8_t k[GSP_KEY_BYTES], back[GSP_KEY_BYTES];
+	char b64[45];
+	for (int i = 0; i < GSP_KEY_BYTES; i++)
+		k[i] = (uint8_t)(i * 7);
+	gsp_key_to_base64(k, b64);
+	ck_assert_uint_eq(strlen(b64), 44);
+	ck_assert_int_eq(gsp_key_from_base64(b64, back), 0);
+	ck_assert(memcmp(k, back, sizeof(k)) == 0);
+	static const char *bad[] = {"", "AAAA", KEY_A "=", "!AECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+				    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8_"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		ck_assert_int_eq(gsp_key_from_base64(bad[i], back), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("daemon-config");
+	TCase *tc = tcase_create("config");
+	tcase_add_test(tc, test_valid);
+	tcase_add_test(tc, test_errors_name_the_line);
+	tcase_add_test(tc, test_long_line_and_nul);
+	tcase_add_test(tc, test_keys);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
