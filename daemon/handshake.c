@@ -1,0 +1,293 @@
+/* gossipd handshake (Noise-IK shape) and transport AEAD, from libsodium:
+ * X25519 (crypto_scalarmult), BLAKE2b (crypto_generichash, keyed as the
+ * PRF of the key chain) and ChaCha20-Poly1305-IETF. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "handshake.h"
+
+static const char PROTOCOL_NAME[] = "gossipd-IK-25519-ChaChaPoly-BLAKE2b-v1";
+
+static void hash2(uint8_t out[32], const uint8_t *a, size_t alen,
+		  const uint8_t *b, size_t blen)
+{
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, NULL, 0, 32);
+	crypto_generichash_update(&st, a, alen);
+	crypto_generichash_update(&st, b, blen);
+	crypto_generichash_final(&st, out, 32);
+}
+
+/* PRF(key, data || byte): keyed BLAKE2b-256. */
+static void prf(uint8_t out[32], const uint8_t key[32], const uint8_t *data,
+		size_t len, uint8_t byte)
+{
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, key, 32, 32);
+	crypto_generichash_update(&st, data, len);
+	crypto_generichash_update(&st, &byte, 1);
+	crypto_generichash_final(&st, out, 32);
+}
+
+/* HKDF with the PRF: (ck, k) from the chaining key and new input. */
+static void kdf2(const uint8_t ck[32], const uint8_t *ikm, size_t len,
+		 uint8_t out1[32], uint8_t out2[32])
+{
+	uint8_t prk[32], t1[32];
+	prf(prk, ck, ikm, len, 0);
+	prf(t1, prk, NULL, 0, 1);
+	prf(out2, prk, t1, 32, 2);
+	memcpy(out1, t1, 32);
+	sodium_memzero(prk, sizeof(prk));
+	sodium_memzero(t1, sizeof(t1));
+}
+
+static void mix_hash(gsp_hs *hs, const uint8_t *data, size_t len)
+{
+	hash2(hs->h, hs->h, 32, data, len);
+}
+
+/* MixKey(DH(priv, pub)); fails on a low-order public key. */
+static int mix_dh(gsp_hs *hs, const uint8_t priv[32], const uint8_t pub[32],
+		  uint8_t k[32])
+{
+	uint8_t dh[32];
+	if (crypto_scalarmult(dh, priv, pub) != 0)
+		return -EBADMSG;
+	kdf2(hs->ck, dh, 32, hs->ck, k);
+	sodium_memzero(dh, sizeof(dh));
+	return 0;
+}
+
+static const uint8_t ZERO_NONCE[crypto_aead_chacha20poly1305_ietf_NPUBBYTES];
+
+/* Every handshake key encrypts exactly once, so a zero nonce is safe. */
+static void seal_hash(gsp_hs *hs, const uint8_t k[32], const uint8_t *pt,
+		      size_t len, uint8_t *out)
+{
+	crypto_aead_chacha20poly1305_ietf_encrypt(out, NULL, pt, len, hs->h, 32,
+						  NULL, ZERO_NONCE, k);
+	mix_hash(hs, out, len + GSP_HS_TAG);
+}
+
+static int open_hash(gsp_hs *hs, const uint8_t k[32], const uint8_t *ct,
+		     size_t len, uint8_t *out)
+{
+	if (crypto_aead_chacha20poly1305_ietf_decrypt(out, NULL, NULL, ct, len,
+						      hs->h, 32, ZERO_NONCE, k) != 0)
+		return -EBADMSG;
+	mix_hash(hs, ct, len);
+	return 0;
+}
+
+static void hs_start(gsp_hs *hs, const gsp_keypair *s, bool initiator,
+		     const uint8_t responder_pub[32])
+{
+	memset(hs, 0, sizeof(*hs));
+	hash2(hs->h, (const uint8_t *)PROTOCOL_NAME, sizeof(PROTOCOL_NAME) - 1,
+	      NULL, 0);
+	memcpy(hs->ck, hs->h, 32);
+	mix_hash(hs, responder_pub, 32);
+	hs->s = *s;
+	hs->initiator = initiator;
+}
+
+void gsp_keypair_generate(gsp_keypair *kp)
+{
+	crypto_box_keypair(kp->pub, kp->priv);
+}
+
+int gsp_keypair_from_private(const uint8_t priv[GSP_HS_KEY], gsp_keypair *kp)
+{
+	gsp_keypair k;
+	memcpy(k.priv, priv, GSP_HS_KEY);
+	if (crypto_scalarmult_base(k.pub, k.priv) != 0) {
+		sodium_memzero(&k, sizeof(k));
+		return -EINVAL;
+	}
+	*kp = k;
+	sodium_memzero(&k, sizeof(k));
+	return 0;
+}
+
+void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP])
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t sec = UINT64_C(0x400000000000000a) + (uint64_t)ts.tv_sec;
+	for (int i = 0; i < 8; i++)
+		out[i] = (uint8_t)(sec >> (56 - 8 * i));
+	uint32_t ns = (uint32_t)ts.tv_nsec;
+	for (int i = 0; i < 4; i++)
+		out[8 + i] = (uint8_t)(ns >> (24 - 8 * i));
+}
+
+int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
+		    const uint8_t remote_pub[GSP_HS_KEY],
+		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
+		    uint8_t out[GSP_HS_INIT_BYTES])
+{
+	uint8_t k[32];
+	hs_start(hs, s, true, remote_pub);
+	memcpy(hs->remote_s, remote_pub, 32);
+	gsp_keypair_generate(&hs->e);
+	memcpy(out, hs->e.pub, 32);
+	mix_hash(hs, hs->e.pub, 32);
+	if (mix_dh(hs, hs->e.priv, hs->remote_s, k))
+		goto fail;
+	seal_hash(hs, k, s->pub, 32, out + 32);
+	if (mix_dh(hs, s->priv, hs->remote_s, k))
+		goto fail;
+	seal_hash(hs, k, timestamp, GSP_HS_TIMESTAMP, out + 32 + 48);
+	sodium_memzero(k, sizeof(k));
+	hs->step = 1;
+	return 0;
+fail:
+	sodium_memzero(k, sizeof(k));
+	gsp_hs_clear(hs);
+	return -EINVAL;
+}
+
+int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s, const uint8_t *in,
+		     size_t len, uint8_t ret_peer[GSP_HS_KEY],
+		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP])
+{
+	uint8_t k[32], peer[32], ts[GSP_HS_TIMESTAMP];
+	int err = -EBADMSG;
+	if (len != GSP_HS_INIT_BYTES)
+		return -EBADMSG;
+	hs_start(hs, s, false, s->pub);
+	memcpy(hs->remote_e, in, 32);
+	mix_hash(hs, hs->remote_e, 32);
+	if (mix_dh(hs, s->priv, hs->remote_e, k) ||
+	    open_hash(hs, k, in + 32, 48, peer) ||
+	    mix_dh(hs, s->priv, peer, k) ||
+	    open_hash(hs, k, in + 80, GSP_HS_TIMESTAMP + GSP_HS_TAG, ts))
+		goto out;
+	memcpy(hs->remote_s, peer, 32);
+	memcpy(ret_peer, peer, 32);
+	memcpy(ret_timestamp, ts, GSP_HS_TIMESTAMP);
+	hs->step = 1;
+	err = 0;
+out:
+	sodium_memzero(k, sizeof(k));
+	if (err)
+		gsp_hs_clear(hs);
+	return err;
+}
+
+/* Both ends: session keys from the final chaining key. */
+static void split(gsp_hs *hs, gsp_session *ret)
+{
+	gsp_session s;
+	uint8_t k1[32], k2[32];
+	static const char label[] = "gossipd edge seed";
+	memset(&s, 0, sizeof(s));
+	kdf2(hs->ck, NULL, 0, k1, k2);
+	memcpy(s.tx_key, hs->initiator ? k1 : k2, 32);
+	memcpy(s.rx_key, hs->initiator ? k2 : k1, 32);
+	crypto_generichash(s.edge_seed, 32, (const uint8_t *)label,
+			   sizeof(label) - 1, hs->ck, 32);
+	memcpy(s.peer, hs->remote_s, 32);
+	*ret = s;
+	sodium_memzero(&s, sizeof(s));
+	sodium_memzero(k1, sizeof(k1));
+	sodium_memzero(k2, sizeof(k2));
+	gsp_hs_clear(hs);
+}
+
+int gsp_hs_respond(gsp_hs *hs, uint8_t out[GSP_HS_RESP_BYTES],
+		   gsp_session *ret_session)
+{
+	uint8_t k[32];
+	if (hs->initiator || hs->step != 1)
+		return -EINVAL;
+	gsp_keypair_generate(&hs->e);
+	memcpy(out, hs->e.pub, 32);
+	mix_hash(hs, hs->e.pub, 32);
+	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||
+	    mix_dh(hs, hs->e.priv, hs->remote_s, k)) {
+		sodium_memzero(k, sizeof(k));
+		gsp_hs_clear(hs);
+		return -EBADMSG;
+	}
+	seal_hash(hs, k, NULL, 0, out + 32);
+	sodium_memzero(k, sizeof(k));
+	split(hs, ret_session);
+	return 0;
+}
+
+int gsp_hs_read_response(gsp_hs *hs, const uint8_t *in, size_t len,
+			 gsp_session *ret_session)
+{
+	uint8_t k[32];
+	if (!hs->initiator || hs->step != 1)
+		return -EINVAL;
+	if (len != GSP_HS_RESP_BYTES)
+		return -EBADMSG;
+	gsp_hs saved = *hs;
+	memcpy(hs->remote_e, in, 32);
+	mix_hash(hs, hs->remote_e, 32);
+	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||
+	    mix_dh(hs, hs->s.priv, hs->remote_e, k) ||
+	    open_hash(hs, k, in + 32, GSP_HS_TAG, NULL)) {
+		/* A forged response must not spoil the real one. */
+		*hs = saved;
+		sodium_memzero(&saved, sizeof(saved));
+		sodium_memzero(k, sizeof(k));
+		return -EBADMSG;
+	}
+	sodium_memzero(&saved, sizeof(saved));
+	sodium_memzero(k, sizeof(k));
+	split(hs, ret_session);
+	return 0;
+}
+
+void gsp_hs_clear(gsp_hs *hs)
+{
+	if (hs)
+		sodium_memzero(hs, sizeof(*hs));
+}
+
+static void nonce_of(uint64_t n, uint8_t nonce[12])
+{
+	memset(nonce, 0, 4);
+	for (int i = 0; i < 8; i++)
+		nonce[4 + i] = (uint8_t)(n >> (8 * i));
+}
+
+int gsp_session_seal(gsp_session *s, const uint8_t *pt, size_t len, uint8_t *out)
+{
+	uint8_t nonce[12];
+	if (s->tx_n >= GSP_SESSION_MAX_FRAMES)
+		return -EOVERFLOW;
+	nonce_of(s->tx_n, nonce);
+	crypto_aead_chacha20poly1305_ietf_encrypt(out, NULL, pt, len, NULL, 0,
+						  NULL, nonce, s->tx_key);
+	s->tx_n++;
+	return 0;
+}
+
+int gsp_session_open(gsp_session *s, const uint8_t *ct, size_t len, uint8_t *out)
+{
+	uint8_t nonce[12];
+	if (len < GSP_HS_TAG)
+		return -EBADMSG;
+	if (s->rx_n >= GSP_SESSION_MAX_FRAMES)
+		return -EOVERFLOW;
+	nonce_of(s->rx_n, nonce);
+	if (crypto_aead_chacha20poly1305_ietf_decrypt(out, NULL, NULL, ct, len,
+						      NULL, 0, nonce, s->rx_key) != 0)
+		return -EBADMSG;
+	s->rx_n++;
+	return 0;
+}
+
+void gsp_session_clear(gsp_session *s)
+{
+	if (s)
+		sodium_memzero(s, sizeof(*s));
+}

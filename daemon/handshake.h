@@ -1,0 +1,88 @@
+/*
+ * gossipd handshake and transport crypto, built only from libsodium
+ * primitives: a Noise-IK-shaped key exchange (X25519 static + ephemeral,
+ * BLAKE2b chaining, ChaCha20-Poly1305), then per-direction session keys
+ * with 64-bit counter nonces.  Pure functions over byte arrays: no I/O.
+ * The construction and what it protects against are in proto/PROTOCOL.md.
+ *
+ *   initiator                                   responder
+ *   gsp_hs_initiate() -- INIT (e, {s}, {ts}) -->  gsp_hs_read_init()
+ *                                                 (caller: allowlist, replay)
+ *   gsp_hs_read_response() <-- RESPONSE (e, {}) -- gsp_hs_respond()
+ *   both: a gsp_session with the same edge seed
+ */
+#ifndef GSP_DAEMON_HANDSHAKE_H
+#define GSP_DAEMON_HANDSHAKE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GSP_HS_KEY 32
+#define GSP_HS_TAG 16
+#define GSP_HS_TIMESTAMP 12
+/* e (32) | {s} (32 + 16) | {timestamp} (12 + 16) */
+#define GSP_HS_INIT_BYTES (GSP_HS_KEY + GSP_HS_KEY + GSP_HS_TAG + GSP_HS_TIMESTAMP + GSP_HS_TAG)
+/* e (32) | {} (16) */
+#define GSP_HS_RESP_BYTES (GSP_HS_KEY + GSP_HS_TAG)
+#define GSP_SESSION_OVERHEAD GSP_HS_TAG
+/* A session refuses to seal or open past this many frames. */
+#define GSP_SESSION_MAX_FRAMES (UINT64_C(1) << 60)
+
+typedef struct gsp_keypair {
+	uint8_t pub[GSP_HS_KEY];
+	uint8_t priv[GSP_HS_KEY];
+} gsp_keypair;
+
+typedef struct gsp_hs {
+	uint8_t h[32], ck[32];
+	gsp_keypair s, e;
+	uint8_t remote_s[GSP_HS_KEY], remote_e[GSP_HS_KEY];
+	bool initiator;
+	int step;
+} gsp_hs;
+
+typedef struct gsp_session {
+	uint8_t tx_key[32], rx_key[32];
+	uint64_t tx_n, rx_n;
+	uint8_t edge_seed[32];       /* the same at both ends, never sent */
+	uint8_t peer[GSP_HS_KEY];    /* the authenticated remote static key */
+} gsp_session;
+
+/* A new static key pair (X25519); the public key of a private one. */
+void gsp_keypair_generate(gsp_keypair *kp);
+int gsp_keypair_from_private(const uint8_t priv[GSP_HS_KEY], gsp_keypair *kp);
+
+/* TAI64N-like timestamp of now (big-endian seconds + nanoseconds), so
+ * lexicographic order is time order. */
+void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP]);
+
+/* Initiator: writes INIT for the responder with static key remote_pub. */
+int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
+		    const uint8_t remote_pub[GSP_HS_KEY],
+		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
+		    uint8_t out[GSP_HS_INIT_BYTES]);
+/* Responder: authenticates INIT and returns the initiator's static key
+ * and timestamp; the caller checks the allowlist and that the timestamp
+ * is newer than the last one seen from that key.  -EBADMSG if INIT does
+ * not decrypt (wrong responder key, tampering). */
+int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s, const uint8_t *in,
+		     size_t len, uint8_t ret_peer[GSP_HS_KEY],
+		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP]);
+/* Responder: writes RESPONSE and derives the session. */
+int gsp_hs_respond(gsp_hs *hs, uint8_t out[GSP_HS_RESP_BYTES],
+		   gsp_session *ret_session);
+/* Initiator: authenticates RESPONSE and derives the session. */
+int gsp_hs_read_response(gsp_hs *hs, const uint8_t *in, size_t len,
+			 gsp_session *ret_session);
+/* Wipes handshake secrets. */
+void gsp_hs_clear(gsp_hs *hs);
+
+/* Transport: out = ciphertext of len bytes + GSP_SESSION_OVERHEAD.  Open
+ * fails with -EBADMSG on a wrong tag (or counter: TCP keeps order, so the
+ * next frame must carry exactly the next counter) and changes nothing. */
+int gsp_session_seal(gsp_session *s, const uint8_t *pt, size_t len, uint8_t *out);
+int gsp_session_open(gsp_session *s, const uint8_t *ct, size_t len, uint8_t *out);
+void gsp_session_clear(gsp_session *s);
+
+#endif

@@ -1,0 +1,157 @@
+/* The handshake and transport crypto: both ends agree, every tampering is
+ * refused, replays and reordering of frames are refused, and each session
+ * gets fresh keys. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "handshake.h"
+
+typedef struct pair {
+	gsp_keypair a, b;   /* initiator, responder */
+	gsp_session sa, sb;
+} pair;
+
+static void handshake(pair *p)
+{
+	gsp_hs hi, hr;
+	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES];
+	uint8_t ts[GSP_HS_TIMESTAMP], peer[32], peer_ts[GSP_HS_TIMESTAMP];
+	gsp_hs_timestamp(ts);
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &p->a, p->b.pub, ts, init), 0);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &p->b, init, sizeof(init), peer,
+					  peer_ts), 0);
+	ck_assert(memcmp(peer, p->a.pub, 32) == 0);
+	ck_assert(memcmp(peer_ts, ts, sizeof(ts)) == 0);
+	ck_assert_int_eq(gsp_hs_respond(&hr, resp, &p->sb), 0);
+	ck_assert_int_eq(gsp_hs_read_response(&hi, resp, sizeof(resp), &p->sa), 0);
+}
+
+START_TEST(test_agree)
+{
+	pair p;
+	gsp_keypair_generate(&p.a);
+	gsp_keypair_generate(&p.b);
+	handshake(&p);
+	ck_assert(memcmp(p.sa.tx_key, p.sb.rx_key, 32) == 0);
+	ck_assert(memcmp(p.sa.rx_key, p.sb.tx_key, 32) == 0);
+	ck_assert(memcmp(p.sa.tx_key, p.sa.rx_key, 32) != 0);
+	ck_assert(memcmp(p.sa.edge_seed, p.sb.edge_seed, 32) == 0);
+	ck_assert(memcmp(p.sa.peer, p.b.pub, 32) == 0);
+	ck_assert(memcmp(p.sb.peer, p.a.pub, 32) == 0);
+	/* A second session between the same keys shares nothing. */
+	pair q = p;
+	handshake(&q);
+	ck_assert(memcmp(q.sa.tx_key, p.sa.tx_key, 32) != 0);
+	ck_assert(memcmp(q.sa.edge_seed, p.sa.edge_seed, 32) != 0);
+	/* The public key of a private key. */
+	gsp_keypair k;
+	ck_assert_int_eq(gsp_keypair_from_private(p.a.priv, &k), 0);
+	ck_assert(memcmp(k.pub, p.a.pub, 32) == 0);
+}
+END_TEST
+
+START_TEST(test_tampering_refused)
+{
+	pair p;
+	gsp_keypair_generate(&p.a);
+	gsp_keypair_generate(&p.b);
+	gsp_keypair wrong;
+	gsp_keypair_generate(&wrong);
+	gsp_hs hi, hr;
+	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES], ts[12], peer[32], pts[12];
+	gsp_hs_timestamp(ts);
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &p.a, p.b.pub, ts, init), 0);
+	/* Sent to the wrong responder: it cannot even read who is calling. */
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &wrong, init, sizeof(init), peer, pts),
+			 -EBADMSG);
+	for (size_t i = 0; i < sizeof(init); i++) {
+		init[i] ^= 0x20;
+		ck_assert_msg(gsp_hs_read_init(&hr, &p.b, init, sizeof(init), peer,
+					       pts) == -EBADMSG, "byte %zu", i);
+		init[i] ^= 0x20;
+	}
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &p.b, init, sizeof(init) - 1, peer, pts),
+			 -EBADMSG);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &p.b, init, sizeof(init), peer, pts), 0);
+	ck_assert_int_eq(gsp_hs_respond(&hr, resp, &p.sb), 0);
+	for (size_t i = 0; i < sizeof(resp); i++) {
+		resp[i] ^= 0x01;
+		ck_assert_msg(gsp_hs_read_response(&hi, resp, sizeof(resp), &p.sa) ==
+			      -EBADMSG, "byte %zu", i);
+		resp[i] ^= 0x01;
+	}
+	/* A low-order ephemeral key is refused too. */
+	uint8_t zero[GSP_HS_RESP_BYTES] = {0};
+	ck_assert_int_eq(gsp_hs_read_response(&hi, zero, sizeof(zero), &p.sa), -EBADMSG);
+	/* The genuine response still completes after the forgeries. */
+	ck_assert_int_eq(gsp_hs_read_response(&hi, resp, sizeof(resp), &p.sa), 0);
+	ck_assert(memcmp(p.sa.edge_seed, p.sb.edge_seed, 32) == 0);
+}
+END_TEST
+
+START_TEST(test_transport)
+{
+	pair p;
+	gsp_keypair_generate(&p.a);
+	gsp_keypair_generate(&p.b);
+	handshake(&p);
+	uint8_t msg[100], ct[3][100 + GSP_SESSION_OVERHEAD], out[100];
+	for (int i = 0; i < 100; i++)
+		msg[i] = (uint8_t)i;
+	for (int f = 0; f < 3; f++) {
+		msg[0] = (uint8_t)f;
+		ck_assert_int_eq(gsp_session_seal(&p.sa, msg, sizeof(msg), ct[f]), 0);
+	}
+	/* Out of order, tampered and truncated frames fail and change nothing. */
+	ck_assert_int_eq(gsp_session_open(&p.sb, ct[1], sizeof(ct[1]), out), -EBADMSG);
+	ct[0][50] ^= 1;
+	ck_assert_int_eq(gsp_session_open(&p.sb, ct[0], sizeof(ct[0]), out), -EBADMSG);
+	ct[0][50] ^= 1;
+	ck_assert_int_eq(gsp_session_open(&p.sb, ct[0], 15, out), -EBADMSG);
+	for (int f = 0; f < 3; f++) {
+		ck_assert_int_eq(gsp_session_open(&p.sb, ct[f], sizeof(ct[f]), out), 0);
+		ck_assert_uint_eq(out[0], f);
+		ck_assert(memcmp(out + 1, msg + 1, 99) == 0);
+	}
+	/* A replayed frame is refused. */
+	ck_assert_int_eq(gsp_session_open(&p.sb, ct[2], sizeof(ct[2]), out), -EBADMSG);
+	/* The other direction uses the other key. */
+	ck_assert_int_eq(gsp_session_seal(&p.sb, msg, sizeof(msg), ct[0]), 0);
+	ck_assert_int_eq(gsp_session_open(&p.sa, ct[0], sizeof(ct[0]), out), 0);
+	gsp_session_clear(&p.sa);
+	gsp_session_clear(NULL);
+}
+END_TEST
+
+START_TEST(test_timestamps_increase)
+{
+	uint8_t a[GSP_HS_TIMESTAMP], b[GSP_HS_TIMESTAMP];
+	gsp_hs_timestamp(a);
+	do
+		gsp_hs_timestamp(b);
+	while (memcmp(a, b, sizeof(a)) == 0);
+	ck_assert(memcmp(a, b, sizeof(a)) < 0);
+}
+END_TEST
+
+int main(void)
+{
+	if (sodium_init() < 0)
+		return EXIT_FAILURE;
+	Suite *s = suite_create("daemon-handshake");
+	TCase *tc = tcase_create("handshake");
+	tcase_add_test(tc, test_agree);
+	tcase_add_test(tc, test_tampering_refused);
+	tcase_add_test(tc, test_transport);
+	tcase_add_test(tc, test_timestamps_increase);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
