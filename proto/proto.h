@@ -1,0 +1,484 @@
+/*
+ * proto: the wire formats of gossipd.
+ *
+ * This header owns the byte layout of everything gossipd sends: frames on
+ * peer links and on the local API socket, the handshake messages, the peer
+ * link messages, the local API requests and replies, the model fingerprint
+ * and every size limit.  proto/PROTOCOL.md is the specification; this code
+ * is its reference implementation.  Pure functions over byte buffers: no
+ * I/O, no allocation, no logging, no global state, no cryptography except
+ * the model fingerprint (BLAKE2b from libsodium; call sodium_init() first).
+ * The daemon does the encryption and the state machines.
+ *
+ * Glossary
+ *   frame       u32 little-endian length `len`, then `len` bytes of frame
+ *               body.  len = 0 is invalid; every reader passes a cap.
+ *   frame body  before authentication: one handshake message, in clear.
+ *               After it: an AEAD ciphertext (plaintext + 16-byte tag) whose
+ *               plaintext is one message.  On the local API socket: one
+ *               message, in clear.
+ *   message     u8 type, then the type's fields.  Each type has a fixed
+ *               layout; a decoder rejects a message that is shorter or
+ *               longer than its layout says, or whose fields are out of
+ *               their documented range.  Encoding is canonical: decoding
+ *               then encoding gives back the same bytes.
+ *   version     u16 = major << 8 | minor.  Carried by the first message in
+ *               each direction (HS_INIT, HS_RESP, MODEL, HELLO, HELLO_OK),
+ *               right after the type byte.  Different majors do not talk.
+ *   session     one authenticated peer link: a handshake, then transport
+ *               keys and nonce counters for both directions.
+ *   generation  the lifetime of one edge's engine state (seed, factors,
+ *               round counter); outlives sessions, ends with a daemon
+ *               restart or a failed RESYNC.  Numbered from 1.
+ *   round       one gossip exchange on an edge within a generation, numbered
+ *               from 1 as in libgossip.
+ *   payload     the engine's message for one round (gsp_node_message()),
+ *               carried by ROUND.
+ *   fingerprint BLAKE2b-256 of the canonical model description (layout,
+ *               method and the settings both ends must share).
+ *
+ * Conventions
+ *   - All integers are little-endian and encoded byte by byte; floats are
+ *     IEEE-754 binary32/binary64 little-endian.
+ *   - Encoders write the message (type byte and fields; no frame header)
+ *     into buf[0..cap) and set *ret_len.  They return -EINVAL for a struct
+ *     that breaks the layout's rules and -ENOBUFS when cap is too small;
+ *     in both cases nothing is written.
+ *   - Decoders take the message bytes (a whole frame body or decrypted
+ *     plaintext) and fill *ret.  Variable-length fields are returned as
+ *     pointers into the input buffer, which must outlive their use.
+ *     Nothing is allocated.
+ *   - Return codes: 0 or a negative errno.  Outputs (ret_*) are written
+ *     only on success.
+ *       -EBADMSG          truncated, trailing bytes, or a field out of range
+ *       -ENOMSG           the type byte is not the one (or any one) expected
+ *       -EPROTONOSUPPORT  a versioned message of another major version
+ *                         (checked before anything after the version field)
+ *       -EMSGSIZE         a frame length above the reader's cap
+ *       -EAGAIN           an incomplete frame (read more, then retry)
+ *       -ENOBUFS          an encoder's output buffer is too small
+ *       -EINVAL           invalid arguments or an invalid struct to encode
+ */
+#ifndef GSP_PROTO_H
+#define GSP_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef GSP_MUST_CHECK
+#define GSP_MUST_CHECK __attribute__((warn_unused_result))
+#endif
+
+/* ---- versions and limits ---------------------------------------------- */
+
+#define GSP_PROTO_VERSION_MAJOR 1
+#define GSP_PROTO_VERSION_MINOR 0
+#define GSP_PROTO_VERSION \
+	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
+#define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
+#define GSP_PROTO_MINOR(v) ((unsigned)((v) & 0xff))
+
+#define GSP_FRAME_HEADER 4          /* the u32 length */
+#define GSP_AEAD_TAG_BYTES 16       /* ChaCha20-Poly1305 tag */
+/* Smallest encrypted frame body: a type byte and the tag. */
+#define GSP_PEER_MIN_BODY (1 + GSP_AEAD_TAG_BYTES)
+
+/* Frame body caps (the max_len of gsp_frame_parse). */
+#define GSP_PROTO_PREAUTH_MAX 256   /* peer link, before the handshake ends */
+#define GSP_PROTO_CONTROL_MAX 4096  /* peer link, until models match */
+#define GSP_API_MAX_FRAME (1u << 20) /* local API, either direction */
+
+/* Text field caps, in bytes (no NUL allowed; UTF-8 is not validated). */
+#define GSP_MODEL_SUMMARY_MAX 200
+#define GSP_GOODBYE_TEXT_MAX 256
+#define GSP_API_NAME_MAX 128        /* HELLO client name, HELLO_OK version */
+#define GSP_API_ERROR_TEXT_MAX 1024
+
+/* Model descriptions (REGISTER, fingerprint). */
+#define GSP_WIRE_MAX_DIMS 8
+#define GSP_WIRE_NAME_MAX 63        /* bytes, without a terminating NUL */
+#define GSP_API_MAX_TENSORS 65536
+
+#define GSP_FINGERPRINT_BYTES 32
+#define GSP_KEY_BYTES 32            /* X25519 public key */
+#define GSP_TAI64N_BYTES 12         /* HS_INIT timestamp */
+#define GSP_GEN_TAG_BYTES 16
+
+/* ---- message types ---------------------------------------------------- */
+
+enum {
+	/* Peer link, encrypted (after the handshake). */
+	GSP_MSG_MODEL = 0x01,
+	GSP_MSG_ROUND = 0x02,
+	GSP_MSG_RESYNC = 0x03,
+	GSP_MSG_PING = 0x04,
+	GSP_MSG_PONG = 0x05,
+	GSP_MSG_GOODBYE = 0x06,
+	/* Peer link, in clear (the handshake). */
+	GSP_HS_INIT = 0x10,
+	GSP_HS_RESP = 0x11,
+	/* Local API requests (client to daemon). */
+	GSP_API_HELLO = 0x40,
+	GSP_API_REGISTER = 0x41,
+	GSP_API_STEP = 0x42,
+	GSP_API_AVERAGE = 0x43,
+	GSP_API_STATUS = 0x44,
+	GSP_API_DETACH = 0x45,
+	/* Local API replies (daemon to client). */
+	GSP_API_HELLO_OK = 0xC0,
+	GSP_API_OK = 0xC1,
+	GSP_API_STEP_OK = 0xC2,
+	GSP_API_AVERAGE_OK = 0xC3,
+	GSP_API_STATUS_OK = 0xC4,
+	GSP_API_ERROR = 0xFF,
+};
+
+/* The type of an encrypted peer message (MODEL..GOODBYE), of a handshake
+ * message (HS_INIT, HS_RESP), or of a local API message (any request or
+ * reply).  -EBADMSG if len is 0, -ENOMSG for a type outside the set. */
+int gsp_msg_type(const uint8_t *buf, size_t len, uint8_t *ret_type) GSP_MUST_CHECK;
+int gsp_hs_type(const uint8_t *buf, size_t len, uint8_t *ret_type) GSP_MUST_CHECK;
+int gsp_api_type(const uint8_t *buf, size_t len, uint8_t *ret_type) GSP_MUST_CHECK;
+
+/* The version field of a versioned message (HS_INIT, HS_RESP, MODEL,
+ * HELLO, HELLO_OK) of any version, for diagnostics: -ENOMSG for another
+ * type, -EBADMSG if shorter than 3 bytes. */
+int gsp_proto_version_of(const uint8_t *buf, size_t len,
+			 uint16_t *ret_version) GSP_MUST_CHECK;
+
+/* ---- frames ------------------------------------------------------------ */
+
+/* Looks for one frame at the start of buf[0..avail).  On 0, *ret_body and
+ * *ret_len give the frame body and *ret_consumed = 4 + len.  -EAGAIN: more
+ * bytes are needed (nothing consumed).  -EBADMSG: len is 0.  -EMSGSIZE:
+ * len > max_len.  A bad length is reported as soon as its 4 bytes are
+ * present, before any body byte has arrived. */
+int gsp_frame_parse(const uint8_t *buf, size_t avail, uint32_t max_len,
+		    const uint8_t **ret_body, uint32_t *ret_len,
+		    size_t *ret_consumed) GSP_MUST_CHECK;
+
+/* Writes the 4-byte header of a frame whose body is body_len bytes.
+ * -EINVAL if body_len is 0, -ENOBUFS if cap < 4. */
+int gsp_frame_header_write(uint8_t *buf, size_t cap,
+			   uint32_t body_len) GSP_MUST_CHECK;
+
+/* Frame body cap of an authenticated peer link once both ends registered
+ * a model whose largest ROUND payload is max_round_payload bytes (0: no
+ * model): max(GSP_PROTO_CONTROL_MAX, ROUND head + payload + tag).
+ * -EMSGSIZE if that exceeds UINT32_MAX. */
+int gsp_proto_peer_max_frame(uint64_t max_round_payload,
+			     uint32_t *ret_max) GSP_MUST_CHECK;
+
+/* ---- model description and fingerprint -------------------------------- */
+
+/* Method codes on the wire: the values of libgossip's gsp_method. */
+enum {
+	GSP_WIRE_METHOD_POWERGOSSIP = 0,
+	GSP_WIRE_METHOD_EXACT = 1,
+	GSP_WIRE_METHOD_CHOCO_TOPK = 2,
+	GSP_WIRE_METHOD_CHOCO_RANDK = 3,
+	GSP_WIRE_METHOD_CHOCO_SIGN = 4,
+};
+/* "powergossip", "exact", "choco-topk", ... or NULL for an unknown code. */
+const char *gsp_wire_method_name(unsigned method);
+
+/* One tensor of a model description.  name points at name_len bytes (no
+ * NUL needed, none allowed); dims[0..ndim) are each >= 1. */
+typedef struct gsp_wire_tensor {
+	const char *name;
+	uint8_t name_len;                  /* 0..GSP_WIRE_NAME_MAX */
+	uint8_t ndim;                      /* 0..GSP_WIRE_MAX_DIMS */
+	uint64_t dims[GSP_WIRE_MAX_DIMS];  /* unused entries are ignored */
+} gsp_wire_tensor;
+
+/* Everything two ends of an edge must agree on.  Fields that do not apply
+ * to the method are ignored (rank and warm_start: powergossip only;
+ * choco_fraction: choco-topk and choco-randk only). */
+typedef struct gsp_model_desc {
+	uint8_t method;                    /* GSP_WIRE_METHOD_* */
+	uint16_t rank;
+	bool warm_start;
+	float gamma;
+	float choco_fraction;
+	const gsp_wire_tensor *tensors;
+	uint32_t n_tensors;                /* 1..GSP_API_MAX_TENSORS */
+} gsp_model_desc;
+
+/* Validates the tensors (name and ndim caps, no NUL, every dim >= 1, no
+ * overflow) and sums their elements.  -EINVAL or -EOVERFLOW. */
+int gsp_wire_tensors_floats(const gsp_wire_tensor *tensors, uint32_t n,
+			    uint64_t *ret_floats) GSP_MUST_CHECK;
+/* BLAKE2b-256 of the canonical encoding of desc (PROTOCOL.md, "Model
+ * fingerprint").  -EINVAL for an invalid description or method. */
+int gsp_model_fingerprint(const gsp_model_desc *desc,
+			  uint8_t ret_fp[GSP_FINGERPRINT_BYTES]) GSP_MUST_CHECK;
+/* A one-line summary such as "powergossip r4, 3 tensors, 40064 floats"
+ * into buf (NUL-terminated, at most GSP_MODEL_SUMMARY_MAX bytes without
+ * the NUL).  Returns the length, or -EINVAL / -ENOBUFS. */
+int gsp_model_summary(const gsp_model_desc *desc, char *buf,
+		      size_t cap) GSP_MUST_CHECK;
+
+/* ---- handshake (peer link, in clear) ---------------------------------- */
+
+/* Each handshake message is type, version and a payload that the daemon's
+ * handshake code produces and consumes whole (PROTOCOL.md, "Handshake"):
+ *   HS_INIT payload: e (32) | AEAD(s) (32 + 16) | AEAD(timestamp) (12 + 16)
+ *   HS_RESP payload: e (32) | AEAD(empty) (16) */
+#define GSP_HS_INIT_PAYLOAD (GSP_KEY_BYTES + GSP_KEY_BYTES + \
+			     GSP_AEAD_TAG_BYTES + GSP_TAI64N_BYTES + \
+			     GSP_AEAD_TAG_BYTES)                  /* 108 */
+#define GSP_HS_RESP_PAYLOAD (GSP_KEY_BYTES + GSP_AEAD_TAG_BYTES) /* 48 */
+#define GSP_HS_INIT_MSG_BYTES (3 + GSP_HS_INIT_PAYLOAD)          /* 111 */
+#define GSP_HS_RESP_MSG_BYTES (3 + GSP_HS_RESP_PAYLOAD)          /* 51 */
+
+typedef struct gsp_hs_init {
+	uint16_t version;
+	uint8_t payload[GSP_HS_INIT_PAYLOAD];
+} gsp_hs_init;
+
+typedef struct gsp_hs_resp {
+	uint16_t version;
+	uint8_t payload[GSP_HS_RESP_PAYLOAD];
+} gsp_hs_resp;
+
+int gsp_hs_init_encode(const gsp_hs_init *msg, uint8_t *buf, size_t cap,
+		       size_t *ret_len) GSP_MUST_CHECK;
+int gsp_hs_init_decode(const uint8_t *buf, size_t len,
+		       gsp_hs_init *ret) GSP_MUST_CHECK;
+int gsp_hs_resp_encode(const gsp_hs_resp *msg, uint8_t *buf, size_t cap,
+		       size_t *ret_len) GSP_MUST_CHECK;
+int gsp_hs_resp_decode(const uint8_t *buf, size_t len,
+		       gsp_hs_resp *ret) GSP_MUST_CHECK;
+
+/* ---- peer link messages (encrypted) ------------------------------------ */
+
+/* MODEL: the sender's registered model, or "no model" (n_tensors 0,
+ * n_floats 0, fingerprint all zero). */
+typedef struct gsp_msg_model {
+	uint16_t version;
+	uint8_t method;
+	uint16_t rank;
+	uint32_t n_tensors;          /* 0..GSP_API_MAX_TENSORS */
+	uint64_t n_floats;           /* >= n_tensors; 0 iff n_tensors is 0 */
+	uint8_t fingerprint[GSP_FINGERPRINT_BYTES];
+	const char *summary;         /* summary_len bytes, no NUL */
+	size_t summary_len;          /* 0..GSP_MODEL_SUMMARY_MAX */
+} gsp_msg_model;
+
+/* ROUND: one edge's engine message.  The payload starts at offset
+ * GSP_MSG_ROUND_HEAD of the message, a multiple of 4 (and of 16). */
+#define GSP_MSG_ROUND_HEAD 16
+typedef struct gsp_msg_round {
+	uint16_t degree;             /* sender's edge count, >= 1 */
+	uint32_t generation;         /* >= 1 */
+	uint64_t round;              /* >= 1 */
+	const uint8_t *payload;
+	size_t payload_len;          /* >= 1 */
+} gsp_msg_round;
+
+/* RESYNC: where the sender's end of the edge stands after (re)connecting.
+ * generation 0 means "no state for this edge" (then both rounds are 0 and
+ * the tag is all zero).  last_completed <= last_sent <= last_completed+1. */
+typedef struct gsp_msg_resync {
+	uint32_t generation;
+	uint64_t last_completed;
+	uint64_t last_sent;
+	uint8_t gen_tag[GSP_GEN_TAG_BYTES];
+} gsp_msg_resync;
+
+/* PING and PONG (a PONG echoes the PING's fields). */
+typedef struct gsp_msg_ping {
+	uint64_t nonce;
+	uint64_t time_ns;            /* the pinger's monotonic clock */
+} gsp_msg_ping;
+
+/* GOODBYE reasons; receivers treat unknown codes as UNSPECIFIED. */
+enum {
+	GSP_BYE_UNSPECIFIED = 0,
+	GSP_BYE_SHUTDOWN = 1,        /* daemon stopping */
+	GSP_BYE_RESTART = 2,         /* daemon restarting; reconnect later */
+	GSP_BYE_VERSION = 3,         /* incompatible protocol version */
+	GSP_BYE_FINGERPRINT = 4,     /* models differ */
+	GSP_BYE_MALFORMED = 5,       /* the receiver got a malformed message */
+	GSP_BYE_NOT_ALLOWED = 6,     /* authenticated but not a neighbour */
+	GSP_BYE_REPLACED = 7,        /* a newer session with this peer won */
+	GSP_BYE_TIMEOUT = 8,         /* heartbeats missed */
+	GSP_BYE_MODEL_CHANGED = 9,   /* REGISTER or DETACH: reconnect */
+	GSP_BYE_INTERNAL = 10,       /* local failure (memory, engine) */
+};
+
+typedef struct gsp_msg_goodbye {
+	uint16_t reason;             /* GSP_BYE_* */
+	const char *text;            /* text_len bytes, no NUL */
+	size_t text_len;             /* 0..GSP_GOODBYE_TEXT_MAX */
+} gsp_msg_goodbye;
+
+int gsp_msg_model_encode(const gsp_msg_model *msg, uint8_t *buf, size_t cap,
+			 size_t *ret_len) GSP_MUST_CHECK;
+int gsp_msg_model_decode(const uint8_t *buf, size_t len,
+			 gsp_msg_model *ret) GSP_MUST_CHECK;
+int gsp_msg_round_encode(const gsp_msg_round *msg, uint8_t *buf, size_t cap,
+			 size_t *ret_len) GSP_MUST_CHECK;
+/* Writes only the GSP_MSG_ROUND_HEAD bytes before the payload, for a
+ * sender that places the payload itself (msg->payload is not read, but
+ * msg->payload_len must be >= 1). */
+int gsp_msg_round_encode_head(const gsp_msg_round *msg, uint8_t *buf,
+			      size_t cap) GSP_MUST_CHECK;
+int gsp_msg_round_decode(const uint8_t *buf, size_t len,
+			 gsp_msg_round *ret) GSP_MUST_CHECK;
+int gsp_msg_resync_encode(const gsp_msg_resync *msg, uint8_t *buf, size_t cap,
+			  size_t *ret_len) GSP_MUST_CHECK;
+int gsp_msg_resync_decode(const uint8_t *buf, size_t len,
+			  gsp_msg_resync *ret) GSP_MUST_CHECK;
+int gsp_msg_ping_encode(const gsp_msg_ping *msg, uint8_t *buf, size_t cap,
+			size_t *ret_len) GSP_MUST_CHECK;
+int gsp_msg_ping_decode(const uint8_t *buf, size_t len,
+			gsp_msg_ping *ret) GSP_MUST_CHECK;
+int gsp_msg_pong_encode(const gsp_msg_ping *msg, uint8_t *buf, size_t cap,
+			size_t *ret_len) GSP_MUST_CHECK;
+int gsp_msg_pong_decode(const uint8_t *buf, size_t len,
+			gsp_msg_ping *ret) GSP_MUST_CHECK;
+int gsp_msg_goodbye_encode(const gsp_msg_goodbye *msg, uint8_t *buf,
+			   size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_msg_goodbye_decode(const uint8_t *buf, size_t len,
+			   gsp_msg_goodbye *ret) GSP_MUST_CHECK;
+
+/* ---- local API messages (Unix socket, in clear) ------------------------ */
+
+/* HELLO (client) and HELLO_OK (daemon): the first message each way. */
+typedef struct gsp_api_hello {
+	uint16_t version;
+	const char *name;            /* client name / daemon version string */
+	size_t name_len;             /* 0..GSP_API_NAME_MAX, no NUL */
+} gsp_api_hello;
+
+/* REGISTER: the model in the shared buffer (the buffer's file descriptor
+ * travels as SCM_RIGHTS ancillary data with this frame). */
+typedef struct gsp_api_register {
+	uint64_t buffer_bytes;       /* >= 4 * n_floats */
+	uint32_t n_tensors;          /* 1..GSP_API_MAX_TENSORS */
+	uint64_t n_floats;           /* decoder output: sum of the tensors */
+	const uint8_t *tensor_bytes; /* decoder output: the validated list */
+	size_t tensor_bytes_len;
+} gsp_api_register;
+
+/* Walks a decoded REGISTER's tensors without allocating. */
+typedef struct gsp_api_tensor_iter {
+	const uint8_t *p;
+	size_t left;
+	uint32_t remaining;
+} gsp_api_tensor_iter;
+
+/* STEP flags. */
+#define GSP_STEP_SYNC 0x1u           /* wait until every edge completed */
+#define GSP_STEP_FLAGS_KNOWN GSP_STEP_SYNC
+
+typedef struct gsp_api_step {
+	uint32_t flags;              /* only GSP_STEP_FLAGS_KNOWN bits */
+} gsp_api_step;
+
+typedef struct gsp_api_step_ok {
+	uint64_t step;               /* STEPs served since REGISTER */
+	uint32_t edges_applied;
+	uint32_t edges_projected;
+	uint32_t edges_skipped;      /* still in flight */
+	uint32_t max_staleness;      /* in steps, over all edges */
+	uint64_t bytes_sent;         /* since REGISTER, all edges */
+	uint64_t bytes_received;
+	double consensus_estimate;   /* relative; NaN when unknown */
+} gsp_api_step_ok;
+
+typedef struct gsp_api_average {
+	double target;               /* finite, >= 0 */
+	uint32_t time_limit_ms;      /* 0: none */
+	uint32_t max_rounds;         /* 0: none; not both 0 */
+} gsp_api_average;
+
+typedef struct gsp_api_average_ok {
+	uint32_t rounds;
+	double estimate;             /* NaN when unknown */
+	bool reached;                /* estimate <= target */
+} gsp_api_average_ok;
+
+typedef struct gsp_api_status_ok {
+	const char *json;            /* json_len bytes, no NUL */
+	size_t json_len;             /* <= GSP_API_MAX_FRAME - 5 */
+} gsp_api_status_ok;
+
+typedef struct gsp_api_error {
+	int32_t code;                /* negative errno, < 0 */
+	const char *text;            /* text_len bytes, no NUL */
+	size_t text_len;             /* 0..GSP_API_ERROR_TEXT_MAX */
+} gsp_api_error;
+
+int gsp_api_hello_encode(const gsp_api_hello *msg, uint8_t *buf, size_t cap,
+			 size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_hello_decode(const uint8_t *buf, size_t len,
+			 gsp_api_hello *ret) GSP_MUST_CHECK;
+int gsp_api_hello_ok_encode(const gsp_api_hello *msg, uint8_t *buf,
+			    size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_hello_ok_decode(const uint8_t *buf, size_t len,
+			    gsp_api_hello *ret) GSP_MUST_CHECK;
+
+/* Size of the REGISTER message for these tensors, or -EINVAL /
+ * -EOVERFLOW / -EMSGSIZE (more than GSP_API_MAX_FRAME). */
+int64_t gsp_api_register_size(const gsp_wire_tensor *tensors,
+			      uint32_t n) GSP_MUST_CHECK;
+/* msg->buffer_bytes is read; n_tensors, n_floats and tensor_bytes are
+ * ignored (taken from tensors/n).  Besides -EINVAL and -ENOBUFS: -EOVERFLOW
+ * or -EMSGSIZE as gsp_api_register_size(). */
+int gsp_api_register_encode(const gsp_api_register *msg,
+			    const gsp_wire_tensor *tensors, uint32_t n,
+			    uint8_t *buf, size_t cap,
+			    size_t *ret_len) GSP_MUST_CHECK;
+/* Validates the whole message, every tensor included, before returning. */
+int gsp_api_register_decode(const uint8_t *buf, size_t len,
+			    gsp_api_register *ret) GSP_MUST_CHECK;
+/* Iterates the tensors of a successfully decoded REGISTER. */
+void gsp_api_tensor_iter_init(gsp_api_tensor_iter *it,
+			      const gsp_api_register *reg);
+/* 1 and *ret filled (name points into the message), or 0 at the end. */
+int gsp_api_tensor_next(gsp_api_tensor_iter *it, gsp_wire_tensor *ret);
+
+int gsp_api_ok_encode(uint8_t *buf, size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_ok_decode(const uint8_t *buf, size_t len) GSP_MUST_CHECK;
+int gsp_api_step_encode(const gsp_api_step *msg, uint8_t *buf, size_t cap,
+			size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_step_decode(const uint8_t *buf, size_t len,
+			gsp_api_step *ret) GSP_MUST_CHECK;
+int gsp_api_step_ok_encode(const gsp_api_step_ok *msg, uint8_t *buf,
+			   size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_step_ok_decode(const uint8_t *buf, size_t len,
+			   gsp_api_step_ok *ret) GSP_MUST_CHECK;
+int gsp_api_average_encode(const gsp_api_average *msg, uint8_t *buf,
+			   size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_average_decode(const uint8_t *buf, size_t len,
+			   gsp_api_average *ret) GSP_MUST_CHECK;
+int gsp_api_average_ok_encode(const gsp_api_average_ok *msg, uint8_t *buf,
+			      size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_average_ok_decode(const uint8_t *buf, size_t len,
+			      gsp_api_average_ok *ret) GSP_MUST_CHECK;
+int gsp_api_status_encode(uint8_t *buf, size_t cap,
+			  size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_status_decode(const uint8_t *buf, size_t len) GSP_MUST_CHECK;
+int gsp_api_status_ok_encode(const gsp_api_status_ok *msg, uint8_t *buf,
+			     size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_status_ok_decode(const uint8_t *buf, size_t len,
+			     gsp_api_status_ok *ret) GSP_MUST_CHECK;
+int gsp_api_detach_encode(uint8_t *buf, size_t cap,
+			  size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_detach_decode(const uint8_t *buf, size_t len) GSP_MUST_CHECK;
+int gsp_api_error_encode(const gsp_api_error *msg, uint8_t *buf, size_t cap,
+			 size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_error_decode(const uint8_t *buf, size_t len,
+			 gsp_api_error *ret) GSP_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
