@@ -135,6 +135,7 @@ typedef enum gsp_edge_state {
 typedef struct gsp_edge_info {
 	gsp_role role;
 	gsp_edge_state state;
+	bool active;
 	float weight;               /* w_ij */
 	uint64_t round;             /* last projected round (0 before any) */
 	uint64_t tx_bytes, rx_bytes;   /* message bytes, each direction */
@@ -155,6 +156,17 @@ GSP_API void gsp_node_free(gsp_node *node);
 GSP_API int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 			      const uint8_t *seed, size_t seed_len) GSP_MUST_CHECK;
 GSP_API size_t gsp_node_edge_count(const gsp_node *node);
+/* Starts a new generation on an edge: fresh state from a new seed, round
+ * 0, IDLE and active (a reconnected neighbour).  On failure the edge is
+ * unchanged.  Byte counters carry on. */
+GSP_API int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
+				gsp_role role, const uint8_t *seed,
+				size_t seed_len) GSP_MUST_CHECK;
+/* Takes an edge out of every call (its neighbour is gone) and drops any
+ * round in flight or pending; gsp_node_edge_reset brings it back. */
+GSP_API int gsp_node_edge_disable(gsp_node *node, size_t edge);
+/* Changes an edge's mixing weight (degrees changed); both ends must. */
+GSP_API int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);
 GSP_API int gsp_node_edge_info(const gsp_node *node, size_t edge,
 			       gsp_edge_info *ret_info);
 

@@ -22,6 +22,7 @@ struct gsp_layout {
 typedef struct gsp__edge {
 	gsp_role role;
 	gsp_edge_state state;
+	bool active;             /* inactive edges are skipped by every call */
 	float weight;
 	uint64_t round;          /* last projected round */
 	uint8_t seed[GSP_SEED_BYTES];
@@ -115,7 +116,11 @@ GSP_HIDDEN unsigned gsp__orthonormalize(float *q, size_t rows, unsigned r,
  *   X  += L R^T        L: m x na, R: k x na           (if na > 0)
  *   Mo  = X V          V: k x no, Mo: m x no           (if no > 0)
  *   Me  = X^T U        U: m x ne, Me: k x ne           (if ne > 0)
- * all row-major; the projections see X after the update. */
+ * all row-major; the projections see X after the update.
+ * With ldt != 0, R, V and Me are passed transposed instead (r, v and me
+ * unused): R^T (na x ldt), V^T (no x ldt), Me^T (ne x ldt), row stride
+ * ldt >= k; the kernel runs fastest with rows on 64-byte boundaries and
+ * ldt an odd multiple of 16. */
 typedef struct gsp__lowrank_job {
 	float *x;
 	uint64_t m, k;
@@ -127,6 +132,9 @@ typedef struct gsp__lowrank_job {
 	const float *u;
 	float *me;
 	size_t ne;
+	const float *rt, *vt;   /* transposed forms, with ldt != 0 */
+	float *met;
+	size_t ldt;
 } gsp__lowrank_job;
 GSP_HIDDEN void gsp__lowrank_run(const gsp__lowrank_job *job);
 

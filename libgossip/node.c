@@ -143,6 +143,11 @@ float gsp__edge_coef(const gsp_node *node, const gsp__edge *edge)
 	return edge->role == GSP_ROLE_LO ? c : -c;
 }
 
+static bool weight_ok(float w)
+{
+	return w > 0.0f && w <= 1.0f;
+}
+
 bool gsp__edge_diff(const float *mine, const float *peer, gsp_role role,
 		    float *out, size_t n)
 {
@@ -162,8 +167,7 @@ bool gsp__edge_diff(const float *mine, const float *peer, gsp_role role,
 int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 		      const uint8_t *seed, size_t seed_len)
 {
-	if (!node || !seed || seed_len != GSP_SEED_BYTES ||
-	    !(weight > 0.0f && weight <= 1.0f) ||
+	if (!node || !seed || seed_len != GSP_SEED_BYTES || !weight_ok(weight) ||
 	    (role != GSP_ROLE_LO && role != GSP_ROLE_HI))
 		return -EINVAL;
 	if (node->n_edges >= INT32_MAX)
@@ -179,6 +183,7 @@ int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 	gsp__edge *e = &edges[node->n_edges];
 	memset(e, 0, sizeof(*e));
 	e->role = role;
+	e->active = true;
 	e->weight = weight;
 	memcpy(e->seed, seed, GSP_SEED_BYTES);
 	e->msg_cap = cap;
@@ -192,6 +197,54 @@ int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 		return err;
 	}
 	return (int)node->n_edges++;
+}
+
+int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
+			gsp_role role, const uint8_t *seed, size_t seed_len)
+{
+	if (!node || edge >= node->n_edges || !seed ||
+	    seed_len != GSP_SEED_BYTES || !weight_ok(weight) ||
+	    (role != GSP_ROLE_LO && role != GSP_ROLE_HI))
+		return -EINVAL;
+	gsp__edge *e = &node->edges[edge];
+	gsp__edge fresh = *e;
+	fresh.priv = NULL;
+	fresh.role = role;
+	fresh.weight = weight;
+	memcpy(fresh.seed, seed, GSP_SEED_BYTES);
+	if (node->ops->edge_init) {
+		int err = node->ops->edge_init(node, &fresh);
+		if (err) {
+			if (node->ops->edge_free)
+				node->ops->edge_free(&fresh);
+			return err;
+		}
+	}
+	if (node->ops->edge_free)
+		node->ops->edge_free(e);
+	fresh.state = GSP_EDGE_IDLE;
+	fresh.round = 0;
+	fresh.msg_len = 0;
+	fresh.active = true;
+	*e = fresh;
+	return 0;
+}
+
+int gsp_node_edge_disable(gsp_node *node, size_t edge)
+{
+	if (!node || edge >= node->n_edges)
+		return -EINVAL;
+	node->edges[edge].active = false;
+	node->edges[edge].state = GSP_EDGE_IDLE;
+	return 0;
+}
+
+int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight)
+{
+	if (!node || edge >= node->n_edges || !weight_ok(weight))
+		return -EINVAL;
+	node->edges[edge].weight = weight;
+	return 0;
 }
 
 size_t gsp_node_edge_count(const gsp_node *node)
@@ -209,6 +262,7 @@ int gsp_node_edge_info(const gsp_node *node, size_t edge,
 	memset(ret_info, 0, sizeof(*ret_info));
 	ret_info->role = e->role;
 	ret_info->state = e->state;
+	ret_info->active = e->active;
 	ret_info->weight = e->weight;
 	ret_info->round = e->round;
 	ret_info->tx_bytes = e->tx_bytes;
@@ -224,7 +278,15 @@ static size_t count_state(const gsp_node *node, gsp_edge_state s)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < node->n_edges; i++)
-		n += node->edges[i].state == s;
+		n += node->edges[i].active && node->edges[i].state == s;
+	return n;
+}
+
+static size_t count_active(const gsp_node *node)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < node->n_edges; i++)
+		n += node->edges[i].active;
 	return n;
 }
 
@@ -233,7 +295,7 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project)
 {
 	if (!node)
 		return -EINVAL;
-	size_t n = node->n_edges;
+	size_t n = node->n_edges, live = count_active(node);
 	gsp__edge *stack[64];
 	gsp__edge **list = n <= 32 ? stack : malloc(2 * n * sizeof(*list));
 	if (!list)
@@ -242,16 +304,19 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project)
 	size_t na = 0, np = 0;
 	bool sync = node->ops->synchronous;
 	bool applying = do_apply &&
-		(!sync || count_state(node, GSP_EDGE_COMPLETED) == n);
+		(!sync || count_state(node, GSP_EDGE_COMPLETED) == live);
 	for (size_t i = 0; applying && i < n; i++)
-		if (node->edges[i].state == GSP_EDGE_COMPLETED)
+		if (node->edges[i].active &&
+		    node->edges[i].state == GSP_EDGE_COMPLETED)
 			apply[na++] = &node->edges[i];
 	/* An edge can be projected if it is idle once the applies are done;
 	 * a synchronous method needs every edge so. */
 	size_t idle = count_state(node, GSP_EDGE_IDLE) + na;
-	if (do_project && (!sync || idle == n))
+	if (do_project && (!sync || idle == live))
 		for (size_t i = 0; i < n; i++) {
 			gsp__edge *e = &node->edges[i];
+			if (!e->active)
+				continue;
 			if (e->state == GSP_EDGE_IDLE ||
 			    (applying && e->state == GSP_EDGE_COMPLETED))
 				proj[np++] = e;
@@ -333,7 +398,7 @@ int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
 	    ((uintptr_t)msg & 3) != 0)
 		return -EINVAL;
 	gsp__edge *e = &node->edges[edge];
-	if (e->state != GSP_EDGE_IN_FLIGHT)
+	if (!e->active || e->state != GSP_EDGE_IN_FLIGHT)
 		return GSP_ESTATE;
 	if (round != e->round)
 		return GSP_EROUND;
