@@ -1,0 +1,307 @@
+/* gossipd edges on established links: the MODEL check, RESYNC and the
+ * start of a generation, ROUND messages into and out of the engine, and
+ * heartbeats (PROTOCOL.md sections 4.1, 4.4, 4.6, 4.7). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+
+uint16_t gsp_edge_degree(const gsp_daemon *d)
+{
+	return (uint16_t)(d->n_peers ? d->n_peers : 1);
+}
+
+int gsp_edge_message_model(const gsp_daemon *d, uint8_t *buf, size_t cap,
+			   size_t *ret_len)
+{
+	const gsp_model *m = &d->model;
+	gsp_msg_model msg = {.version = GSP_PROTO_VERSION};
+	if (m->registered) {
+		msg.method = (uint8_t)d->cfg.engine.method;
+		msg.rank = (uint16_t)d->cfg.engine.rank;
+		msg.n_tensors = (uint32_t)gsp_layout_count(m->layout);
+		msg.n_floats = gsp_layout_floats(m->layout);
+		memcpy(msg.fingerprint, m->fingerprint, sizeof(msg.fingerprint));
+		msg.summary = m->summary;
+		msg.summary_len = strlen(m->summary);
+	}
+	return gsp_msg_model_encode(&msg, buf, cap, ret_len);
+}
+
+void gsp_edge_session_up(gsp_link *l)
+{
+	uint8_t buf[512];
+	size_t n;
+	if (gsp_edge_message_model(l->d, buf, sizeof(buf), &n) == 0)
+		gsp_link_send(l, buf, n);
+}
+
+void gsp_edge_session_down(gsp_peer *p)
+{
+	gsp_daemon *d = p->d;
+	if (p->edge_up && d->model.registered)
+		gsp_node_edge_disable(d->model.node, p->index);
+	p->edge_up = false;
+	free(p->early);
+	p->early = NULL;
+	gsp_model_edges_changed(d);
+}
+
+static void send_round(gsp_peer *p)
+{
+	gsp_daemon *d = p->d;
+	const void *msg;
+	size_t len;
+	uint64_t round;
+	if (gsp_node_message(d->model.node, p->index, &msg, &len, &round) != 0)
+		return;
+	uint8_t *buf = malloc(GSP_MSG_ROUND_HEAD + 1 + len);
+	if (!buf)
+		return;
+	gsp_msg_round r = {.degree = gsp_edge_degree(d), .generation = p->generation,
+			   .round = round, .payload = msg, .payload_len = len};
+	size_t n;
+	if (gsp_msg_round_encode(&r, buf, GSP_MSG_ROUND_HEAD + 1 + len, &n) == 0)
+		gsp_link_send(p->link, buf, n);
+	free(buf);
+}
+
+/* Norm of (peer - mine) relative to mine, for float messages. */
+static double relative_diff(const void *mine, const uint8_t *peer, size_t len)
+{
+	const float *a = mine;
+	double num = 0.0, den = 0.0;
+	for (size_t i = 0; i + 4 <= len; i += 4) {
+		float b;
+		memcpy(&b, peer + i, 4);
+		double dv = (double)b - a[i / 4];
+		num += dv * dv;
+		den += (double)a[i / 4] * a[i / 4];
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Completes the in-flight round with the peer's message. */
+static int complete(gsp_peer *p, uint64_t round, uint16_t degree,
+		    const uint8_t *payload, size_t len)
+{
+	gsp_daemon *d = p->d;
+	gsp_node *node = d->model.node;
+	const void *mine;
+	size_t mlen;
+	float w = p->cfg.weight;
+	if (w <= 0.0f) {
+		uint16_t deg = gsp_edge_degree(d);
+		w = 1.0f / (1.0f + (float)(deg > degree ? deg : degree));
+	}
+	if (gsp_node_edge_set_weight(node, p->index, w) != 0)
+		return -EINVAL;
+	if (gsp_node_message(node, p->index, &mine, &mlen, NULL) == 0 && mlen == len &&
+	    d->cfg.engine.method <= GSP_METHOD_EXACT)
+		p->diff_norm = relative_diff(mine, payload, len);
+	/* The engine wants 4-byte alignment; payloads sit at offset 16 of a
+	 * decrypted buffer, but copy when they do not. */
+	int err;
+	if (((uintptr_t)payload & 3) == 0) {
+		err = gsp_node_complete(node, p->index, round, payload, len);
+	} else {
+		void *copy = malloc(len ? len : 1);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, payload, len);
+		err = gsp_node_complete(node, p->index, round, copy, len);
+		free(copy);
+	}
+	if (!err)
+		p->rounds_completed++;
+	return err;
+}
+
+/* After a step: send what was projected, then use an early message. */
+void gsp_edge_send_rounds(gsp_daemon *d)
+{
+	for (size_t i = 0; i < d->n_peers; i++) {
+		gsp_peer *p = &d->peers[i];
+		gsp_edge_info info;
+		if (!p->edge_up || !p->link ||
+		    gsp_node_edge_info(d->model.node, p->index, &info) != 0 ||
+		    info.state != GSP_EDGE_IN_FLIGHT)
+			continue;
+		if (info.tx_msgs > p->tx_rounds) {
+			p->tx_rounds = info.tx_msgs;
+			send_round(p);
+		}
+		if (p->early && p->early_round == info.round) {
+			int err = complete(p, p->early_round, p->early_degree,
+					   p->early, p->early_len);
+			free(p->early);
+			p->early = NULL;
+			if (err) {
+				gsp_link_close(p->link, GSP_BYE_MALFORMED,
+					       gsp_strerror(err));
+				continue;
+			}
+		}
+	}
+}
+
+static int on_model(gsp_link *l, const uint8_t *pt, size_t len)
+{
+	gsp_daemon *d = l->d;
+	gsp_peer *p = l->peer;
+	gsp_msg_model msg;
+	int err = gsp_msg_model_decode(pt, len, &msg);
+	if (err)
+		return err;
+	if (l->state != GSP_LINK_MODEL)
+		return -EBADMSG;
+	if (!d->model.registered || msg.n_tensors == 0) {
+		l->state = GSP_LINK_IDLE;
+		gsp_debug("peer %s: no model at %s end yet", p->name,
+			  d->model.registered ? "its" : "our");
+		return 0;
+	}
+	if (memcmp(msg.fingerprint, d->model.fingerprint, GSP_FINGERPRINT_BYTES) != 0) {
+		char text[GSP_GOODBYE_TEXT_MAX + 1];
+		snprintf(text, sizeof(text), "model mismatch: ours %s; theirs %.*s",
+			 d->model.summary, (int)msg.summary_len, msg.summary);
+		d->counters.fingerprint_mismatch++;
+		gsp_err("peer %s: refused: %s", p->name, text);
+		gsp_link_close(l, GSP_BYE_FINGERPRINT, text);
+		return 0;
+	}
+	gsp_msg_resync rs = {.generation = 0};
+	uint8_t buf[64];
+	size_t n;
+	if (gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n) != 0)
+		return -EINVAL;
+	gsp_link_send(l, buf, n);
+	l->state = GSP_LINK_RESYNC;
+	return 0;
+}
+
+/* RESYNC: this version keeps no edge state across sessions, so every
+ * session starts generation max(ours, theirs) + 1 with its own seed
+ * (PROTOCOL.md 4.6, rule 2). */
+static int on_resync(gsp_link *l, const uint8_t *pt, size_t len)
+{
+	gsp_daemon *d = l->d;
+	gsp_peer *p = l->peer;
+	gsp_msg_resync msg;
+	int err = gsp_msg_resync_decode(pt, len, &msg);
+	if (err)
+		return err;
+	if (l->state != GSP_LINK_RESYNC)
+		return -EBADMSG;
+	uint32_t gen = msg.generation + 1;
+	if (gen == 0)
+		gen = 1;
+	gsp_role role = memcmp(d->key.pub, p->cfg.public_key, 32) < 0 ? GSP_ROLE_LO
+								      : GSP_ROLE_HI;
+	float w = p->cfg.weight > 0 ? p->cfg.weight : 1.0f / (1.0f + gsp_edge_degree(d));
+	err = gsp_node_edge_reset(d->model.node, p->index, w, role,
+				  l->sess.edge_seed, sizeof(l->sess.edge_seed));
+	if (err)
+		return err;
+	p->generation = gen;
+	p->edge_up = true;
+	p->tx_rounds = 0;
+	p->last_apply_step = d->model.steps;
+	gsp_edge_info info;
+	gsp_node_edge_info(d->model.node, p->index, &info);
+	p->tx_rounds = info.tx_msgs;
+	uint32_t cap;
+	if (gsp_proto_peer_max_frame(d->model.max_payload, &cap) == 0)
+		l->max_frame = (uint32_t)cap;
+	l->state = GSP_LINK_UP;
+	gsp_info("peer %s: edge generation %u up (%s)", p->name, gen,
+		 role == GSP_ROLE_LO ? "lo" : "hi");
+	gsp_model_edges_changed(d);
+	return 0;
+}
+
+static int on_round(gsp_link *l, const uint8_t *pt, size_t len)
+{
+	gsp_daemon *d = l->d;
+	gsp_peer *p = l->peer;
+	gsp_msg_round msg;
+	int err = gsp_msg_round_decode(pt, len, &msg);
+	if (err)
+		return err;
+	if (l->state != GSP_LINK_UP || !p->edge_up)
+		return -EBADMSG;
+	if (msg.generation != p->generation)
+		return -EBADMSG;
+	gsp_edge_info info;
+	gsp_node_edge_info(d->model.node, p->index, &info);
+	if (info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round) {
+		err = complete(p, msg.round, msg.degree, msg.payload, msg.payload_len);
+		if (err)
+			return err;
+		gsp_model_edges_changed(d);
+		return 0;
+	}
+	/* The peer stepped before us: keep its next round until we project. */
+	bool next = msg.round == info.round + 1 && info.state != GSP_EDGE_IN_FLIGHT;
+	if (!next || p->early)
+		return -EBADMSG;
+	p->early = malloc(msg.payload_len);
+	if (!p->early)
+		return -ENOMEM;
+	memcpy(p->early, msg.payload, msg.payload_len);
+	p->early_len = msg.payload_len;
+	p->early_round = msg.round;
+	p->early_degree = msg.degree;
+	return 0;
+}
+
+int gsp_edge_on_frame(gsp_link *l, const uint8_t *pt, size_t len)
+{
+	uint8_t type;
+	int err = gsp_msg_type(pt, len, &type);
+	if (err)
+		return err;
+	if (l->state == GSP_LINK_MODEL && type != GSP_MSG_MODEL &&
+	    type != GSP_MSG_GOODBYE)
+		return -EBADMSG;
+	switch (type) {
+	case GSP_MSG_MODEL:
+		return on_model(l, pt, len);
+	case GSP_MSG_RESYNC:
+		return on_resync(l, pt, len);
+	case GSP_MSG_ROUND:
+		return on_round(l, pt, len);
+	case GSP_MSG_PING: {
+		gsp_msg_ping ping;
+		uint8_t buf[32];
+		size_t n;
+		if ((err = gsp_msg_ping_decode(pt, len, &ping)) != 0)
+			return err;
+		if (gsp_msg_pong_encode(&ping, buf, sizeof(buf), &n) == 0)
+			gsp_link_send(l, buf, n);
+		return 0;
+	}
+	case GSP_MSG_PONG: {
+		gsp_msg_ping pong;
+		if ((err = gsp_msg_pong_decode(pt, len, &pong)) != 0)
+			return err;
+		if (pong.nonce == l->ping_nonce)
+			l->peer->rtt_ns = uv_hrtime() - pong.time_ns;
+		return 0;
+	}
+	case GSP_MSG_GOODBYE: {
+		gsp_msg_goodbye bye;
+		if ((err = gsp_msg_goodbye_decode(pt, len, &bye)) != 0)
+			return err;
+		gsp_info("peer %s: GOODBYE (reason %u): %.*s", l->peer->name,
+			 bye.reason, (int)bye.text_len, bye.text);
+		gsp_link_close(l, GSP_BYE_UNSPECIFIED, "");
+		return 0;
+	}
+	default:
+		return -EBADMSG;
+	}
+}

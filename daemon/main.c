@@ -1,0 +1,284 @@
+/* gossipd: options, configuration and keys, the libuv loop, signals
+ * (SIGTERM/SIGINT: GOODBYE to peers and exit 0; SIGHUP: re-read peers),
+ * and readiness through sd_notify. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon.h"
+#include "log.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: gossipd [--config FILE] [--check-config] [--version] [--help]\n"
+"Runs a PowerGossip node: talks to the peers of FILE over TCP and serves\n"
+"local trainers on a Unix socket.  Without --config it runs a single node\n"
+"with no peers, its key in $STATE_DIRECTORY (or ./private.key) and its\n"
+"socket in $XDG_RUNTIME_DIR/gossipd.sock (or ./gossipd.sock).\n"
+"  --config FILE     the INI configuration (see gossipd.conf(5))\n"
+"  --check-config    parse the configuration, print the public key, exit\n"
+"  --version         print the version\n");
+}
+
+/* Reads a base64 private key file, or creates one (mode 0600). */
+static int load_key(const char *path, uint8_t priv[32])
+{
+	char text[128];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		gsp_keypair kp;
+		char b64[45];
+		gsp_keypair_generate(&kp);
+		gsp_key_to_base64(kp.priv, b64);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, b64, 44) != 44 || write(fd, "\n", 1) != 1) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			gsp_err("cannot create the key file %s: %s", path, strerror(e));
+			return -e;
+		}
+		close(fd);
+		memcpy(priv, kp.priv, 32);
+		sodium_memzero(&kp, sizeof(kp));
+		sodium_memzero(b64, sizeof(b64));
+		gsp_info("generated a new private key in %s", path);
+		return 0;
+	}
+	if (fd < 0) {
+		gsp_err("cannot open the key file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	text[n] = '\0';
+	if (n > 0 && text[n - 1] == '\n')
+		text[n - 1] = '\0';
+	int err = gsp_key_from_base64(text, priv);
+	sodium_memzero(text, sizeof(text));
+	if (err)
+		gsp_err("%s does not hold a base64 private key", path);
+	return err;
+}
+
+static void default_paths(gsp_daemon_config *cfg)
+{
+	const char *state = getenv("STATE_DIRECTORY");
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	if (!cfg->have_private_key && !cfg->private_key_file[0])
+		snprintf(cfg->private_key_file, sizeof(cfg->private_key_file),
+			 "%s/private.key", state ? state : ".");
+	if (!strcmp(cfg->socket_path, "gossipd.sock"))
+		snprintf(cfg->socket_path, sizeof(cfg->socket_path),
+			 "%s/gossipd.sock", run ? run : ".");
+}
+
+static int setup(gsp_daemon *d, const char *config_path)
+{
+	char err[512];
+	gsp_daemon_config_default(&d->cfg);
+	if (config_path &&
+	    gsp_daemon_config_load(config_path, &d->cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "gossipd: %s\n", err);
+		return -EINVAL;
+	}
+	gsp_log_init(d->cfg.log_level);
+	default_paths(&d->cfg);
+	uint8_t priv[32];
+	if (d->cfg.have_private_key)
+		memcpy(priv, d->cfg.private_key, 32);
+	else if (load_key(d->cfg.private_key_file, priv) != 0)
+		return -EINVAL;
+	int rc = gsp_keypair_from_private(priv, &d->key);
+	sodium_memzero(priv, sizeof(priv));
+	if (rc)
+		return rc;
+	gsp_key_to_base64(d->key.pub, d->key_b64);
+	if (d->cfg.gamma_auto) {
+		gsp_graph *g;
+		double gamma;
+		if (gsp_graph_new(d->cfg.topology, d->cfg.nodes, &g) != 0 ||
+		    gsp_graph_optimal_gamma(g, &gamma) != 0) {
+			fprintf(stderr, "gossipd: %s: Gamma = auto: cannot build a %s "
+				"graph of %u nodes\n", d->cfg.path,
+				gsp_topology_name(d->cfg.topology), d->cfg.nodes);
+			return -EINVAL;
+		}
+		gsp_graph_free(g);
+		d->cfg.engine.gamma = (float)gamma;
+	}
+	d->n_peers = d->cfg.n_peers;
+	d->peers = calloc(d->n_peers ? d->n_peers : 1, sizeof(*d->peers));
+	if (!d->peers)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n_peers; i++) {
+		gsp_peer *p = &d->peers[i];
+		char b64[45];
+		p->d = d;
+		p->index = i;
+		p->cfg = d->cfg.peers[i];
+		gsp_key_to_base64(p->cfg.public_key, b64);
+		snprintf(p->name, sizeof(p->name), "%.8s", b64);
+		if (!memcmp(p->cfg.public_key, d->key.pub, 32)) {
+			fprintf(stderr, "gossipd: %s:%u: [Peer] is this node's own key\n",
+				d->cfg.path, p->cfg.line);
+			return -EINVAL;
+		}
+	}
+	d->model.fd = -1;
+	return 0;
+}
+
+/* SIGHUP: new endpoints and weights for the configured peers, and the
+ * log level.  Adding or removing peers needs a restart (logged). */
+static void reload(gsp_daemon *d)
+{
+	gsp_daemon_config cfg;
+	char err[512];
+	gsp_daemon_config_default(&cfg);
+	if (!d->cfg.path[0] || gsp_daemon_config_load(d->cfg.path, &cfg, err, sizeof(err))) {
+		gsp_err("reload: %s", d->cfg.path[0] ? err : "no configuration file");
+		gsp_daemon_config_clear(&cfg);
+		return;
+	}
+	gsp_log_set_level(cfg.log_level);
+	size_t matched = 0;
+	for (size_t i = 0; i < cfg.n_peers; i++)
+		for (size_t j = 0; j < d->n_peers; j++) {
+			gsp_peer *p = &d->peers[j];
+			if (memcmp(p->cfg.public_key, cfg.peers[i].public_key, 32))
+				continue;
+			matched++;
+			bool moved = strcmp(p->cfg.endpoint, cfg.peers[i].endpoint) != 0;
+			memcpy(p->cfg.endpoint, cfg.peers[i].endpoint, sizeof(p->cfg.endpoint));
+			p->cfg.weight = cfg.peers[i].weight;
+			if (moved && !p->link) {
+				p->backoff_ms = GSP_BACKOFF_MIN_MS;
+				gsp_peer_dial_later(p);
+			}
+		}
+	if (matched != cfg.n_peers || matched != d->n_peers)
+		gsp_warn("reload: the set of peers changed; restart gossipd to "
+			 "add or remove peers");
+	gsp_info("reload: configuration re-read from %s", d->cfg.path);
+	gsp_daemon_config_clear(&cfg);
+}
+
+static void on_force_exit(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+static void shutdown_daemon(gsp_daemon *d)
+{
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	gsp_info("stopping: saying GOODBYE to peers");
+	sd_notify(0, "STOPPING=1");
+	gsp_api_stop(d);
+	gsp_links_stop(d);
+	if (d->model.registered)
+		gsp_model_detach(d);
+	uv_close((uv_handle_t *)&d->model.avg_timer, NULL);
+	uv_signal_stop(&d->sigterm);
+	uv_signal_stop(&d->sigint);
+	uv_signal_stop(&d->sighup);
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
+	/* Peers normally close within a round trip; never wait past 1.5 s. */
+	static uv_timer_t force;
+	uv_timer_init(d->loop, &force);
+	uv_timer_start(&force, on_force_exit, 1500, 0);
+	uv_unref((uv_handle_t *)&force);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	gsp_daemon *d = s->data;
+	if (signum == SIGHUP)
+		reload(d);
+	else
+		shutdown_daemon(d);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, 0, 'c'},
+		{"check-config", no_argument, 0, 'C'},
+		{"version", no_argument, 0, 'V'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *config = NULL;
+	bool check = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'C':
+			check = true;
+			break;
+		case 'V':
+			printf("gossipd %s\n", GSP_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "gossipd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (sodium_init() < 0)
+		return 1;
+	static gsp_daemon d;
+	d.loop = uv_default_loop();
+	if (setup(&d, config) != 0)
+		return 1;
+	if (check) {
+		printf("%s\n", d.key_b64);
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	uv_timer_init(d.loop, &d.model.avg_timer);
+	uv_signal_init(d.loop, &d.sigterm);
+	uv_signal_init(d.loop, &d.sigint);
+	uv_signal_init(d.loop, &d.sighup);
+	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
+	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d.sigint, on_signal, SIGINT);
+	uv_signal_start(&d.sighup, on_signal, SIGHUP);
+	if (gsp_links_start(&d) != 0 || gsp_api_start(&d) != 0)
+		return 1;
+	gsp_info("listening on %s, socket %s, public key %s, %zu peer(s), %s "
+		 "rank %u gamma %.4g", d.listen_addr, d.cfg.socket_path, d.key_b64,
+		 d.n_peers, gsp_method_name(d.cfg.engine.method),
+		 d.cfg.engine.rank, d.cfg.engine.gamma);
+	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d.listen_addr);
+	uv_run(d.loop, UV_RUN_DEFAULT);
+	gsp_info("stopped");
+	gsp_daemon_config_clear(&d.cfg);
+	free(d.peers);
+	return 0;
+}

@@ -1,0 +1,160 @@
+/* gossipd's status document: the JSON that STATUS returns and
+ * `gossipctl status --json` prints (schema in docs/DAEMON.md). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+typedef struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool failed;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(sbuf *b, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->p ? b->p + b->len : NULL,
+				  b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->failed = true;
+			return;
+		}
+		if (b->p && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = (b->cap + (size_t)n + 1) * 2;
+		char *np = realloc(b->p, cap);
+		if (!np) {
+			b->failed = true;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+}
+
+/* A JSON string of trusted-but-escaped text. */
+static void put_str(sbuf *b, const char *s)
+{
+	put(b, "\"");
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			put(b, "\\%c", ch);
+		else if (ch < 0x20)
+			put(b, "\\u%04x", ch);
+		else
+			put(b, "%c", ch);
+	}
+	put(b, "\"");
+}
+
+static void put_num(sbuf *b, double v)
+{
+	if (isfinite(v))
+		put(b, "%.6g", v);
+	else
+		put(b, "null");
+}
+
+static const char *link_state(const gsp_peer *p)
+{
+	if (!p->link)
+		return p->dialing ? "connecting" : "down";
+	switch (p->link->state) {
+	case GSP_LINK_HANDSHAKE:
+		return "handshake";
+	case GSP_LINK_UP:
+		return "up";
+	case GSP_LINK_IDLE:
+		return "idle";
+	default:
+		return "connecting";
+	}
+}
+
+static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
+{
+	char key[45];
+	gsp_edge_info info = {0};
+	if (d->model.registered)
+		gsp_node_edge_info(d->model.node, p->index, &info);
+	gsp_key_to_base64(p->cfg.public_key, key);
+	put(b, "{\"peer\":");
+	put_str(b, key);
+	put(b, ",\"endpoint\":");
+	put_str(b, p->cfg.endpoint);
+	put(b, ",\"state\":\"%s\",\"generation\":%u,\"round\":%llu,"
+	    "\"staleness\":%llu,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
+	    "\"tx_frames\":%llu,\"rx_frames\":%llu,\"exact_bytes\":%llu,"
+	    "\"message_bytes\":%llu,\"rounds\":%llu,\"rtt_ms\":",
+	    link_state(p), p->generation, (unsigned long long)info.round,
+	    (unsigned long long)(p->edge_up ? d->model.steps - p->last_apply_step : 0),
+	    (unsigned long long)p->tx_bytes, (unsigned long long)p->rx_bytes,
+	    (unsigned long long)p->tx_frames, (unsigned long long)p->rx_frames,
+	    (unsigned long long)info.exact_bytes,
+	    (unsigned long long)info.tx_bytes,
+	    (unsigned long long)p->rounds_completed);
+	put_num(b, p->rtt_ns ? p->rtt_ns / 1e6 : NAN);
+	put(b, ",\"diff_norm\":");
+	put_num(b, p->rounds_completed ? p->diff_norm : NAN);
+	put(b, "}");
+}
+
+char *gsp_status_json(const gsp_daemon *d)
+{
+	sbuf b = {0};
+	const gsp_model *m = &d->model;
+	put(&b, "{\"version\":\"%s\",\"public_key\":", GSP_VERSION);
+	put_str(&b, d->key_b64);
+	put(&b, ",\"listen\":");
+	put_str(&b, d->listen_addr);
+	put(&b, ",\"socket\":");
+	put_str(&b, d->cfg.socket_path);
+	put(&b, ",\"method\":\"%s\",\"rank\":%u,\"gamma\":",
+	    gsp_method_name(d->cfg.engine.method), d->cfg.engine.rank);
+	put_num(&b, d->cfg.engine.gamma);
+	put(&b, ",\"model\":{\"registered\":%s", m->registered ? "true" : "false");
+	if (m->registered) {
+		char fp[2 * GSP_FINGERPRINT_BYTES + 1];
+		for (int i = 0; i < GSP_FINGERPRINT_BYTES; i++)
+			snprintf(fp + 2 * i, 3, "%02x", m->fingerprint[i]);
+		put(&b, ",\"tensors\":%zu,\"floats\":%llu,\"fingerprint\":\"%s\","
+		    "\"steps\":%llu,\"summary\":",
+		    gsp_layout_count(m->layout),
+		    (unsigned long long)gsp_layout_floats(m->layout), fp,
+		    (unsigned long long)m->steps);
+		put_str(&b, m->summary);
+		put(&b, ",\"consensus_estimate\":");
+		put_num(&b, gsp_model_estimate(d));
+	}
+	const gsp_counters *c = &d->counters;
+	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
+	    "\"hs_replayed\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
+	    "\"fingerprint_mismatch\":%llu},\"edges\":[",
+	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
+	    (unsigned long long)c->hs_replayed, (unsigned long long)c->links_closed,
+	    (unsigned long long)c->api_malformed,
+	    (unsigned long long)c->fingerprint_mismatch);
+	for (size_t i = 0; i < d->n_peers; i++) {
+		if (i)
+			put(&b, ",");
+		put_edge(&b, d, &d->peers[i]);
+	}
+	put(&b, "]}");
+	if (b.failed) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
