@@ -143,23 +143,8 @@ float *gsp_sim_params(gsp_sim *sim, unsigned i)
 
 void gsp_sim_fill_gaussian(gsp_sim *sim, uint64_t seed)
 {
-	uint8_t key[GSP_SEED_BYTES] = {0};
-	for (int b = 0; b < 8; b++)
-		key[b] = (uint8_t)(seed >> (8 * b));
-	for (unsigned i = 0; i < sim->n; i++) {
-		float *x = sim->params[i];
-		/* Box-Muller on pairs of uniforms in (0, 1]. */
-		for (uint64_t j = 0; j < sim->floats; j += 2) {
-			uint32_t w[2];
-			gsp__rng_words(key, GSP_RNG_DATA, i, j, 0, w, 2);
-			double u1 = ((double)w[0] + 1.0) / 4294967296.0;
-			double u2 = (double)w[1] / 4294967296.0;
-			double rad = sqrt(-2.0 * log(u1));
-			x[j] = (float)(rad * cos(2.0 * M_PI * u2));
-			if (j + 1 < sim->floats)
-				x[j + 1] = (float)(rad * sin(2.0 * M_PI * u2));
-		}
-	}
+	for (unsigned i = 0; i < sim->n; i++)
+		gsp_fill_gaussian(sim->params[i], sim->floats, seed, i);
 }
 
 static void network_mean(const gsp_sim *sim, double *mean)

@@ -41,6 +41,13 @@ GSP_API float *gsp_sim_params(gsp_sim *sim, unsigned i);
 /* Fills every node with independent N(0,1) entries from `seed` (node i
  * uses its own stream). */
 GSP_API void gsp_sim_fill_gaussian(gsp_sim *sim, uint64_t seed);
+/* Fills x[0..n) with N(0,1) entries from (seed, stream): exactly what
+ * gsp_sim_fill_gaussian(sim, seed) puts in node `stream`, so a trainer
+ * outside the simulator can hold the same data as simulated node i.  The
+ * uniforms are bit-identical everywhere; the Box-Muller transform uses
+ * the C library's log, sin and cos. */
+GSP_API void gsp_fill_gaussian(float *x, uint64_t n, uint64_t seed,
+			       unsigned stream);
 /* Records the initial network average; call once the data is in place. */
 GSP_API int gsp_sim_start(gsp_sim *sim) GSP_MUST_CHECK;
 /* One synchronous gossip round on every edge: each node step()s (apply

@@ -1,0 +1,207 @@
+/*
+ * libgossip client: the trainer's side of gossipd's local API.
+ *
+ * This header owns the C client of the daemon's Unix-socket API
+ * (proto/PROTOCOL.md, section 5): connecting with the HELLO version check,
+ * handing the daemon the model in shared memory (REGISTER), asking for
+ * gossip steps (STEP), gossip-only averaging (AVERAGE), the daemon's status
+ * document (STATUS), and giving the model back (DETACH).  One blocking
+ * AF_UNIX stream socket per client and one request at a time; no threads,
+ * no event loop, no logging.
+ *
+ * Example (error handling shortened; tools/examples/client-example.c is a
+ * complete program):
+ *
+ *	gsp_client *c;
+ *	gsp_tensor t[2] = {
+ *		{.name = "w", .ndim = 2, .shape = {100, 100}},
+ *		{.name = "b", .ndim = 1, .shape = {100}},
+ *	};
+ *	float *params;
+ *	gsp_api_step_ok st;
+ *
+ *	int r = gsp_client_connect("/run/gossipd/gossipd.sock", "my-trainer", &c);
+ *	if (r < 0) {
+ *		fprintf(stderr, "gossipd: %s\n", gsp_strerror(r));
+ *		return 1;
+ *	}
+ *	r = gsp_client_register(c, t, 2, &params);   // params: 10100 floats
+ *	if (r < 0)
+ *		fprintf(stderr, "register: %s: %s\n", gsp_strerror(r),
+ *			gsp_client_last_error(c));
+ *	init_model(params);                          // w at params[0..10000),
+ *	for (int i = 0; r == 0 && i < steps; i++) {  // b at params[10000..)
+ *		train_one_step(params);
+ *		r = gsp_client_step(c, 0, &st);      // gossip, in place
+ *	}
+ *	gsp_client_detach(c);
+ *	gsp_client_close(c);
+ *
+ * Shared memory
+ *   gsp_client_register() creates the parameter buffer itself: a sealed
+ *   memfd (it can never shrink or grow) mapped MAP_SHARED, whose file
+ *   descriptor goes to the daemon with the REGISTER frame.  Tensors are
+ *   packed in the given order from offset 0 with no padding, float32 in
+ *   host byte order.  The trainer reads and writes the buffer freely
+ *   between calls; the daemon reads and writes it only while the trainer is
+ *   inside gsp_client_step() or gsp_client_average().  So the buffer must
+ *   not be touched from another thread during those two calls.
+ *
+ * Errors
+ *   Every call that can fail returns 0 or a negative errno (gsp_strerror()
+ *   gives text for both errno values and libgossip's GSP_E* codes).
+ *   - A daemon ERROR reply returns the daemon's code (a negative errno or
+ *     a GSP_E* code) and keeps its text for gsp_client_last_error().  The
+ *     connection stays usable, unless the daemon closed it (it does after
+ *     -EPROTO, -EPROTONOSUPPORT and malformed requests); then the next call
+ *     fails with -ECONNRESET.
+ *   - -EBADMSG: the daemon's reply was malformed (bad frame length, a
+ *     message that does not decode, or a reply of the wrong type).  The
+ *     stream can no longer be trusted: the client is then unusable.
+ *   - -ECONNRESET or -EPIPE: the daemon closed the connection (it stopped
+ *     or restarted).  The client is then unusable, as after any other
+ *     failure of the socket itself, or -ENOMEM for a large reply.
+ *   - Every later call on an unusable client returns -ENOTCONN without
+ *     touching the socket.  The parameter buffer stays mapped and valid
+ *     until gsp_client_close(), so the trainer can still save its model.
+ *   - Other negative errno values come from the system calls (socket,
+ *     memfd_create, mmap...); -EINVAL for invalid arguments.
+ *   Outputs (ret_*) are written only on success.
+ *
+ * Blocking
+ *   Calls block until the daemon replies; there is no timeout (a STEP with
+ *   GSP_STEP_SYNC, or AVERAGE, can take as long as the neighbours do).
+ *   Interrupted system calls (EINTR) are restarted.  Writes use
+ *   MSG_NOSIGNAL, so a closed daemon gives -EPIPE rather than SIGPIPE.
+ *
+ * Threads: a gsp_client is not thread-safe; use one per thread or lock.
+ */
+#ifndef GOSSIP_CLIENT_H
+#define GOSSIP_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip.h"
+#include "proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gsp_client gsp_client;
+
+/* Connects to the daemon's socket at socket_path and exchanges HELLO /
+ * HELLO_OK.  client_name (NULL: "") is shown in the daemon's logs and
+ * status; at most GSP_API_NAME_MAX bytes.  Errors:
+ *   -ENOENT          no socket at that path (the daemon is not running);
+ *   -ECONNREFUSED    a stale socket file (the daemon is not running);
+ *   -EACCES          no permission on the socket (check its group);
+ *   -ENAMETOOLONG    the path does not fit in sockaddr_un;
+ *   -EPROTONOSUPPORT the daemon speaks another major protocol version;
+ *   -EBADMSG, -ECONNRESET, a daemon ERROR code: as described above.
+ *
+ *	gsp_client *c;
+ *	int r = gsp_client_connect("/run/gossipd/gossipd.sock", "resnet", &c);
+ *	if (r == -ENOENT || r == -ECONNREFUSED)
+ *		fprintf(stderr, "gossipd is not running\n");
+ */
+GSP_API int gsp_client_connect(const char *socket_path,
+			       const char *client_name,
+			       gsp_client **ret) GSP_MUST_CHECK;
+
+/* Registers the model tensors[0..n) (name, ndim and shape are read; the
+ * derived fields are ignored): creates the shared buffer of
+ * 4 * sum(numel) bytes, zero-filled, sends REGISTER with its file
+ * descriptor and waits for the daemon's answer.  On success *ret_params is
+ * the mapped buffer, tensor i starting at float numel_0 + ... +
+ * numel_{i-1}; fill it (the initial model) before the first STEP.  It stays
+ * valid until a successful gsp_client_detach() or gsp_client_close().
+ * Names must be NUL-terminated and at most GSP_WIRE_NAME_MAX bytes.
+ * Errors: -EINVAL (n is 0 or above GSP_API_MAX_TENSORS, a bad name, ndim
+ * or dimension), -EOVERFLOW, -EMSGSIZE (the description exceeds
+ * GSP_API_MAX_FRAME), -EBUSY (this client already holds a registration:
+ * detach first), system errors (-ENOMEM...), or the daemon's ERROR code
+ * (-EBUSY: another trainer holds the daemon's model; -EMSGSIZE: the model
+ * is too large for the configured method...), with its text in
+ * gsp_client_last_error().
+ *
+ *	float *p;
+ *	gsp_tensor t = {.name = "w", .ndim = 2, .shape = {64, 300}};
+ *	if (gsp_client_register(c, &t, 1, &p) == 0)
+ *		memcpy(p, my_weights, 64 * 300 * sizeof(float));
+ */
+GSP_API int gsp_client_register(gsp_client *c, const gsp_tensor *tensors,
+				size_t n, float **ret_params) GSP_MUST_CHECK;
+
+/* One gossip step, typically right after the optimizer step: the daemon
+ * applies every completed edge update into the buffer and projects the
+ * next round.  flags: 0 or GSP_STEP_SYNC (wait until every connected
+ * edge's round in flight has completed: reproducible runs, tests).  On
+ * success *ret_stats (may be NULL) gets the step's statistics
+ * (gsp_api_step_ok in proto.h; consensus_estimate is NaN until an edge has
+ * completed a round).  Errors: -EINVAL for unknown flags; the daemon's
+ * -ENOENT (nothing registered) or -EPERM (another connection's model).
+ *
+ *	gsp_api_step_ok st;
+ *	if (gsp_client_step(c, 0, &st) == 0)
+ *		printf("step %llu: %u edges applied\n",
+ *		       (unsigned long long)st.step, st.edges_applied);
+ */
+GSP_API int gsp_client_step(gsp_client *c, uint32_t flags,
+			    gsp_api_step_ok *ret_stats) GSP_MUST_CHECK;
+
+/* Gossip-only rounds, without training, until the consensus estimate is
+ * <= target, time_limit_ms passed, or max_rounds rounds ran (0 = no
+ * limit; not both limits 0).  Neighbours advance only while they too are
+ * averaging, so every trainer should call it, typically once at the end.
+ * *ret (may be NULL) gets the rounds run, the final estimate and whether
+ * the target was reached (not reaching it is not an error).  Errors:
+ * -EINVAL (target not finite or negative, both limits 0); daemon codes as
+ * for gsp_client_step().
+ *
+ *	gsp_api_average_ok avg;
+ *	if (gsp_client_average(c, 1e-4, 30000, 0, &avg) == 0 && !avg.reached)
+ *		fprintf(stderr, "consensus not reached: %g\n", avg.estimate);
+ */
+GSP_API int gsp_client_average(gsp_client *c, double target,
+			       uint32_t time_limit_ms, uint32_t max_rounds,
+			       gsp_api_average_ok *ret) GSP_MUST_CHECK;
+
+/* The daemon's status document (the JSON of `gossipctl status --json`) as
+ * a malloc'd NUL-terminated string in *ret_json; free() it.  Allowed with
+ * or without a registration.
+ *
+ *	char *json;
+ *	if (gsp_client_status(c, &json) == 0) {
+ *		puts(json);
+ *		free(json);
+ *	}
+ */
+GSP_API int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
+
+/* Gives the model back: the daemon stops using the buffer and drops its
+ * edge state; on success the client unmaps the buffer (the pointer from
+ * gsp_client_register() becomes invalid, so copy out what you need first).
+ * The connection stays open and may register again.  On failure the
+ * buffer stays mapped.  Errors: the daemon's -ENOENT (nothing registered)
+ * or -EPERM.
+ *
+ *	save_checkpoint(params);
+ *	gsp_client_detach(c);
+ */
+GSP_API int gsp_client_detach(gsp_client *c);
+
+/* The text of the daemon's ERROR reply if the last call on c failed with
+ * one, "" otherwise (also after a success or a local failure).  Valid until
+ * the next call on c.  Accepts NULL (returns ""). */
+GSP_API const char *gsp_client_last_error(const gsp_client *c);
+
+/* Closes the connection (the daemon then detaches implicitly), unmaps the
+ * parameter buffer and frees c.  Accepts NULL. */
+GSP_API void gsp_client_close(gsp_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,912 @@
+/*
+ * Unit tests for libgossip's client (client.h) against a scripted fake
+ * daemon: a listening AF_UNIX socket in a temporary directory and a thread
+ * that answers one connection with proto/'s encoders.  The server thread
+ * only records what it saw; the test's own thread asserts afterwards.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "proto.h"
+
+/* ---- fake daemon ---------------------------------------------------------- */
+
+typedef struct server server;
+typedef void (*script_fn)(server *s, int fd);
+
+struct server {
+	char dir[64];
+	char path[96];
+	int listen_fd;
+	pthread_t thread;
+	pthread_t client_thread;     /* the test's thread (for signals) */
+	script_fn script;
+	int variant;                 /* for looped tests */
+	/* What the script saw. */
+	bool ok;                     /* the script ran to its end */
+	char hello_name[GSP_API_NAME_MAX + 1];
+	uint16_t hello_version;
+	int n_fds;                   /* fds received with REGISTER */
+	uint64_t buffer_bytes;
+	uint32_t n_tensors;
+	char names[4][GSP_WIRE_NAME_MAX + 1];
+	uint64_t dims[4][GSP_WIRE_MAX_DIMS];
+	uint8_t ndims[4];
+	int64_t file_size;
+	int seals;
+	float seen_param0;
+	uint32_t step_flags;
+	gsp_api_average average;
+	int requests;                /* frames read after HELLO */
+};
+
+/* Reads exactly len bytes; counts and collects SCM_RIGHTS fds into
+ * fds[0..*n_fds) (closing any beyond room).  0, or -1 on EOF / error. */
+static int srv_read(int fd, uint8_t *p, size_t len, int *fds, int *n_fds,
+		    int room)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int) * 8)];
+		} ctl;
+		struct iovec iov = {.iov_base = p + done, .iov_len = len - done};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl.buf)};
+		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+		     cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < k; i++) {
+				int got;
+				memcpy(&got, CMSG_DATA(cm) + i * sizeof(int),
+				       sizeof(int));
+				if (fds && *n_fds < room)
+					fds[*n_fds] = got;
+				else
+					close(got);
+				if (n_fds)
+					(*n_fds)++;
+			}
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* One request frame into buf (body only); its length, or -1. */
+static ssize_t srv_recv(int fd, uint8_t *buf, size_t cap, int *fds,
+			int *n_fds, int room)
+{
+	uint8_t h[GSP_FRAME_HEADER];
+	uint32_t len;
+
+	if (srv_read(fd, h, sizeof(h), fds, n_fds, room) < 0)
+		return -1;
+	len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+	      (uint32_t)h[3] << 24;
+	if (len == 0 || len > cap)
+		return -1;
+	if (srv_read(fd, buf, len, fds, n_fds, room) < 0)
+		return -1;
+	return (ssize_t)len;
+}
+
+static int srv_write(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Sends body[0..len) as one frame; byte_by_byte splits every write. */
+static int srv_send(int fd, const uint8_t *body, size_t len, bool byte_by_byte)
+{
+	uint8_t h[GSP_FRAME_HEADER];
+
+	if (gsp_frame_header_write(h, sizeof(h), (uint32_t)len) < 0)
+		return -1;
+	if (!byte_by_byte)
+		return srv_write(fd, h, sizeof(h)) || srv_write(fd, body, len)
+			       ? -1 : 0;
+	for (size_t i = 0; i < sizeof(h) + len; i++)
+		if (srv_write(fd, i < sizeof(h) ? h + i : body + i - sizeof(h), 1))
+			return -1;
+	return 0;
+}
+
+static int srv_send_ok(int fd)
+{
+	uint8_t b[8];
+	size_t n;
+	return gsp_api_ok_encode(b, sizeof(b), &n) || srv_send(fd, b, n, false);
+}
+
+static int srv_send_error(int fd, int32_t code, const char *text)
+{
+	gsp_api_error e = {.code = code, .text = text, .text_len = strlen(text)};
+	uint8_t b[GSP_API_ERROR_TEXT_MAX + 16];
+	size_t n;
+	return gsp_api_error_encode(&e, b, sizeof(b), &n) ||
+	       srv_send(fd, b, n, false);
+}
+
+/* HELLO in, HELLO_OK out; records the client's name and version. */
+static int srv_hello(server *s, int fd)
+{
+	uint8_t b[512];
+	gsp_api_hello h;
+	ssize_t n = srv_recv(fd, b, sizeof(b), NULL, NULL, 0);
+	size_t len;
+
+	if (n < 0 || gsp_api_hello_decode(b, (size_t)n, &h) < 0)
+		return -1;
+	memcpy(s->hello_name, h.name, h.name_len);
+	s->hello_name[h.name_len] = '\0';
+	s->hello_version = h.version;
+	h.version = GSP_PROTO_VERSION;
+	h.name = "gossipd-fake 0.0";
+	h.name_len = strlen(h.name);
+	if (gsp_api_hello_ok_encode(&h, b, sizeof(b), &len) < 0)
+		return -1;
+	return srv_send(fd, b, len, false);
+}
+
+/* Reads one request frame, counting it; its type, or -1. */
+static int srv_next(server *s, int fd, uint8_t *b, size_t cap, ssize_t *len)
+{
+	*len = srv_recv(fd, b, cap, NULL, NULL, 0);
+	if (*len < 0)
+		return -1;
+	s->requests++;
+	return b[0];
+}
+
+/* Waits until the client closes its end. */
+static void srv_wait_eof(int fd)
+{
+	uint8_t b[64];
+	while (recv(fd, b, sizeof(b), 0) > 0)
+		;
+}
+
+static void *server_main(void *arg)
+{
+	server *s = arg;
+	int fd;
+
+	do
+		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return NULL;
+	s->script(s, fd);
+	close(fd);
+	return NULL;
+}
+
+static void server_start(server *s, script_fn script, int variant)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	memset(s, 0, sizeof(*s));
+	s->script = script;
+	s->variant = variant;
+	s->client_thread = pthread_self();
+	snprintf(s->dir, sizeof(s->dir), "/tmp/gsp-client-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(s->dir));
+	snprintf(s->path, sizeof(s->path), "%s/api.sock", s->dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s->listen_fd, 0);
+	ck_assert_int_eq(bind(s->listen_fd, (struct sockaddr *)&sa,
+			      sizeof(sa)), 0);
+	ck_assert_int_eq(listen(s->listen_fd, 4), 0);
+	ck_assert_int_eq(pthread_create(&s->thread, NULL, server_main, s), 0);
+}
+
+/* Joins the server thread (the client must have closed first). */
+static void server_stop(server *s)
+{
+	ck_assert_int_eq(pthread_join(s->thread, NULL), 0);
+	close(s->listen_fd);
+	unlink(s->path);
+	rmdir(s->dir);
+}
+
+/* ---- HELLO and STATUS ----------------------------------------------------- */
+
+static const char status_json[] = "{\"node\":\"fake\",\"edges\":[]}";
+
+static void script_status(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+	size_t len;
+	gsp_api_status_ok st = {.json = status_json,
+				.json_len = strlen(status_json)};
+
+	if (srv_hello(s, fd) < 0)
+		return;
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STATUS ||
+	    gsp_api_status_decode(b, (size_t)n) < 0)
+		return;
+	/* Byte by byte: the client must reassemble the frame. */
+	if (gsp_api_status_ok_encode(&st, b, sizeof(b), &len) < 0 ||
+	    srv_send(fd, b, len, true) < 0)
+		return;
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+START_TEST(test_hello_status)
+{
+	server s;
+	gsp_client *c;
+	char *json = NULL;
+
+	server_start(&s, script_status, 0);
+	ck_assert_int_eq(gsp_client_connect(s.path, "unit-test", &c), 0);
+	ck_assert_str_eq(gsp_client_last_error(c), "");
+	ck_assert_int_eq(gsp_client_status(c, &json), 0);
+	ck_assert_str_eq(json, status_json);
+	free(json);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_str_eq(s.hello_name, "unit-test");
+	ck_assert_uint_eq(s.hello_version, GSP_PROTO_VERSION);
+}
+END_TEST
+
+/* A status document near the frame cap grows the receive buffer. */
+static void script_big_status(server *s, int fd)
+{
+	size_t json_len = GSP_API_MAX_FRAME - 5;
+	char *json = malloc(json_len);
+	uint8_t *b = malloc(GSP_API_MAX_FRAME);
+	uint8_t req[64];
+	ssize_t n;
+	size_t len;
+
+	if (!json || !b || srv_hello(s, fd) < 0 ||
+	    srv_next(s, fd, req, sizeof(req), &n) != GSP_API_STATUS)
+		goto out;
+	memset(json, 'x', json_len);
+	json[0] = '{';
+	json[json_len - 1] = '}';
+	gsp_api_status_ok st = {.json = json, .json_len = json_len};
+	if (gsp_api_status_ok_encode(&st, b, GSP_API_MAX_FRAME, &len) < 0 ||
+	    srv_send(fd, b, len, false) < 0)
+		goto out;
+	s->ok = true;
+	srv_wait_eof(fd);
+out:
+	free(json);
+	free(b);
+}
+
+START_TEST(test_big_status)
+{
+	server s;
+	gsp_client *c;
+	char *json = NULL;
+
+	server_start(&s, script_big_status, 0);
+	ck_assert_int_eq(gsp_client_connect(s.path, NULL, &c), 0);
+	ck_assert_int_eq(gsp_client_status(c, &json), 0);
+	ck_assert_uint_eq(strlen(json), GSP_API_MAX_FRAME - 5);
+	ck_assert_int_eq(json[0], '{');
+	ck_assert_int_eq(json[GSP_API_MAX_FRAME - 6], '}');
+	free(json);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_str_eq(s.hello_name, "");
+}
+END_TEST
+
+/* ---- REGISTER, shared memory, STEP, AVERAGE, DETACH ------------------------ */
+
+static void script_register(server *s, int fd)
+{
+	uint8_t b[4096];
+	int fds[4];
+	ssize_t n;
+	size_t len;
+	gsp_api_register reg;
+	gsp_api_tensor_iter it;
+	gsp_wire_tensor t;
+	gsp_api_step step;
+	struct stat stt;
+	float *map = MAP_FAILED;
+	gsp_api_step_ok ok = {.step = 1, .edges_applied = 2,
+			      .edges_projected = 3, .edges_skipped = 4,
+			      .max_staleness = 5, .bytes_sent = 6000000000ull,
+			      .bytes_received = 7, .consensus_estimate = 0.25};
+	gsp_api_average_ok aok = {.rounds = 17, .estimate = 1e-5,
+				  .reached = true};
+
+	if (srv_hello(s, fd) < 0)
+		return;
+	n = srv_recv(fd, b, sizeof(b), fds, &s->n_fds, 4);
+	if (n < 0 || s->n_fds != 1 ||
+	    gsp_api_register_decode(b, (size_t)n, &reg) < 0)
+		return;
+	s->buffer_bytes = reg.buffer_bytes;
+	s->n_tensors = reg.n_tensors;
+	gsp_api_tensor_iter_init(&it, &reg);
+	for (unsigned i = 0; i < 4 && gsp_api_tensor_next(&it, &t); i++) {
+		memcpy(s->names[i], t.name, t.name_len);
+		s->names[i][t.name_len] = '\0';
+		s->ndims[i] = t.ndim;
+		memcpy(s->dims[i], t.dims, sizeof(t.dims));
+	}
+	if (fstat(fds[0], &stt) == 0)
+		s->file_size = stt.st_size;
+	s->seals = fcntl(fds[0], F_GET_SEALS);
+	map = mmap(NULL, reg.buffer_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fds[0], 0);
+	close(fds[0]);
+	if (map == MAP_FAILED || srv_send_ok(fd) < 0)
+		goto out;
+
+	/* STEP: the daemon reads what the client wrote and writes back. */
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP ||
+	    gsp_api_step_decode(b, (size_t)n, &step) < 0)
+		goto out;
+	s->step_flags = step.flags;
+	s->seen_param0 = map[0];
+	map[1] = 7.0f;
+	if (gsp_api_step_ok_encode(&ok, b, sizeof(b), &len) < 0 ||
+	    srv_send(fd, b, len, false) < 0)
+		goto out;
+
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_AVERAGE ||
+	    gsp_api_average_decode(b, (size_t)n, &s->average) < 0 ||
+	    gsp_api_average_ok_encode(&aok, b, sizeof(b), &len) < 0 ||
+	    srv_send(fd, b, len, false) < 0)
+		goto out;
+
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_DETACH ||
+	    gsp_api_detach_decode(b, (size_t)n) < 0 || srv_send_ok(fd) < 0)
+		goto out;
+	s->ok = true;
+	srv_wait_eof(fd);
+out:
+	if (map != MAP_FAILED)
+		munmap(map, reg.buffer_bytes);
+}
+
+START_TEST(test_register_shared_memory)
+{
+	gsp_tensor t[2] = {
+		{.name = "weight", .ndim = 2, .shape = {100, 100}},
+		{.name = "bias", .ndim = 1, .shape = {100}},
+	};
+	gsp_api_step_ok st;
+	gsp_api_average_ok avg;
+	server s;
+	gsp_client *c;
+	float *p = NULL, *p2;
+
+	server_start(&s, script_register, 0);
+	ck_assert_int_eq(gsp_client_connect(s.path, "reg", &c), 0);
+	ck_assert_int_eq(gsp_client_register(c, t, 2, &p), 0);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_float_eq(p[0], 0.0f);                /* zero-filled */
+	ck_assert_float_eq(p[100 * 100 + 99], 0.0f);   /* last float */
+	/* One registration per client. */
+	p2 = p;
+	ck_assert_int_eq(gsp_client_register(c, t, 2, &p2), -EBUSY);
+	ck_assert_ptr_eq(p2, p);
+
+	p[0] = 42.0f;
+	ck_assert_int_eq(gsp_client_step(c, GSP_STEP_SYNC, &st), 0);
+	ck_assert_float_eq(p[1], 7.0f);         /* the daemon's write */
+	ck_assert_uint_eq(st.step, 1);
+	ck_assert_uint_eq(st.edges_applied, 2);
+	ck_assert_uint_eq(st.edges_projected, 3);
+	ck_assert_uint_eq(st.edges_skipped, 4);
+	ck_assert_uint_eq(st.max_staleness, 5);
+	ck_assert_uint_eq(st.bytes_sent, 6000000000ull);
+	ck_assert_uint_eq(st.bytes_received, 7);
+	ck_assert_double_eq(st.consensus_estimate, 0.25);
+
+	ck_assert_int_eq(gsp_client_average(c, 1e-4, 3000, 50, &avg), 0);
+	ck_assert_uint_eq(avg.rounds, 17);
+	ck_assert_double_eq(avg.estimate, 1e-5);
+	ck_assert(avg.reached);
+
+	ck_assert_int_eq(gsp_client_detach(c), 0);
+	gsp_client_close(c);
+	server_stop(&s);
+
+	ck_assert(s.ok);
+	ck_assert_int_eq(s.n_fds, 1);
+	ck_assert_uint_eq(s.buffer_bytes, 4 * (100 * 100 + 100));
+	ck_assert_int_eq(s.file_size, 4 * (100 * 100 + 100));
+	ck_assert_int_ne(s.seals, -1);
+	ck_assert(s.seals & F_SEAL_SHRINK);
+	ck_assert(s.seals & F_SEAL_GROW);
+	ck_assert_uint_eq(s.n_tensors, 2);
+	ck_assert_str_eq(s.names[0], "weight");
+	ck_assert_uint_eq(s.ndims[0], 2);
+	ck_assert_uint_eq(s.dims[0][0], 100);
+	ck_assert_uint_eq(s.dims[0][1], 100);
+	ck_assert_str_eq(s.names[1], "bias");
+	ck_assert_uint_eq(s.ndims[1], 1);
+	ck_assert_uint_eq(s.dims[1][0], 100);
+	ck_assert_float_eq(s.seen_param0, 42.0f);
+	ck_assert_uint_eq(s.step_flags, GSP_STEP_SYNC);
+	ck_assert_double_eq(s.average.target, 1e-4);
+	ck_assert_uint_eq(s.average.time_limit_ms, 3000);
+	ck_assert_uint_eq(s.average.max_rounds, 50);
+}
+END_TEST
+
+/* Local argument checks fail before anything is sent. */
+static void script_count(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+
+	if (srv_hello(s, fd) < 0)
+		return;
+	while (srv_next(s, fd, b, sizeof(b), &n) >= 0)
+		;
+	s->ok = true;
+}
+
+START_TEST(test_local_checks)
+{
+	gsp_tensor t[1] = {{.name = "w", .ndim = 2, .shape = {3, 4}}};
+	gsp_tensor bad = {.ndim = GSP_MAX_DIMS + 1};
+	gsp_tensor zero = {.name = "z", .ndim = 1, .shape = {0}};
+	gsp_tensor longname = {.ndim = 1, .shape = {1}};
+	gsp_api_average_ok avg;
+	char name[GSP_API_NAME_MAX + 2];
+	server s;
+	gsp_client *c;
+	float *p = NULL;
+	char *json = NULL;
+
+	server_start(&s, script_count, 0);
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	ck_assert_int_eq(gsp_client_connect(s.path, name, &c), -EINVAL);
+	ck_assert_int_eq(gsp_client_connect(s.path, "chk", NULL), -EINVAL);
+	ck_assert_int_eq(gsp_client_connect(NULL, "chk", &c), -EINVAL);
+	ck_assert_int_eq(gsp_client_connect("", "chk", &c), -EINVAL);
+	ck_assert_int_eq(gsp_client_connect(s.path, "chk", &c), 0);
+
+	memset(longname.name, 'a', GSP_NAME_MAX);   /* no NUL in 64 bytes */
+	ck_assert_int_eq(gsp_client_register(c, t, 0, &p), -EINVAL);
+	ck_assert_int_eq(gsp_client_register(c, NULL, 1, &p), -EINVAL);
+	ck_assert_int_eq(gsp_client_register(c, t, 1, NULL), -EINVAL);
+	ck_assert_int_eq(gsp_client_register(c, &bad, 1, &p), -EINVAL);
+	ck_assert_int_eq(gsp_client_register(c, &zero, 1, &p), -EINVAL);
+	ck_assert_int_eq(gsp_client_register(c, &longname, 1, &p), -EINVAL);
+	ck_assert_ptr_null(p);
+	ck_assert_int_eq(gsp_client_step(c, 0x2, NULL), -EINVAL);
+	ck_assert_int_eq(gsp_client_step(NULL, 0, NULL), -EINVAL);
+	ck_assert_int_eq(gsp_client_average(c, 1.0, 0, 0, &avg), -EINVAL);
+	ck_assert_int_eq(gsp_client_average(c, -1.0, 10, 0, &avg), -EINVAL);
+	ck_assert_int_eq(gsp_client_average(c, NAN, 10, 0, &avg), -EINVAL);
+	ck_assert_int_eq(gsp_client_status(c, NULL), -EINVAL);
+	ck_assert_int_eq(gsp_client_status(NULL, &json), -EINVAL);
+	ck_assert_int_eq(gsp_client_detach(NULL), -EINVAL);
+	ck_assert_str_eq(gsp_client_last_error(NULL), "");
+	gsp_client_close(NULL);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_int_eq(s.requests, 0);
+}
+END_TEST
+
+/* ---- daemon ERROR replies -------------------------------------------------- */
+
+static void script_errors(server *s, int fd)
+{
+	uint8_t b[4096];
+	int fds[4];
+	ssize_t n;
+
+	if (srv_hello(s, fd) < 0)
+		return;
+	/* REGISTER refused: the fd must still have come with it. */
+	n = srv_recv(fd, b, sizeof(b), fds, &s->n_fds, 4);
+	if (n < 0 || b[0] != GSP_API_REGISTER)
+		return;
+	for (int i = 0; i < s->n_fds && i < 4; i++)
+		close(fds[i]);
+	if (srv_send_error(fd, -EBUSY, "model held by trainer 'other' (pid 7)"))
+		return;
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP ||
+	    srv_send_error(fd, -ENOENT, "nothing registered"))
+		return;
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP ||
+	    srv_send_error(fd, -4099, ""))               /* GSP_ESHAPE */
+		return;
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_DETACH ||
+	    srv_send_error(fd, -ENOENT, "not registered"))
+		return;
+	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STATUS)
+		return;
+	gsp_api_status_ok st = {.json = "{}", .json_len = 2};
+	size_t len;
+	if (gsp_api_status_ok_encode(&st, b, sizeof(b), &len) < 0 ||
+	    srv_send(fd, b, len, false) < 0)
+		return;
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+START_TEST(test_error_replies)
+{
+	gsp_tensor t = {.name = "w", .ndim = 2, .shape = {8, 8}};
+	gsp_api_step_ok st = {.step = 99};
+	server s;
+	gsp_client *c;
+	float *p = NULL;
+	char *json = NULL;
+
+	server_start(&s, script_errors, 0);
+	ck_assert_int_eq(gsp_client_connect(s.path, "err", &c), 0);
+	ck_assert_int_eq(gsp_client_register(c, &t, 1, &p), -EBUSY);
+	ck_assert_ptr_null(p);
+	ck_assert_str_eq(gsp_client_last_error(c),
+			 "model held by trainer 'other' (pid 7)");
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), -ENOENT);
+	ck_assert_str_eq(gsp_client_last_error(c), "nothing registered");
+	ck_assert_uint_eq(st.step, 99);                 /* untouched */
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), -4099);
+	ck_assert_str_eq(gsp_client_last_error(c), "");
+	ck_assert_int_eq(gsp_client_detach(c), -ENOENT);
+	ck_assert_str_eq(gsp_client_last_error(c), "not registered");
+	/* A success clears the text; the connection is still usable. */
+	ck_assert_int_eq(gsp_client_status(c, &json), 0);
+	ck_assert_str_eq(json, "{}");
+	ck_assert_str_eq(gsp_client_last_error(c), "");
+	free(json);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_int_eq(s.n_fds, 1);
+}
+END_TEST
+
+/* ---- versions -------------------------------------------------------------- */
+
+static void script_version(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n = srv_recv(fd, b, sizeof(b), NULL, NULL, 0);
+	size_t len;
+
+	if (n < 0)
+		return;
+	if (s->variant == 0) {
+		/* HELLO_OK of major 2: the fixed first three bytes, then
+		 * anything. */
+		static const uint8_t v2[] = {GSP_API_HELLO_OK, 0x00, 0x02, 0, 0};
+		if (srv_send(fd, v2, sizeof(v2), false) < 0)
+			return;
+	} else {
+		gsp_api_error e = {.code = -EPROTONOSUPPORT,
+				   .text = "gossipd speaks protocol 2.x",
+				   .text_len = 27};
+		if (gsp_api_error_encode(&e, b, sizeof(b), &len) < 0 ||
+		    srv_send(fd, b, len, false) < 0)
+			return;
+	}
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+START_TEST(test_version_mismatch)
+{
+	server s;
+	gsp_client *c = NULL;
+
+	server_start(&s, script_version, _i);
+	ck_assert_int_eq(gsp_client_connect(s.path, "v", &c), -EPROTONOSUPPORT);
+	ck_assert_ptr_null(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+}
+END_TEST
+
+/* ---- malformed replies and lost connections ------------------------------- */
+
+enum {
+	BAD_LEN_ZERO,
+	BAD_LEN_OVER_CAP,
+	BAD_WRONG_TYPE,          /* OK in reply to STEP */
+	BAD_TRUNCATED,           /* STEP_OK one byte short */
+	BAD_TRAILING,            /* STEP_OK one byte long */
+	BAD_UNKNOWN_TYPE,
+	BAD_ERROR_CODE,          /* ERROR with a positive code */
+	BAD_COUNT
+};
+
+static void script_malformed(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+	size_t len;
+	gsp_api_step_ok ok = {.step = 1, .consensus_estimate = NAN};
+
+	if (srv_hello(s, fd) < 0 ||
+	    srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP)
+		return;
+	switch (s->variant) {
+	case BAD_LEN_ZERO: {
+		static const uint8_t z[4] = {0, 0, 0, 0};
+		if (srv_write(fd, z, 4))
+			return;
+		break;
+	}
+	case BAD_LEN_OVER_CAP: {
+		uint8_t h[4];
+		if (gsp_frame_header_write(h, 4, GSP_API_MAX_FRAME + 1) < 0 ||
+		    srv_write(fd, h, 4))
+			return;
+		break;
+	}
+	case BAD_WRONG_TYPE:
+		if (srv_send_ok(fd))
+			return;
+		break;
+	case BAD_TRUNCATED:
+	case BAD_TRAILING:
+		if (gsp_api_step_ok_encode(&ok, b, sizeof(b), &len) < 0)
+			return;
+		if (s->variant == BAD_TRAILING)
+			b[len++] = 0;
+		else
+			len--;
+		if (srv_send(fd, b, len, false))
+			return;
+		break;
+	case BAD_UNKNOWN_TYPE: {
+		static const uint8_t u[] = {0x99, 1, 2, 3};
+		if (srv_send(fd, u, sizeof(u), false))
+			return;
+		break;
+	}
+	case BAD_ERROR_CODE: {
+		static const uint8_t e[] = {GSP_API_ERROR, 5, 0, 0, 0, 0, 0};
+		if (srv_send(fd, e, sizeof(e), false))
+			return;
+		break;
+	}
+	}
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+START_TEST(test_malformed_reply)
+{
+	gsp_api_step_ok st = {.step = 99};
+	server s;
+	gsp_client *c;
+	char *json = NULL;
+
+	server_start(&s, script_malformed, _i);
+	ck_assert_int_eq(gsp_client_connect(s.path, "bad", &c), 0);
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), -EBADMSG);
+	ck_assert_uint_eq(st.step, 99);
+	ck_assert_str_eq(gsp_client_last_error(c), "");
+	/* Unusable afterwards, without touching the socket. */
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), -ENOTCONN);
+	ck_assert_int_eq(gsp_client_status(c, &json), -ENOTCONN);
+	ck_assert_int_eq(gsp_client_detach(c), -ENOTCONN);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_int_eq(s.requests, 1);
+}
+END_TEST
+
+/* The daemon goes away: after HELLO (variant 0) or in the middle of a
+ * reply (variant 1). */
+static void script_hangup(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+
+	if (srv_hello(s, fd) < 0)
+		return;
+	if (s->variant == 1) {
+		static const uint8_t part[] = {49, 0, 0, 0, GSP_API_STEP_OK, 1};
+		if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP ||
+		    srv_write(fd, part, sizeof(part)))
+			return;
+	}
+	s->ok = true;
+}
+
+START_TEST(test_hangup)
+{
+	gsp_tensor t = {.name = "w", .ndim = 1, .shape = {10}};
+	server s;
+	gsp_client *c;
+	float *p = NULL;
+	int r;
+
+	server_start(&s, script_hangup, _i);
+	ck_assert_int_eq(gsp_client_connect(s.path, "hup", &c), 0);
+	if (_i == 0) {
+		server_stop(&s);     /* the server closed its end */
+		/* The write may succeed or fail with EPIPE; either way the
+		 * reply never comes. */
+		r = gsp_client_register(c, &t, 1, &p);
+		ck_assert_msg(r == -ECONNRESET || r == -EPIPE, "r = %d", r);
+		ck_assert_ptr_null(p);
+	} else {
+		r = gsp_client_step(c, 0, NULL);
+		ck_assert_int_eq(r, -ECONNRESET);
+		server_stop(&s);
+	}
+	ck_assert(s.ok);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ENOTCONN);
+	gsp_client_close(c);
+}
+END_TEST
+
+/* ---- EINTR ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t signals_seen;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	signals_seen++;
+}
+
+/* Interrupts the client with a signal while it waits for each reply. */
+static void script_interrupt(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+	size_t len;
+	gsp_api_step_ok ok = {.step = 1};
+
+	if (srv_hello(s, fd) < 0)
+		return;
+	for (int i = 0; i < 20; i++) {
+		if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP)
+			return;
+		pthread_kill(s->client_thread, SIGUSR1);
+		ok.step = (uint64_t)i + 1;
+		if (gsp_api_step_ok_encode(&ok, b, sizeof(b), &len) < 0 ||
+		    srv_send(fd, b, len, true) < 0)
+			return;
+	}
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+START_TEST(test_eintr)
+{
+	struct sigaction sa = {.sa_handler = on_signal};   /* no SA_RESTART */
+	gsp_api_step_ok st;
+	server s;
+	gsp_client *c;
+
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	server_start(&s, script_interrupt, 0);
+	ck_assert_int_eq(gsp_client_connect(s.path, "intr", &c), 0);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+		ck_assert_uint_eq(st.step, (uint64_t)i + 1);
+	}
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_int_eq(signals_seen, 20);
+	signal(SIGUSR1, SIG_DFL);
+}
+END_TEST
+
+/* ---- no daemon ------------------------------------------------------------ */
+
+START_TEST(test_no_daemon)
+{
+	char dir[] = "/tmp/gsp-client-XXXXXX";
+	char path[96], longpath[200];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	gsp_client *c = NULL;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/missing.sock", dir);
+	ck_assert_int_eq(gsp_client_connect(path, "x", &c), -ENOENT);
+	ck_assert_ptr_null(c);
+
+	/* A socket file nobody listens on (a daemon that died). */
+	snprintf(path, sizeof(path), "%s/stale.sock", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	ck_assert_int_eq(gsp_client_connect(path, "x", &c), -ECONNREFUSED);
+	ck_assert_ptr_null(c);
+	unlink(path);
+	rmdir(dir);
+
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[0] = '/';
+	longpath[sizeof(longpath) - 1] = '\0';
+	ck_assert_int_eq(gsp_client_connect(longpath, "x", &c), -ENAMETOOLONG);
+	ck_assert_ptr_null(c);
+}
+END_TEST
+
+/* ---- suite ---------------------------------------------------------------- */
+
+static Suite *client_suite(void)
+{
+	Suite *s = suite_create("client");
+	TCase *tc = tcase_create("api");
+
+	tcase_add_test(tc, test_hello_status);
+	tcase_add_test(tc, test_big_status);
+	tcase_add_test(tc, test_register_shared_memory);
+	tcase_add_test(tc, test_local_checks);
+	tcase_add_test(tc, test_error_replies);
+	tcase_add_loop_test(tc, test_version_mismatch, 0, 2);
+	tcase_add_loop_test(tc, test_malformed_reply, 0, BAD_COUNT);
+	tcase_add_loop_test(tc, test_hangup, 0, 2);
+	tcase_add_test(tc, test_eintr);
+	tcase_add_test(tc, test_no_daemon);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(client_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,347 @@
+/*
+ * gossip-testtrainer: a trainer without training, for the integration
+ * tests.  Registers a random model with the local gossipd, fills it with
+ * N(0,1) data from a seed (exactly gossip-sim's data for node
+ * --node-index), calls STEP a number of times, optionally AVERAGE, dumps
+ * the final parameters as raw float32 and detaches.
+ *
+ * Exit status: 0 success, 1 runtime error (the message names the cause),
+ * 2 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "client.h"
+#include "gossip.h"
+#include "sim.h"
+
+#define PROG "gossip-testtrainer"
+
+typedef struct opts {
+	const char *socket;
+	const char *data;
+	const char *name;
+	uint64_t seed;
+	unsigned node_index;
+	unsigned long long steps;
+	bool sync;
+	bool average;
+	double target;
+	uint32_t average_ms;
+	uint32_t average_rounds;
+	const char *dump;
+	bool status;
+	bool quiet;
+	unsigned wait_edges;
+} opts;
+
+/* Polls STATUS until n edges are up (every neighbour registered the same
+ * model and the edge started), for at most 30 s. */
+static int wait_edges(gsp_client *c, unsigned n)
+{
+	for (int tries = 0; tries < 3000; tries++) {
+		char *json;
+		int err = gsp_client_status(c, &json);
+		if (err < 0) {
+			fprintf(stderr, PROG ": status: %s\n", strerror(-err));
+			return -1;
+		}
+		unsigned up = 0;
+		for (const char *p = json; (p = strstr(p, "\"state\":\"up\"")); p++)
+			up++;
+		free(json);
+		if (up >= n)
+			return 0;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, PROG ": fewer than %u edges came up within 30 s\n", n);
+	return -1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: " PROG " --socket PATH [options]\n"
+"Registers a random model with gossipd, runs gossip steps, detaches.\n\n"
+"  --socket PATH             gossipd's API socket (required)\n"
+"  --data random:SPEC        model layout, e.g. random:100x100,64x300,64\n"
+"                            (default random:100x100)\n"
+"  --seed S                  data seed (default 42)\n"
+"  --node-index I            data stream: the data of gossip-sim's node I\n"
+"                            for the same --data and --seed (default 0)\n"
+"  --steps N                 STEP calls (default 10)\n"
+"  --sync                    STEP with the SYNC flag (wait for every edge)\n"
+"  --average TARGET          then AVERAGE until the consensus estimate\n"
+"                            is <= TARGET\n"
+"  --average-time MS         AVERAGE time limit (default 10000; 0: none)\n"
+"  --average-rounds N        AVERAGE round limit (default 0: none)\n"
+"  --dump FILE               write the final parameters as raw float32\n"
+"  --status                  print the daemon's status JSON at the end\n"
+"  --wait-edges N            before stepping, wait until N edges are up\n"
+"  --name NAME               client name shown by the daemon\n"
+"  --quiet                   no per-step lines\n"
+"  --help                    this text\n\n"
+"Exit status: 0 success, 1 runtime error, 2 usage error.\n");
+}
+
+static int die(const char *what, const char *arg)
+{
+	return gsp_cli_die(PROG, what, arg);
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+	static const struct option lo[] = {
+		{"socket", required_argument, 0, 'S'},
+		{"data", required_argument, 0, 'd'},
+		{"seed", required_argument, 0, 's'},
+		{"node-index", required_argument, 0, 'i'},
+		{"steps", required_argument, 0, 'n'},
+		{"sync", no_argument, 0, 'y'},
+		{"average", required_argument, 0, 'a'},
+		{"average-time", required_argument, 0, 't'},
+		{"average-rounds", required_argument, 0, 'r'},
+		{"dump", required_argument, 0, 'D'},
+		{"status", no_argument, 0, 'j'},
+		{"wait-edges", required_argument, 0, 'W'},
+		{"name", required_argument, 0, 'N'},
+		{"quiet", no_argument, 0, 'q'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	unsigned long long v;
+	float f;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			o->socket = optarg;
+			break;
+		case 'd':
+			if (strncmp(optarg, "random:", 7) != 0)
+				return die("--data takes random:SPEC", optarg);
+			o->data = optarg;
+			break;
+		case 's':
+			if (gsp_cli_uint(optarg, UINT64_MAX, &v))
+				return die("bad --seed", optarg);
+			o->seed = v;
+			break;
+		case 'i':
+			if (gsp_cli_uint(optarg, 1u << 20, &v))
+				return die("bad --node-index", optarg);
+			o->node_index = (unsigned)v;
+			break;
+		case 'n':
+			if (gsp_cli_uint(optarg, UINT64_MAX, &v))
+				return die("bad --steps", optarg);
+			o->steps = v;
+			break;
+		case 'y':
+			o->sync = true;
+			break;
+		case 'a':
+			if (gsp_cli_float(optarg, &f))
+				return die("bad --average target", optarg);
+			o->average = true;
+			o->target = f;
+			break;
+		case 't':
+			if (gsp_cli_uint(optarg, UINT32_MAX, &v))
+				return die("bad --average-time", optarg);
+			o->average_ms = (uint32_t)v;
+			break;
+		case 'r':
+			if (gsp_cli_uint(optarg, UINT32_MAX, &v))
+				return die("bad --average-rounds", optarg);
+			o->average_rounds = (uint32_t)v;
+			break;
+		case 'D':
+			o->dump = optarg;
+			break;
+		case 'j':
+			o->status = true;
+			break;
+		case 'W':
+			if (gsp_cli_uint(optarg, 65535, &v))
+				return die("bad --wait-edges", optarg);
+			o->wait_edges = (unsigned)v;
+			break;
+		case 'N':
+			if (strlen(optarg) > GSP_API_NAME_MAX)
+				return die("--name is too long", optarg);
+			o->name = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return die("unexpected argument", argv[optind]);
+	if (!o->socket)
+		return die("--socket is required", "");
+	if (o->average && o->average_ms == 0 && o->average_rounds == 0)
+		return die("--average needs a time or round limit",
+			   "--average-time 0");
+	return 0;
+}
+
+/* Prints why a client call failed: the daemon's own words when it sent
+ * some, else the errno text.  Returns 1 (the exit status). */
+static int fail(gsp_client *c, const char *what, int err)
+{
+	const char *text = gsp_client_last_error(c);
+
+	if (err == -ECONNRESET || err == -EPIPE)
+		fprintf(stderr, PROG ": %s: gossipd closed the connection "
+			"(%s)\n", what, gsp_strerror(err));
+	else if (*text)
+		fprintf(stderr, PROG ": %s refused by gossipd: %s (%s)\n",
+			what, text, gsp_strerror(err));
+	else
+		fprintf(stderr, PROG ": %s: %s\n", what, gsp_strerror(err));
+	return 1;
+}
+
+static int connect_daemon(const opts *o, gsp_client **ret)
+{
+	int err = gsp_client_connect(o->socket, o->name, ret);
+
+	if (err == -ENOENT || err == -ECONNREFUSED)
+		fprintf(stderr, PROG ": gossipd is not running: cannot connect "
+			"to %s (%s)\n", o->socket, gsp_strerror(err));
+	else if (err == -EPROTONOSUPPORT)
+		fprintf(stderr, PROG ": gossipd at %s speaks another protocol "
+			"version (this client speaks %u.%u)\n", o->socket,
+			GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR);
+	else if (err < 0)
+		fprintf(stderr, PROG ": cannot connect to gossipd at %s: %s\n",
+			o->socket, gsp_strerror(err));
+	return err < 0 ? 1 : 0;
+}
+
+static int dump(const char *path, const float *x, uint64_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f || fwrite(x, sizeof(float), n, f) != n || fclose(f) != 0) {
+		fprintf(stderr, PROG ": --dump %s: %s\n", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	return 0;
+}
+
+static int run(const opts *o, const gsp_layout *layout)
+{
+	size_t n = gsp_layout_count(layout);
+	uint64_t floats = gsp_layout_floats(layout);
+	gsp_tensor *tensors = calloc(n, sizeof(*tensors));
+	gsp_client *c = NULL;
+	gsp_api_step_ok st;
+	gsp_api_average_ok avg;
+	float *params;
+	int err, rc = 1;
+
+	if (!tensors) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		tensors[i] = *gsp_layout_tensor(layout, i);
+	if (connect_daemon(o, &c))
+		goto out;
+	err = gsp_client_register(c, tensors, n, &params);
+	if (err < 0) {
+		fail(c, "register", err);
+		goto out;
+	}
+	gsp_fill_gaussian(params, floats, o->seed, o->node_index);
+	if (o->wait_edges && wait_edges(c, o->wait_edges))
+		goto out;
+
+	for (unsigned long long s = 0; s < o->steps; s++) {
+		err = gsp_client_step(c, o->sync ? GSP_STEP_SYNC : 0, &st);
+		if (err < 0) {
+			fail(c, "step", err);
+			goto out;
+		}
+		if (!o->quiet)
+			printf("step %llu applied %u projected %u skipped %u "
+			       "staleness %u sent %llu received %llu "
+			       "estimate %.6g\n",
+			       (unsigned long long)st.step, st.edges_applied,
+			       st.edges_projected, st.edges_skipped,
+			       st.max_staleness,
+			       (unsigned long long)st.bytes_sent,
+			       (unsigned long long)st.bytes_received,
+			       st.consensus_estimate);
+	}
+	if (o->average) {
+		err = gsp_client_average(c, o->target, o->average_ms,
+					 o->average_rounds, &avg);
+		if (err < 0) {
+			fail(c, "average", err);
+			goto out;
+		}
+		printf("average rounds %u estimate %.6g reached %s\n",
+		       avg.rounds, avg.estimate, avg.reached ? "yes" : "no");
+	}
+	if (o->status) {
+		char *json;
+		err = gsp_client_status(c, &json);
+		if (err < 0) {
+			fail(c, "status", err);
+			goto out;
+		}
+		printf("%s\n", json);
+		free(json);
+	}
+	if (o->dump && dump(o->dump, params, floats))
+		goto out;
+	fflush(stdout);
+	err = gsp_client_detach(c);
+	if (err < 0) {
+		fail(c, "detach", err);
+		goto out;
+	}
+	rc = 0;
+
+out:
+	gsp_client_close(c);
+	free(tensors);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	opts o = {.data = "random:100x100", .name = PROG, .seed = 42,
+		  .steps = 10, .average_ms = 10000};
+	gsp_layout *layout;
+	int rc;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (gsp_layout_parse(o.data + 7, &layout) < 0)
+		return die("bad --data", o.data);
+	rc = run(&o, layout);
+	gsp_layout_free(layout);
+	return rc;
+}
