@@ -37,7 +37,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "gossipd.sock");
 	gsp_config_default(&cfg->engine);
 	cfg->topology = GSP_TOPO_RING;
-	cfg->max_staleness = 16;
+	cfg->max_staleness = 4;
 	cfg->log_level = GSP_LOG_INFO;
 }
 

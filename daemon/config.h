@@ -11,7 +11,7 @@
  *   Rank = 4
  *   Gamma = 1.0                        or "auto" with Topology and Nodes
  *   WarmStart = on
- *   MaxStaleness = 16                  steps an edge may lag before STEP waits
+ *   MaxStaleness = 4                   steps an edge may lag before STEP waits
  *   LogLevel = info                    error|warning|info|debug
  *
  *   [Peer]

@@ -107,7 +107,9 @@ typedef struct gsp_model {
 	uint64_t bytes_base_tx, bytes_base_rx;
 	/* A STEP or AVERAGE waiting for edges. */
 	gsp_api_client *waiting;
-	bool wait_sync;
+	bool wait_step;          /* a STEP waits for edges */
+	bool wait_sync;          /* ... all of them (SYNC) */
+	bool wait_drain;
 	bool averaging;
 	double avg_target;
 	uint64_t avg_deadline_ms;

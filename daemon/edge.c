@@ -255,6 +255,7 @@ static int on_round(gsp_link *l, const uint8_t *pt, size_t len)
 	p->early_len = msg.payload_len;
 	p->early_round = msg.round;
 	p->early_degree = msg.degree;
+	gsp_model_edges_changed(d);
 	return 0;
 }
 

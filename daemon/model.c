@@ -194,6 +194,23 @@ static size_t in_flight(const gsp_daemon *d)
 	return n;
 }
 
+/* Whether a STEP must wait: with SYNC for any round in flight, otherwise
+ * only for an edge in flight that has not applied for MaxStaleness steps
+ * (staleness stays bounded; the trainer is blocked only then). */
+static bool must_wait(const gsp_daemon *d, bool sync)
+{
+	for (size_t i = 0; i < d->n_peers; i++) {
+		const gsp_peer *p = &d->peers[i];
+		gsp_edge_info info;
+		if (!p->edge_up || gsp_node_edge_info(d->model.node, i, &info) != 0 ||
+		    info.state != GSP_EDGE_IN_FLIGHT)
+			continue;
+		if (sync || d->model.steps - p->last_apply_step >= d->cfg.max_staleness)
+			return true;
+	}
+	return false;
+}
+
 double gsp_model_estimate(const gsp_daemon *d)
 {
 	double est = NAN;
@@ -263,14 +280,57 @@ static void reply_step(gsp_daemon *d, gsp_api_client *c)
 		gsp_api_reply(c, buf, n);
 }
 
+/* DRAIN: answer rounds neighbours already sent, wait for every round in
+ * flight, apply; start nothing new.  Replies once settled. */
+static void drain_advance(gsp_daemon *d)
+{
+	gsp_model *m = &d->model;
+	int r = gsp_node_apply(m->node);
+	for (size_t i = 0; r >= 0 && i < d->n_peers; i++) {
+		gsp_peer *p = &d->peers[i];
+		gsp_edge_info info;
+		if (!p->edge_up || !p->early ||
+		    gsp_node_edge_info(m->node, i, &info) != 0 ||
+		    info.state != GSP_EDGE_IDLE || p->early_round != info.round + 1)
+			continue;
+		r = gsp_node_project_edge(m->node, i);
+	}
+	if (r >= 0)
+		gsp_edge_send_rounds(d);
+	if (r >= 0 && in_flight(d))
+		return;
+	if (r >= 0)
+		r = gsp_node_apply(m->node);
+	gsp_api_client *c = m->waiting;
+	m->waiting = NULL;
+	m->wait_drain = false;
+	if (r < 0) {
+		gsp_api_reply_error(c, r, gsp_strerror(r));
+		return;
+	}
+	gsp_api_step_ok ok = {.step = m->steps,
+			      .consensus_estimate = gsp_model_estimate(d)};
+	uint8_t buf[128];
+	size_t n;
+	if (gsp_api_step_ok_encode(&ok, buf, sizeof(buf), &n) == 0)
+		gsp_api_reply(c, buf, n);
+}
+
 int gsp_model_step(gsp_daemon *d, gsp_api_client *c, uint32_t flags)
 {
 	gsp_model *m = &d->model;
 	if (m->waiting)
 		return -EBUSY;
-	if ((flags & GSP_STEP_SYNC) && in_flight(d)) {
+	if (flags & GSP_STEP_DRAIN) {
 		m->waiting = c;
-		m->wait_sync = true;
+		m->wait_drain = true;
+		drain_advance(d);
+		return 0;
+	}
+	m->wait_sync = flags & GSP_STEP_SYNC;
+	if (must_wait(d, m->wait_sync)) {
+		m->waiting = c;
+		m->wait_step = true;
 		return 0;
 	}
 	reply_step(d, c);
@@ -354,10 +414,12 @@ void gsp_model_edges_changed(gsp_daemon *d)
 		return;
 	if (m->averaging) {
 		average_advance(d);
-	} else if (m->wait_sync && !in_flight(d)) {
+	} else if (m->wait_drain) {
+		drain_advance(d);
+	} else if (m->wait_step && !must_wait(d, m->wait_sync)) {
 		gsp_api_client *c = m->waiting;
 		m->waiting = NULL;
-		m->wait_sync = false;
+		m->wait_step = false;
 		reply_step(d, c);
 	}
 }

@@ -177,6 +177,8 @@ GSP_API int gsp_node_apply(gsp_node *node) GSP_MUST_CHECK;
  * IN_FLIGHT).  Returns the number of edges projected.  Fails with
  * GSP_ENONFINITE, changing nothing, if params hold a NaN or infinity. */
 GSP_API int gsp_node_project(gsp_node *node) GSP_MUST_CHECK;
+/* Projects one IDLE edge only (a neighbour is waiting for that round). */
+GSP_API int gsp_node_project_edge(gsp_node *node, size_t edge) GSP_MUST_CHECK;
 /* apply + project fused into one pass over params.  Returns the number of
  * edges projected.  The apply part commits even if projecting fails. */
 GSP_API int gsp_node_step(gsp_node *node) GSP_MUST_CHECK;

@@ -290,8 +290,9 @@ static size_t count_active(const gsp_node *node)
 	return n;
 }
 
-/* The one path behind apply, project and step. */
-static int node_run(gsp_node *node, bool do_apply, bool do_project)
+/* The one path behind apply, project and step; `only` < SIZE_MAX limits
+ * the projection to that edge. */
+static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 {
 	if (!node)
 		return -EINVAL;
@@ -315,7 +316,7 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project)
 	if (do_project && (!sync || idle == live))
 		for (size_t i = 0; i < n; i++) {
 			gsp__edge *e = &node->edges[i];
-			if (!e->active)
+			if (!e->active || (only != SIZE_MAX && i != only))
 				continue;
 			if (e->state == GSP_EDGE_IDLE ||
 			    (applying && e->state == GSP_EDGE_COMPLETED))
@@ -355,17 +356,24 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project)
 
 int gsp_node_apply(gsp_node *node)
 {
-	return node_run(node, true, false);
+	return node_run(node, true, false, SIZE_MAX);
 }
 
 int gsp_node_project(gsp_node *node)
 {
-	return node_run(node, false, true);
+	return node_run(node, false, true, SIZE_MAX);
+}
+
+int gsp_node_project_edge(gsp_node *node, size_t edge)
+{
+	if (!node || edge >= node->n_edges)
+		return -EINVAL;
+	return node_run(node, false, true, edge);
 }
 
 int gsp_node_step(gsp_node *node)
 {
-	return node_run(node, true, true);
+	return node_run(node, true, true, SIZE_MAX);
 }
 
 int gsp_node_message(const gsp_node *node, size_t edge, const void **ret_msg,

@@ -376,7 +376,10 @@ typedef struct gsp_api_tensor_iter {
 
 /* STEP flags. */
 #define GSP_STEP_SYNC 0x1u           /* wait until every edge completed */
-#define GSP_STEP_FLAGS_KNOWN GSP_STEP_SYNC
+/* Settle before leaving: wait for every in-flight round, answer rounds a
+ * neighbour already sent, apply, and start no new round. */
+#define GSP_STEP_DRAIN 0x2u
+#define GSP_STEP_FLAGS_KNOWN (GSP_STEP_SYNC | GSP_STEP_DRAIN)
 
 typedef struct gsp_api_step {
 	uint32_t flags;              /* only GSP_STEP_FLAGS_KNOWN bits */

@@ -29,6 +29,7 @@ typedef struct opts {
 	unsigned iterations;
 	unsigned steps;
 	const char *csv;
+	const char *dump;
 	const char *fmnist_dir;
 	double target;
 	bool quiet;
@@ -55,6 +56,8 @@ static void usage(FILE *f)
 "  --steps N                 steps to run (default 1000)\n"
 "  --target E                stop early once error <= E * initial error\n"
 "  --csv FILE                write step,bits_per_worker,error,mean_drift\n"
+"  --dump PREFIX             write node i's final parameters (raw float32)\n"
+"                            to PREFIX.i\n"
 "  --quiet                   no live progress on stderr\n"
 "  --help                    this text\n",
 		GSP_FMNIST_DIR);
@@ -83,6 +86,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"steps", required_argument, 0, 'S'},
 		{"target", required_argument, 0, 'T'},
 		{"csv", required_argument, 0, 'c'},
+		{"dump", required_argument, 0, 'D'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -160,6 +164,9 @@ static int parse_args(int argc, char **argv, opts *o)
 		case 'c':
 			o->csv = optarg;
 			break;
+		case 'D':
+			o->dump = optarg;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -213,6 +220,22 @@ static int fill_data(const opts *o, gsp_sim *sim)
 	}
 	gsp_idx_free(&img);
 	gsp_idx_free(&lab);
+	return 0;
+}
+
+/* Node i's parameters into PREFIX.i. */
+static int dump_nodes(const opts *o, gsp_sim *sim, uint64_t floats)
+{
+	for (unsigned i = 0; i < gsp_sim_nodes(sim); i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s.%u", o->dump, i);
+		FILE *f = fopen(path, "wb");
+		if (!f || fwrite(gsp_sim_params(sim, i), sizeof(float), floats, f) != floats ||
+		    fclose(f) != 0) {
+			fprintf(stderr, "gossip-sim: --dump %s: %s\n", path, strerror(errno));
+			return -EIO;
+		}
+	}
 	return 0;
 }
 
@@ -329,6 +352,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	err = run(&o, sim, csv);
+	if (!err && o.dump)
+		err = dump_nodes(&o, sim, gsp_layout_floats(layout));
 	if (csv && fclose(csv) != 0 && !err)
 		err = -EIO;
 out:

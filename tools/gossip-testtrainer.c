@@ -36,6 +36,7 @@ typedef struct opts {
 	uint32_t average_ms;
 	uint32_t average_rounds;
 	const char *dump;
+	const char *dump_initial;
 	bool status;
 	bool quiet;
 	unsigned wait_edges;
@@ -69,7 +70,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: " PROG " --socket PATH [options]\n"
-"Registers a random model with gossipd, runs gossip steps, detaches.\n\n"
+"Registers a random model with gossipd, runs gossip steps, drains, detaches.\n\n"
 "  --socket PATH             gossipd's API socket (required)\n"
 "  --data random:SPEC        model layout, e.g. random:100x100,64x300,64\n"
 "                            (default random:100x100)\n"
@@ -83,6 +84,7 @@ static void usage(FILE *f)
 "  --average-time MS         AVERAGE time limit (default 10000; 0: none)\n"
 "  --average-rounds N        AVERAGE round limit (default 0: none)\n"
 "  --dump FILE               write the final parameters as raw float32\n"
+"  --dump-initial FILE       write the initial parameters likewise\n"
 "  --status                  print the daemon's status JSON at the end\n"
 "  --wait-edges N            before stepping, wait until N edges are up\n"
 "  --name NAME               client name shown by the daemon\n"
@@ -109,6 +111,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"average-time", required_argument, 0, 't'},
 		{"average-rounds", required_argument, 0, 'r'},
 		{"dump", required_argument, 0, 'D'},
+		{"dump-initial", required_argument, 0, 'I'},
 		{"status", no_argument, 0, 'j'},
 		{"wait-edges", required_argument, 0, 'W'},
 		{"name", required_argument, 0, 'N'},
@@ -166,6 +169,9 @@ static int parse_args(int argc, char **argv, opts *o)
 			break;
 		case 'D':
 			o->dump = optarg;
+			break;
+		case 'I':
+			o->dump_initial = optarg;
 			break;
 		case 'j':
 			o->status = true;
@@ -273,6 +279,8 @@ static int run(const opts *o, const gsp_layout *layout)
 		goto out;
 	}
 	gsp_fill_gaussian(params, floats, o->seed, o->node_index);
+	if (o->dump_initial && dump(o->dump_initial, params, floats))
+		goto out;
 	if (o->wait_edges && wait_edges(c, o->wait_edges))
 		goto out;
 
@@ -292,6 +300,13 @@ static int run(const opts *o, const gsp_layout *layout)
 			       (unsigned long long)st.bytes_sent,
 			       (unsigned long long)st.bytes_received,
 			       st.consensus_estimate);
+	}
+	/* Settle every edge so that each round lands at both ends or at
+	 * neither before the parameters are read and the model detached. */
+	err = gsp_client_step(c, GSP_STEP_DRAIN, &st);
+	if (err < 0) {
+		fail(c, "drain", err);
+		goto out;
 	}
 	if (o->average) {
 		err = gsp_client_average(c, o->target, o->average_ms,

@@ -1178,9 +1178,11 @@ START_TEST(test_step_rules)
 	size_t len;
 
 	ck_assert_int_eq(gsp_api_step_encode(&m, buf, sizeof(buf), &len), 0);
-	m.flags = 2;
+	m.flags = 4;
 	ck_assert_int_eq(gsp_api_step_encode(&m, buf, sizeof(buf), &len), -EINVAL);
-	for (int bit = 1; bit < 32; bit++)
+	m.flags = GSP_STEP_SYNC | GSP_STEP_DRAIN;
+	ck_assert_int_eq(gsp_api_step_encode(&m, buf, sizeof(buf), &len), 0);
+	for (int bit = 2; bit < 32; bit++)
 		expect_patched(find(GSP_API_STEP), 1 + (size_t)bit / 8,
 			       (uint8_t)((bit / 8 == 0 ? 1 : 0) | 1u << (bit % 8)),
 			       -EBADMSG);

@@ -1,0 +1,243 @@
+"""A local gossipd cluster for the integration tests: keys, configs and
+loopback ports generated per test, daemons started and awaited through
+their sd_notify READY=1 (a NOTIFY_SOCKET the test owns), trainers run as
+real processes.  Standard library only.
+"""
+import array
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+READY_TIMEOUT = 20.0
+
+
+def free_ports(n):
+    """n distinct loopback TCP ports the kernel considers free now."""
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def ring(n):
+    return [(i, (i + 1) % n) for i in range(n)] if n > 2 else [(0, 1)]
+
+
+def read_floats(path):
+    a = array.array("f")
+    with open(path, "rb") as f:
+        a.frombytes(f.read())
+    return a
+
+
+class Cluster:
+    def __init__(self, build, n, edges=None, node_conf="", tmp=None):
+        self.build = build
+        self.n = n
+        self.edges = edges if edges is not None else ring(n)
+        self.dir = tmp or tempfile.mkdtemp(prefix="gossipd-it-")
+        self.node_conf = node_conf
+        self.procs = [None] * n
+        self.logs = [os.path.join(self.dir, "gossipd%d.log" % i) for i in range(n)]
+        self.sockets = [os.path.join(self.dir, "s%d" % i) for i in range(n)]
+        self.keys = [self.make_key(i) for i in range(n)]
+        self.ports = free_ports(n)
+        self.notify_path = os.path.join(self.dir, "notify")
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+
+    def bin(self, *parts):
+        return os.path.join(self.build, *parts)
+
+    def make_key(self, i):
+        """A private key file and its public key, via gossipd itself."""
+        path = os.path.join(self.dir, "k%d" % i)
+        conf = os.path.join(self.dir, "key%d.conf" % i)
+        with open(conf, "w") as f:
+            f.write("[Node]\nPrivateKeyFile = %s\n" % path)
+        out = subprocess.run([self.bin("daemon", "gossipd"), "--config", conf,
+                              "--check-config"], capture_output=True,
+                             text=True, check=True)
+        return path, out.stdout.strip()
+
+    def neighbours(self, i):
+        for a, b in self.edges:
+            if a == i:
+                yield b
+            elif b == i:
+                yield a
+
+    def write_config(self, i, extra_peers=(), node_conf=None):
+        path = os.path.join(self.dir, "n%d.conf" % i)
+        with open(path, "w") as f:
+            f.write("[Node]\nListenAddress = 127.0.0.1:%d\nPrivateKeyFile = %s\n"
+                    "Socket = %s\nLogLevel = debug\n%s\n"
+                    % (self.ports[i], self.keys[i][0], self.sockets[i],
+                       self.node_conf if node_conf is None else node_conf))
+            for j in self.neighbours(i):
+                f.write("[Peer]\nPublicKey = %s\nEndpoint = 127.0.0.1:%d\n"
+                        % (self.keys[j][1], self.ports[j]))
+            for pub, endpoint in extra_peers:
+                f.write("[Peer]\nPublicKey = %s\n" % pub)
+                if endpoint:
+                    f.write("Endpoint = %s\n" % endpoint)
+        return path
+
+    def start(self, nodes=None, **kw):
+        nodes = range(self.n) if nodes is None else nodes
+        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path)
+        for i in nodes:
+            conf = self.write_config(i, **kw)
+            log = open(self.logs[i], "a")
+            self.procs[i] = subprocess.Popen(
+                [self.bin("daemon", "gossipd"), "--config", conf],
+                stderr=log, stdout=log, env=env)
+            log.close()
+        self.wait_ready(len(list(nodes)))
+
+    def wait_ready(self, count):
+        """Counts READY=1 datagrams: one per daemon, never a sleep."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        ready = 0
+        while ready < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("only %d of %d daemons became ready:\n%s"
+                                     % (ready, count, self.tail_logs()))
+            self.notify.settimeout(left)
+            try:
+                msg = self.notify.recv(4096).decode()
+            except socket.timeout:
+                continue
+            if "READY=1" in msg.split("\n"):
+                ready += 1
+
+    def trainer(self, i, *args):
+        cmd = [self.bin("tools", "gossip-testtrainer"), "--socket",
+               self.sockets[i], "--node-index", str(i), "--quiet"] + list(args)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def run_trainers(self, args_of, timeout=300):
+        procs = [self.trainer(i, *args_of(i)) for i in range(self.n)]
+        outs = []
+        for i, p in enumerate(procs):
+            out, err = p.communicate(timeout=timeout)
+            outs.append((p.returncode, out, err))
+        for i, (rc, out, err) in enumerate(outs):
+            if rc != 0:
+                raise AssertionError("trainer %d exited %d: %s\n%s"
+                                     % (i, rc, err, self.tail_logs()))
+        return outs
+
+    def stop(self, i, sig=signal.SIGTERM, timeout=5.0):
+        """Signals daemon i; returns (exit code, seconds to exit)."""
+        p = self.procs[i]
+        t0 = time.monotonic()
+        p.send_signal(sig)
+        rc = p.wait(timeout=timeout)
+        self.procs[i] = None
+        return rc, time.monotonic() - t0
+
+    def close(self):
+        for i, p in enumerate(self.procs):
+            if p is not None:
+                p.kill()
+                p.wait()
+        self.notify.close()
+
+    def log(self, i):
+        with open(self.logs[i], errors="replace") as f:
+            return f.read()
+
+    def tail_logs(self, lines=15):
+        out = []
+        for i in range(self.n):
+            if os.path.exists(self.logs[i]):
+                out.append("--- gossipd %d ---\n" % i +
+                           "\n".join(self.log(i).splitlines()[-lines:]))
+        return "\n".join(out)
+
+
+def network_stats(initial, final):
+    """(mean_drift, error0, error1) over lists of per-node float arrays."""
+    n, f = len(final), len(final[0])
+    mean0 = [sum(x[j] for x in initial) / n for j in range(f)]
+    mean1 = [sum(x[j] for x in final) / n for j in range(f)]
+    drift = max(abs(a - b) for a, b in zip(mean0, mean1))
+    scale = max(abs(a) for a in mean0)
+    err0 = sum((x[j] - mean0[j]) ** 2 for x in initial for j in range(f)) / n
+    err1 = sum((x[j] - mean1[j]) ** 2 for x in final for j in range(f)) / n
+    return drift / scale, err0, err1
+
+
+class Api:
+    """A minimal client of the local API (PROTOCOL.md section 5)."""
+
+    def __init__(self, path, name="integration-test"):
+        import struct
+        self.struct = struct
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(10)
+        self.s.connect(path)
+        body = struct.pack("<BHH", 0x40, 0x0100, len(name)) + name.encode()
+        self.request(body)
+
+    def request(self, body):
+        self.s.sendall(self.struct.pack("<I", len(body)) + body)
+        head = self.recv(4)
+        (n,) = self.struct.unpack("<I", head)
+        return self.recv(n)
+
+    def recv(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.s.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("gossipd closed the API connection")
+            buf += chunk
+        return buf
+
+    def status(self):
+        import json
+        reply = self.request(bytes([0x44]))
+        assert reply[0] == 0xC4, reply[:1]
+        (n,) = self.struct.unpack("<I", reply[1:5])
+        return json.loads(reply[5:5 + n].decode())
+
+    def close(self):
+        self.s.close()
+
+
+def status(path):
+    api = Api(path)
+    try:
+        return api.status()
+    finally:
+        api.close()
+
+
+def eventually(cond, timeout=15.0, interval=0.02):
+    """Polls cond() until it is true or the timeout passes; returns its
+    last value.  A bounded wait for a condition, not a fixed delay."""
+    import select
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value or time.monotonic() >= deadline:
+            return value
+        select.select([], [], [], interval)
+
+
+def kill(proc):
+    """Kills a trainer and collects its pipes."""
+    proc.kill()
+    proc.communicate()
