@@ -10,6 +10,7 @@
 GSP_BASE_PACKAGES=(
 	meson ninja-build pkg-config gcc
 	libuv1-dev libsodium-dev libopenblas-dev zlib1g-dev check libinih-dev
+	libsystemd-dev libjansson-dev
 	dataset-fashion-mnist gnuplot-nox python3
 )
 

@@ -520,7 +520,7 @@ START_TEST(test_local_checks)
 	ck_assert_int_eq(gsp_client_register(c, &zero, 1, &p), -EINVAL);
 	ck_assert_int_eq(gsp_client_register(c, &longname, 1, &p), -EINVAL);
 	ck_assert_ptr_null(p);
-	ck_assert_int_eq(gsp_client_step(c, 0x2, NULL), -EINVAL);
+	ck_assert_int_eq(gsp_client_step(c, 0x4, NULL), -EINVAL);
 	ck_assert_int_eq(gsp_client_step(NULL, 0, NULL), -EINVAL);
 	ck_assert_int_eq(gsp_client_average(c, 1.0, 0, 0, &avg), -EINVAL);
 	ck_assert_int_eq(gsp_client_average(c, -1.0, 10, 0, &avg), -EINVAL);

@@ -1,0 +1,641 @@
+#!/bin/sh
+# gossipctl end to end: genkey and pubkey, usage and exit codes, and the
+# daemon subcommands against a fake gossipd (a stdlib-only Python script
+# that serves canned HELLO_OK / STATUS_OK replies on Unix sockets in a
+# temporary directory; readiness through a FIFO, no sleeps).
+#
+# Usage: test_gossipctl.sh PATH/TO/gossipctl   (PYTHON3 in the environment;
+# exit 77, "skipped", without it).  Prints one "ok"/"not ok" line per check
+# and "N passed, N failed" at the end.
+set -u
+
+G=$1
+PY=${PYTHON3:-}
+if [ -z "$PY" ] || ! "$PY" -c 'import sys' >/dev/null 2>&1; then
+	echo "python3 not found: skipping"
+	exit 77
+fi
+# The exact error texts below are the C locale's.
+LC_ALL=C
+export LC_ALL
+unset GOSSIPD_SOCKET
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/gossipctl-test.XXXXXX") || exit 1
+fake_pid=
+cleanup() {
+	if [ -n "$fake_pid" ]; then
+		kill "$fake_pid" 2>/dev/null
+		wait "$fake_pid" 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+passed=0
+failed=0
+ok() {
+	passed=$((passed + 1))
+	echo "ok - $1"
+}
+not_ok() {
+	failed=$((failed + 1))
+	echo "not ok - $1"
+	for f in "$T/out" "$T/err"; do
+		[ -s "$f" ] && sed "s|^|#   $(basename "$f"): |" "$f" | head -40
+	done
+	return 0
+}
+
+# run CMD...: stdout to $T/out, stderr to $T/err, exit code in $rc.  A
+# sanitizer report fails the check that follows.
+run() {
+	"$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	if grep -q -e 'Sanitizer' -e 'runtime error' "$T/err"; then
+		rc="$rc+sanitizer"
+	fi
+}
+# expect NAME RC [STDERR]: the exit code, and stderr exactly when given.
+expect() {
+	if [ "$rc" != "$2" ]; then
+		not_ok "$1: exit $rc, expected $2"
+	elif [ $# -ge 3 ] && [ "$(cat "$T/err")" != "$3" ]; then
+		not_ok "$1: stderr is not '$3'"
+	else
+		ok "$1"
+	fi
+}
+# expect_out NAME FILE: stdout equals FILE.
+expect_out() {
+	if cmp -s "$T/out" "$2"; then
+		ok "$1"
+	else
+		not_ok "$1: stdout differs from the expected text"
+		diff -u "$2" "$T/out" | sed 's/^/#   /'
+	fi
+}
+# expect_grep NAME REGEX: some line of stdout matches.
+expect_grep() {
+	if grep -q -E -e "$2" "$T/out"; then
+		ok "$1"
+	else
+		not_ok "$1: no line of stdout matches '$2'"
+	fi
+}
+
+# ---- genkey and pubkey --------------------------------------------------
+
+B64_KEY='^[A-Za-z0-9+/]{43}=$'
+
+run "$G" genkey
+expect "genkey exits 0" 0
+priv=$(cat "$T/out")
+if printf '%s\n' "$priv" | grep -q -E "$B64_KEY" && [ "$(wc -l <"$T/out")" -eq 1 ]; then
+	ok "genkey prints one 44-character base64 key"
+else
+	not_ok "genkey prints one 44-character base64 key"
+fi
+run "$G" genkey
+if [ "$(cat "$T/out")" != "$priv" ]; then
+	ok "genkey prints a new key each time"
+else
+	not_ok "genkey prints a new key each time"
+fi
+
+printf '%s\n' "$priv" >"$T/priv"
+run "$G" pubkey <"$T/priv"
+expect "pubkey exits 0" 0
+pub=$(cat "$T/out")
+if printf '%s\n' "$pub" | grep -q -E "$B64_KEY" && [ "$pub" != "$priv" ]; then
+	ok "pubkey of genkey's key is a 44-character base64 key"
+else
+	not_ok "pubkey of genkey's key is a 44-character base64 key"
+fi
+run "$G" pubkey <"$T/priv"
+if [ "$(cat "$T/out")" = "$pub" ]; then
+	ok "pubkey is deterministic"
+else
+	not_ok "pubkey is deterministic"
+fi
+printf '%s' "$priv" >"$T/priv-no-newline"
+run "$G" pubkey <"$T/priv-no-newline"
+if [ "$rc" = 0 ] && [ "$(cat "$T/out")" = "$pub" ]; then
+	ok "pubkey accepts a key without its newline"
+else
+	not_ok "pubkey accepts a key without its newline"
+fi
+
+# RFC 7748, section 6.1: Alice's X25519 key pair.
+printf 'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=\n' >"$T/alice"
+run "$G" pubkey <"$T/alice"
+if [ "$rc" = 0 ] &&
+   [ "$(cat "$T/out")" = "hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=" ]; then
+	ok "pubkey matches the RFC 7748 test vector"
+else
+	not_ok "pubkey matches the RFC 7748 test vector"
+fi
+
+BAD_KEY="gossipctl: pubkey: stdin does not hold a private key (44 base64 characters and at most one newline)"
+i=0
+for bad in '' 'notakey' \
+	'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo= ' \
+	' dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=' \
+	'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo' \
+	'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCp=' \
+	'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LC==' \
+	'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=AAAA' \
+	'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LC-='; do
+	i=$((i + 1))
+	printf '%s\n' "$bad" >"$T/bad"
+	run "$G" pubkey <"$T/bad"
+	expect "pubkey rejects bad input $i ('$bad')" 1 "$BAD_KEY"
+done
+printf 'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=\n\n' >"$T/bad"
+run "$G" pubkey <"$T/bad"
+expect "pubkey rejects a second newline" 1 "$BAD_KEY"
+printf 'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=\r\n' >"$T/bad"
+run "$G" pubkey <"$T/bad"
+expect "pubkey rejects CRLF" 1 "$BAD_KEY"
+printf 'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7\0R25LCo=\n' >"$T/bad"
+run "$G" pubkey <"$T/bad"
+expect "pubkey rejects a NUL byte" 1 "$BAD_KEY"
+head -c 100000 /dev/zero | tr '\0' 'A' >"$T/bad"
+run "$G" pubkey <"$T/bad"
+expect "pubkey rejects long input" 1 "$BAD_KEY"
+
+WARN="gossipctl: warning: writing a private key to a file that group or others can access (use umask 077)"
+(umask 022 && "$G" genkey >"$T/k644" 2>"$T/err")
+rc=$?
+expect "genkey warns when the file is readable by others" 0 "$WARN"
+(umask 077 && "$G" genkey >"$T/k600" 2>"$T/err")
+rc=$?
+expect "genkey is silent when only the owner can read the file" 0 ""
+if grep -q -E "$B64_KEY" "$T/k600"; then
+	ok "genkey writes the key to the file"
+else
+	not_ok "genkey writes the key to the file"
+fi
+
+run "$G" genkey extra
+expect "genkey with an argument is a usage error" 2
+run "$G" pubkey extra </dev/null
+expect "pubkey with an argument is a usage error" 2
+
+# ---- usage and exit codes -----------------------------------------------
+
+for args in "--help" "-h" "help"; do
+	run "$G" $args
+	expect "gossipctl $args exits 0" 0 ""
+	for sub in status edges metrics genkey pubkey help; do
+		if ! grep -q "^  $sub " "$T/out"; then
+			not_ok "gossipctl $args lists $sub"
+		fi
+	done
+done
+for sub in status edges metrics genkey pubkey; do
+	run "$G" "$sub" --help
+	expect "gossipctl $sub --help exits 0" 0 ""
+	expect_grep "gossipctl $sub --help shows its usage" "^Usage: gossipctl $sub"
+	run "$G" help "$sub"
+	expect_grep "gossipctl help $sub shows its usage" "^Usage: gossipctl $sub"
+done
+run "$G" frobnicate
+expect "an unknown subcommand is a usage error" 2
+run "$G" --frobnicate
+expect "an unknown option is a usage error" 2
+run "$G" status --frobnicate
+expect "an unknown status option is a usage error" 2 \
+	"gossipctl: status: unknown argument: '--frobnicate' (see gossipctl status --help)"
+run "$G" --socket
+expect "--socket without a path is a usage error" 2
+run "$G" edges --socket=
+expect "--socket= with an empty path is a usage error" 2
+run "$G" help frobnicate
+expect "help of an unknown subcommand is a usage error" 2
+run "$G" --version
+expect_grep "--version prints the version" '^gossipctl [0-9]'
+
+# ---- no daemon ----------------------------------------------------------
+
+missing="$T/missing.sock"
+run "$G" --socket "$missing" status
+expect "status without a daemon exits 1" 1 \
+	"gossipctl: cannot connect to $missing: No such file or directory (is gossipd running?)"
+run env GOSSIPD_SOCKET="$missing" "$G" edges
+expect "GOSSIPD_SOCKET names the socket" 1 \
+	"gossipctl: cannot connect to $missing: No such file or directory (is gossipd running?)"
+run env GOSSIPD_SOCKET="$T/other.sock" "$G" --socket "$missing" metrics
+expect "--socket overrides GOSSIPD_SOCKET" 1 \
+	"gossipctl: cannot connect to $missing: No such file or directory (is gossipd running?)"
+if [ ! -e /run/gossipd/gossipd.sock ]; then
+	run "$G" status
+	expect "the default socket is /run/gossipd/gossipd.sock" 1 \
+		"gossipctl: cannot connect to /run/gossipd/gossipd.sock: No such file or directory (is gossipd running?)"
+fi
+: >"$T/not-a-socket"
+run "$G" --socket "$T/not-a-socket" status
+expect "a file that is not a socket exits 1" 1 \
+	"gossipctl: cannot connect to $T/not-a-socket: Connection refused (is gossipd running?)"
+long=$(printf '%0200d' 0)
+run "$G" --socket "$T/$long" status
+expect "an over-long socket path exits 1" 1
+
+# ---- the fake daemon ----------------------------------------------------
+
+cat >"$T/fake.py" <<'PYEOF'
+"""A fake gossipd: one Unix socket per scenario in DIR, each answering
+HELLO and STATUS with canned replies (proto/PROTOCOL.md, "Local API")."""
+import json
+import os
+import selectors
+import socket
+import struct
+import sys
+
+d = sys.argv[1]
+A = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+B = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+C = "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8="
+D = "YGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8="
+DOC = {
+    "version": "0.1.0",
+    "public_key": "hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=",
+    "listen": "127.0.0.1:7000",
+    "socket": "/run/gossipd/gossipd.sock",
+    "method": "powergossip",
+    "rank": 4,
+    "gamma": 1.0,
+    "future_field": {"nested": [1, 2, {"x": None}]},
+    "model": {
+        "registered": True,
+        "tensors": 3,
+        "floats": 40064,
+        "fingerprint": "00112233445566778899aabbccddeeff"
+                       "00112233445566778899aabbccddeeff",
+        "steps": 123,
+        "summary": 'powergossip r4, 3 tensors, 40064 floats "q" \\ \x1b[31m',
+        "future_model_field": "ignored",
+    },
+    "counters": {
+        "rx_malformed": 1,
+        "hs_refused": 2,
+        "hs_replayed": 3,
+        "links_closed": 4,
+        "api_malformed": 5,
+        "version_mismatch": 6,
+        "a-b c": 7,
+        "a_b_c": 8,
+        "note": "not a number: ignored",
+    },
+    "edges": [
+        {"peer": A, "endpoint": "127.0.0.1:7001", "state": "up",
+         "generation": 1, "round": 57, "staleness": 0,
+         "tx_bytes": 1000, "rx_bytes": 1000, "tx_frames": 10,
+         "rx_frames": 10, "exact_bytes": 160000, "rtt_ms": 0.21,
+         "diff_norm": 0.05, "future_edge_field": {"a": 1}},
+        {"peer": B, "endpoint": "[::1]:7002", "state": "connecting",
+         "generation": 2, "round": 0, "staleness": 3,
+         "tx_bytes": 109, "rx_bytes": 0, "tx_frames": 2, "rx_frames": 0,
+         "exact_bytes": 0, "rtt_ms": None, "diff_norm": None},
+        {"peer": C, "state": "handshake",
+         "generation": 7, "round": 123456, "staleness": 1,
+         "tx_bytes": 123456789012, "rx_bytes": 98765432109,
+         "tx_frames": 4000000, "rx_frames": 3999999,
+         "exact_bytes": 1234567890120, "rtt_ms": 12, "diff_norm": 1.5e-7},
+        # A state gossipctl does not know, and fields it does not read.
+        {"peer": D, "endpoint": "127.0.0.1:7004", "state": "idle",
+         "generation": 0, "round": 0, "staleness": 0,
+         "tx_bytes": 0, "rx_bytes": 0, "tx_frames": 0, "rx_frames": 0,
+         "exact_bytes": 0, "message_bytes": 0, "rounds": 0,
+         "rtt_ms": None, "diff_norm": None},
+    ],
+}
+DOC_TEXT = json.dumps(DOC)
+MIN_TEXT = '{"version":"0.1.0","model":{"registered":false},"edges":[]}'
+
+
+def frame(body):
+    return struct.pack("<I", len(body)) + body
+
+
+def hello_ok(version=0x0100, name=b"gossipd 0.1.0"):
+    return frame(bytes([0xC0]) + struct.pack("<HH", version, len(name)) + name)
+
+
+def status_ok(text):
+    b = text.encode()
+    return frame(bytes([0xC4]) + struct.pack("<I", len(b)) + b)
+
+
+def error(code, text):
+    b = text.encode()
+    return frame(bytes([0xFF]) + struct.pack("<iH", code, len(b)) + b)
+
+
+# Replies to HELLO and to STATUS; None closes the connection instead.
+SCENARIOS = {
+    "ok": (hello_ok(), status_ok(DOC_TEXT)),
+    "min": (hello_ok(), status_ok(MIN_TEXT)),
+    "refuse": (hello_ok(), error(-1, "not today")),
+    "major": (hello_ok(0x0200, b"gossipd 2.0"), None),
+    "badjson": (hello_ok(), status_ok('{"edges": [')),
+    "badtype": (hello_ok(), status_ok('{"edges":[{"peer":"x","round":"57"}]}')),
+    "badroot": (hello_ok(), status_ok('[1, 2]')),
+    "zero": (b"\0\0\0\0", None),
+    "huge": (struct.pack("<I", (1 << 20) + 1), None),
+    "hangup": (None, None),
+    "reply": (hello_ok(), frame(bytes([0xC1]))),
+}
+HELLO = bytes([0x40]) + struct.pack("<HH", 0x0100, 9) + b"gossipctl"
+
+
+def read_exact(conn, n):
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def read_frame(conn):
+    (n,) = struct.unpack("<I", read_exact(conn, 4))
+    return read_exact(conn, n)
+
+
+def serve(conn, replies):
+    conn.settimeout(10)
+    if read_frame(conn) != HELLO:
+        conn.sendall(error(-71, "unexpected HELLO"))
+        return
+    if replies[0] is None:
+        return
+    conn.sendall(replies[0])
+    if replies[1] is None:
+        return
+    if read_frame(conn) != bytes([0x44]):
+        conn.sendall(error(-71, "unexpected STATUS"))
+        return
+    conn.sendall(replies[1])
+
+
+with open(os.path.join(d, "doc.json"), "w") as f:
+    f.write(DOC_TEXT + "\n")
+sel = selectors.DefaultSelector()
+for name, replies in SCENARIOS.items():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(os.path.join(d, name + ".sock"))
+    s.listen(8)
+    sel.register(s, selectors.EVENT_READ, replies)
+print("ready", flush=True)
+while True:
+    events = sel.select(timeout=50)
+    if not events:
+        sys.exit("fake gossipd: idle for 50 s, exiting")
+    for key, _ in events:
+        conn, _ = key.fileobj.accept()
+        try:
+            serve(conn, key.data)
+        except (EOFError, OSError) as e:
+            print("fake gossipd:", repr(e), file=sys.stderr)
+        finally:
+            conn.close()
+PYEOF
+
+cat >"$T/check_prom.py" <<'PYEOF'
+"""Checks a Prometheus text exposition (format 0.0.4) on stdin: line
+syntax, names, label escapes, values, one HELP and TYPE per family before
+its samples, families not interleaved, no duplicate series, counters named
+*_total."""
+import re
+import sys
+
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+VALUE = r"(?:[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|NaN|[+-]Inf)"
+SAMPLE = re.compile(r"^(%s)(\{(?:%s(?:,%s)*,?)?\})? (%s)(?: -?[0-9]+)?$"
+                    % (NAME, LABEL, LABEL, VALUE))
+HELP = re.compile(r"^# HELP (%s) ((?:[^\\\n]|\\[\\n])*)$" % NAME)
+TYPE = re.compile(r"^# TYPE (%s) (counter|gauge|histogram|summary|untyped)$" % NAME)
+
+errors = []
+types, helps, done, series = {}, set(), set(), set()
+current = None
+text = sys.stdin.read()
+if not text.endswith("\n"):
+    errors.append("the exposition does not end with a newline")
+for n, line in enumerate(text.split("\n")[:-1], 1):
+    m = HELP.match(line) or TYPE.match(line)
+    if m:
+        fam = m.group(1)
+        if fam != current and fam in done | {current}:
+            errors.append("%d: family %s appears twice" % (n, fam))
+        if line.startswith("# HELP"):
+            if fam in helps:
+                errors.append("%d: second HELP for %s" % (n, fam))
+            helps.add(fam)
+        else:
+            if fam in types:
+                errors.append("%d: second TYPE for %s" % (n, fam))
+            types[fam] = m.group(2)
+        if current and current != fam:
+            done.add(current)
+        current = fam
+        continue
+    if line.startswith("#"):
+        errors.append("%d: unexpected comment %r" % (n, line))
+        continue
+    m = SAMPLE.match(line)
+    if not m:
+        errors.append("%d: not a sample: %r" % (n, line))
+        continue
+    fam = m.group(1)
+    if fam != current:
+        errors.append("%d: sample of %s outside its family block" % (n, fam))
+    if fam not in types or fam not in helps:
+        errors.append("%d: %s has no HELP or TYPE before it" % (n, fam))
+    if types.get(fam) == "counter" and not fam.endswith("_total"):
+        errors.append("%d: counter %s is not named *_total" % (n, fam))
+    labels = tuple(sorted(re.findall(LABEL, m.group(2) or "")))
+    if (fam, labels) in series:
+        errors.append("%d: duplicate series %s%s" % (n, fam, m.group(2) or ""))
+    series.add((fam, labels))
+for e in errors:
+    print(e)
+sys.exit(1 if errors else 0)
+PYEOF
+
+mkfifo "$T/ready" || exit 1
+"$PY" "$T/fake.py" "$T" >"$T/ready" 2>"$T/fake.err" &
+fake_pid=$!
+ready=
+read -r ready <"$T/ready"
+if [ "$ready" != "ready" ]; then
+	echo "fake gossipd did not start:"
+	cat "$T/fake.err"
+	exit 1
+fi
+S=$T/ok.sock
+
+# status: the human table.
+A8=AAECAwQF
+B8=ICEiIyQl
+C8=QEFCQ0RF
+D8=YGFiY2Rl
+cat >"$T/expect-status" <<EOF
+node:      hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo= (gossipd 0.1.0)
+listen:    127.0.0.1:7000
+socket:    /run/gossipd/gossipd.sock
+method:    powergossip, rank 4, gamma 1
+model:     powergossip r4, 3 tensors, 40064 floats "q" \\ ?[31m; step 123; fingerprint 0011223344556677
+counters:  rx_malformed 1, hs_refused 2, hs_replayed 3, links_closed 4, api_malformed 5, version_mismatch 6, a-b c 7, a_b_c 8
+edges:     4 (1 up)
+
+PEER      STATE        ROUND    SENT_MB   RECV_MB   RATIO
+$A8  up              57       0.00      0.00  160.0x
+$B8  connecting       0       0.00      0.00       -
+$C8  handshake   123456  123456.79  98765.43   10.0x
+$D8  idle             0       0.00      0.00       -
+EOF
+run "$G" --socket "$S" status
+expect "status exits 0" 0 ""
+expect_out "status prints the node, model, counters and edge table" "$T/expect-status"
+run "$G" status --socket "$S"
+expect_out "--socket also works after the subcommand" "$T/expect-status"
+run "$G" --socket="$S"
+expect_out "no subcommand means status" "$T/expect-status"
+run env GOSSIPD_SOCKET="$S" "$G" status
+expect_out "status reads GOSSIPD_SOCKET" "$T/expect-status"
+
+run "$G" --socket "$S" status --json
+expect "status --json exits 0" 0 ""
+expect_out "status --json prints the document as sent" "$T/doc.json"
+
+# edges: every field.
+A=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
+B=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=
+C=QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=
+D=YGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8=
+cat >"$T/expect-edges" <<EOF
+PEER                                          ENDPOINT        STATE       GEN   ROUND  STALE      TX_BYTES     RX_BYTES  TX_FRAMES  RX_FRAMES   RATIO  RTT_MS  DIFF_NORM
+$A  127.0.0.1:7001  up            1      57      0          1000         1000         10         10  160.0x   0.210       0.05
+$B  [::1]:7002      connecting    2       0      3           109            0          2          0       -       -          -
+$C  -               handshake     7  123456      1  123456789012  98765432109    4000000    3999999   10.0x  12.000    1.5e-07
+$D  127.0.0.1:7004  idle          0       0      0             0            0          0          0       -       -          -
+EOF
+run "$G" --socket "$S" edges
+expect "edges exits 0" 0 ""
+expect_out "edges prints every field of every edge" "$T/expect-edges"
+
+# metrics: valid exposition text with the expected series.
+run "$G" --socket "$S" metrics
+expect "metrics exits 0" 0 ""
+if "$PY" "$T/check_prom.py" <"$T/out" >"$T/prom-errors"; then
+	ok "metrics is valid Prometheus text"
+else
+	not_ok "metrics is valid Prometheus text"
+	sed 's/^/#   /' "$T/prom-errors"
+fi
+for line in \
+	'# TYPE gossipd_edge_tx_bytes_total counter' \
+	"gossipd_edge_tx_bytes_total{peer=\"$A\"} 1000" \
+	"gossipd_edge_rx_bytes_total{peer=\"$C\"} 98765432109" \
+	"gossipd_edge_tx_frames_total{peer=\"$A\"} 10" \
+	"gossipd_edge_rx_frames_total{peer=\"$A\"} 10" \
+	"gossipd_edge_exact_bytes_total{peer=\"$A\"} 160000" \
+	"gossipd_edge_compression_ratio{peer=\"$A\"} 160" \
+	"gossipd_edge_compression_ratio{peer=\"$C\"} 10" \
+	"gossipd_edge_rtt_seconds{peer=\"$A\"} 0.00021" \
+	"gossipd_edge_rtt_seconds{peer=\"$C\"} 0.012" \
+	"gossipd_edge_diff_norm{peer=\"$C\"} 1.5e-07" \
+	"gossipd_edge_generation{peer=\"$C\"} 7" \
+	"gossipd_edge_round{peer=\"$A\"} 57" \
+	"gossipd_edge_staleness{peer=\"$B\"} 3" \
+	"gossipd_edge_state{peer=\"$A\",state=\"up\"} 1" \
+	"gossipd_edge_state{peer=\"$A\",state=\"down\"} 0" \
+	"gossipd_edge_state{peer=\"$B\",state=\"connecting\"} 1" \
+	"gossipd_edge_info{peer=\"$A\",endpoint=\"127.0.0.1:7001\"} 1" \
+	"gossipd_edge_info{peer=\"$C\"} 1" \
+	'gossipd_edges{state="up"} 1' \
+	'gossipd_edges{state="down"} 0' \
+	'gossipd_edges{state="idle"} 1' \
+	"gossipd_edge_state{peer=\"$D\",state=\"idle\"} 1" \
+	"gossipd_edge_state{peer=\"$D\",state=\"up\"} 0" \
+	'# TYPE gossipd_rx_malformed_total counter' \
+	'gossipd_rx_malformed_total 1' \
+	'gossipd_api_malformed_total 5' \
+	'gossipd_version_mismatch_total 6' \
+	'gossipd_a_b_c_total 7' \
+	'gossipd_info{version="0.1.0",public_key="hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=",listen="127.0.0.1:7000",method="powergossip"} 1' \
+	'gossipd_rank 4' \
+	'gossipd_gamma 1' \
+	'gossipd_model_registered 1' \
+	'gossipd_model_floats 40064' \
+	'gossipd_model_steps_total 123' \
+	'gossipd_model_info{fingerprint="00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",summary="powergossip r4, 3 tensors, 40064 floats \"q\" \\ '; do
+	if grep -q -F -e "$line" "$T/out"; then
+		ok "metrics has: $line"
+	else
+		not_ok "metrics has: $line"
+	fi
+done
+for absent in 'gossipd_a_b_c_total 8' 'note' \
+	"gossipd_edge_rtt_seconds{peer=\"$B\"}" \
+	"gossipd_edge_compression_ratio{peer=\"$B\"}" \
+	"gossipd_edge_compression_ratio{peer=\"$D\"}"; do
+	if grep -q -F -e "$absent" "$T/out"; then
+		not_ok "metrics leaves out: $absent"
+	else
+		ok "metrics leaves out: $absent"
+	fi
+done
+
+# A minimal document: no model, no edges.
+S=$T/min.sock
+run "$G" --socket "$S" status
+expect "status of an idle daemon exits 0" 0 ""
+expect_grep "status shows no model" '^model: +none registered$'
+expect_grep "status shows no edges" '^edges: +none$'
+run "$G" --socket "$S" edges
+expect "edges without edges exits 0" 0 ""
+expect_grep "edges without edges prints the header" '^PEER +ENDPOINT +STATE'
+if [ "$(wc -l <"$T/out")" -eq 1 ]; then ok "edges without edges prints only the header"
+else not_ok "edges without edges prints only the header"; fi
+run "$G" --socket "$S" metrics
+if [ "$rc" = 0 ] && "$PY" "$T/check_prom.py" <"$T/out" >"$T/prom-errors"; then
+	ok "metrics of an idle daemon is valid"
+else
+	not_ok "metrics of an idle daemon is valid"
+fi
+expect_grep "metrics of an idle daemon counts no edges" '^gossipd_edges\{state="up"\} 0$'
+
+# Failures from the daemon: exit 1 with a message.
+for case in \
+	"refuse|gossipctl: $T/refuse.sock: gossipd refused STATUS: not today (Operation not permitted)" \
+	"major|gossipctl: $T/major.sock: gossipd speaks local API version 2.0, gossipctl 1.0" \
+	"badjson|gossipctl: $T/badjson.sock: malformed status document from gossipd: line 1, column 11: " \
+	"badtype|gossipctl: $T/badtype.sock: malformed status document from gossipd: edges[0].round is not an integer >= 0" \
+	"badroot|gossipctl: $T/badroot.sock: malformed status document from gossipd: the document is not a JSON object" \
+	"zero|gossipctl: $T/zero.sock: malformed reply from gossipd: empty frame" \
+	"huge|gossipctl: $T/huge.sock: malformed reply from gossipd: a 1048577-byte frame (the limit is 1048576)" \
+	"hangup|gossipctl: $T/hangup.sock: gossipd closed the connection" \
+	"reply|gossipctl: $T/reply.sock: unexpected reply 0xc1 from gossipd to STATUS"; do
+	name=${case%%|*}
+	msg=${case#*|}
+	for sub in status edges metrics "status --json"; do
+		run "$G" --socket "$T/$name.sock" $sub
+		# jansson words its own errors: compare up to their start.
+		case $(cat "$T/err") in
+		"$msg"*) expect "$sub: $name reply exits 1" 1 ;;
+		*) not_ok "$sub: $name reply: stderr does not start with '$msg'" ;;
+		esac
+		if [ -s "$T/out" ]; then
+			not_ok "$sub: $name reply prints nothing on stdout"
+		fi
+	done
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,198 @@
+/* gossipctl status: the daemon at a glance (see subcommands.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc.h"
+#include "status_doc.h"
+#include "subcommands.h"
+#include "table.h"
+
+/* Hex digits of the model fingerprint shown (the JSON has all 64). */
+#define FINGERPRINT_SHOWN 16
+/* Characters of a peer's base64 key shown in the edge summary. */
+#define PEER_SHOWN 8
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s status [--json] [--socket PATH]\n\n"
+		"Shows the daemon's key, address and method, its model, its counters\n"
+		"and one line per edge: the peer (the first %d characters of its key),\n"
+		"the state, the round, the megabytes sent and received and the\n"
+		"compression ratio against exact gossip.  `%s edges` shows every\n"
+		"field of every edge.\n\n"
+		"  --json         print the daemon's status document (JSON) as it came\n"
+		"%s",
+		PROG_NAME, PEER_SHOWN, PROG_NAME, GCTL_SOCKET_HELP);
+}
+
+/* --json: the document as the daemon sent it, once it parses. */
+static int print_json(const char *socket_override)
+{
+	const char *path = gctl_socket_path(socket_override);
+	gctl_status st;
+	char err[256];
+	size_t len;
+	char *json;
+
+	if (gctl_fetch_status(path, &json, &len) < 0)
+		return GCTL_EXIT_FAILURE;
+	if (gctl_status_parse(json, len, &st, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s: malformed status document from gossipd: %s\n",
+			PROG_NAME, path, err);
+		free(json);
+		return GCTL_EXIT_FAILURE;
+	}
+	gctl_status_clear(&st);
+	fwrite(json, 1, len, stdout);
+	if (len == 0 || json[len - 1] != '\n')
+		fputc('\n', stdout);
+	free(json);
+	return GCTL_EXIT_OK;
+}
+
+static void print_node(const gctl_status *st)
+{
+	printf("node:      ");
+	gctl_print_text(stdout, st->public_key);
+	if (st->version) {
+		printf(" (gossipd ");
+		gctl_print_text(stdout, st->version);
+		putchar(')');
+	}
+	printf("\nlisten:    ");
+	gctl_print_text(stdout, st->listen);
+	if (st->socket) {
+		printf("\nsocket:    ");
+		gctl_print_text(stdout, st->socket);
+	}
+	printf("\nmethod:    ");
+	gctl_print_text(stdout, st->method);
+	if (st->rank.set)
+		printf(", rank %" PRIu64, st->rank.v);
+	if (st->gamma.set)
+		printf(", gamma %g", st->gamma.v);
+	putchar('\n');
+}
+
+static void print_model(const gctl_status *st)
+{
+	const gctl_model *m = &st->model;
+
+	printf("model:     ");
+	if (!st->have_model || (m->registered.set && !m->registered.v)) {
+		printf("none registered\n");
+		return;
+	}
+	if (m->summary) {
+		gctl_print_text(stdout, m->summary);
+	} else {
+		char t[GCTL_CELL_MAX], f[GCTL_CELL_MAX];
+		printf("%s tensors, %s floats", gctl_fmt_uint(t, &m->tensors),
+		       gctl_fmt_uint(f, &m->floats));
+	}
+	if (m->steps.set)
+		printf("; step %" PRIu64, m->steps.v);
+	if (m->fingerprint) {
+		char fp[FINGERPRINT_SHOWN + 1];
+		snprintf(fp, sizeof(fp), "%s", m->fingerprint);
+		printf("; fingerprint ");
+		gctl_print_text(stdout, fp);
+	}
+	putchar('\n');
+}
+
+static void print_counters(const gctl_status *st)
+{
+	if (st->n_counters == 0)
+		return;
+	printf("counters: ");
+	for (size_t i = 0; i < st->n_counters; i++) {
+		printf("%s", i ? ", " : " ");
+		gctl_print_text(stdout, st->counters[i].name);
+		printf(" %" PRIu64, st->counters[i].value);
+	}
+	putchar('\n');
+}
+
+static int print_edges(const gctl_status *st)
+{
+	static const char *const headers[] = {
+		"PEER", "STATE", "ROUND", "SENT_MB", "RECV_MB", "RATIO",
+	};
+	gctl_table t;
+	size_t up = 0;
+
+	for (size_t i = 0; i < st->n_edges; i++)
+		if (st->edges[i].state && !strcmp(st->edges[i].state, "up"))
+			up++;
+	if (st->n_edges == 0) {
+		printf("edges:     none\n");
+		return 0;
+	}
+	printf("edges:     %zu (%zu up)\n\n", st->n_edges, up);
+
+	gctl_table_init(&t, 6, headers, "llrrrr");
+	for (size_t i = 0; i < st->n_edges; i++) {
+		const gctl_edge *e = &st->edges[i];
+		char peer[PEER_SHOWN + 1] = "-";
+		char round[GCTL_CELL_MAX], tx[GCTL_CELL_MAX], rx[GCTL_CELL_MAX],
+			ratio[GCTL_CELL_MAX];
+
+		if (e->peer)
+			snprintf(peer, sizeof(peer), "%s", e->peer);
+		const char *cells[] = {
+			peer, e->state, gctl_fmt_uint(round, &e->round),
+			gctl_fmt_mb(tx, &e->tx_bytes), gctl_fmt_mb(rx, &e->rx_bytes),
+			gctl_fmt_ratio(ratio, e),
+		};
+		if (gctl_table_add(&t, cells) < 0) {
+			gctl_table_free(&t);
+			fprintf(stderr, "%s: out of memory\n", PROG_NAME);
+			return -1;
+		}
+	}
+	gctl_table_print(&t, stdout);
+	gctl_table_free(&t);
+	return 0;
+}
+
+int status_main(int argc, const char *argv[])
+{
+	const char *socket_override = gctl_global_socket;
+	bool json = false;
+	gctl_status st;
+	int rc = GCTL_EXIT_OK;
+
+	for (int i = 1; i < argc;) {
+		int r;
+		if (gctl_is_help(argv[i])) {
+			usage(stdout);
+			return GCTL_EXIT_OK;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+			i++;
+			continue;
+		}
+		r = gctl_socket_option(argc, argv, &i, "status", &socket_override);
+		if (r < 0)
+			return GCTL_EXIT_USAGE;
+		if (r == 0)
+			return gctl_usage_error("status", "unknown argument", argv[i]);
+	}
+
+	if (json)
+		return print_json(socket_override);
+	if (gctl_status_load(socket_override, &st) < 0)
+		return GCTL_EXIT_FAILURE;
+	print_node(&st);
+	print_model(&st);
+	print_counters(&st);
+	if (print_edges(&st) < 0)
+		rc = GCTL_EXIT_FAILURE;
+	gctl_status_clear(&st);
+	return rc;
+}
