@@ -13,8 +13,9 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cluster  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools"))
+import gossipcluster as cluster  # noqa: E402
 
 BUILD = None
 RING8 = "Method = powergossip\nRank = 4\nGamma = auto\nTopology = ring\nNodes = 8\n"
