@@ -1,20 +1,577 @@
 /* The fused low-rank kernel: apply every pending rank-r update and compute
- * every projection of one matrix in a single blocked pass over its rows,
- * so a step with k edges costs about one read-write pass over the model
- * rather than 2k.  The matrix work is OpenBLAS sgemm on row blocks small
- * enough to stay in cache between the update and the projections. */
+ * every projection of one matrix in a single pass over its elements, so a
+ * step with k edges costs about one read-write pass over the model rather
+ * than 2k.
+ *
+ * How.  The matrix is walked in blocks of 4 rows x 32 columns held in
+ * vector registers: each block is loaded once, updated (X += L R^T), stored
+ * once, and while still in registers projected (Mo += X V, Me^T += U^T X).
+ * R^T, V^T and the Me^T accumulator are re-read for every block of rows, so
+ * the columns are cut into tiles whose slices of them stay in L2, and the
+ * next block of rows is prefetched.  Large jobs are shared with a small
+ * pool of helper threads (the caller is worker 0): workers claim chunks of
+ * rows from a shared counter, each sums its own Me^T, the caller adds them
+ * up.  Small jobs run on the caller alone.
+ *
+ * Cores share little that is written.  Moving a cache line between cores
+ * costs far more than reading it, and writing a line another core holds
+ * costs most.  So a helper first copies R^T and V^T (sequential reads) into
+ * a private buffer it alone ever touches, sums Me^T there, and hands it
+ * back through a ring buffer whose lines were last used jobs ago; the task
+ * itself goes through the ring too.  Callers should likewise not reuse the
+ * memory of one job's inputs for the very next job (powergossip.c rotates
+ * scratch slots).
+ *
+ * Arithmetic.  Only the local model X and projections of X are computed
+ * here; the buffers both ends of an edge must agree on bit for bit are
+ * derived from exchanged messages elsewhere (gsp__edge_diff), so this file
+ * may use fused multiply-add and any summation order.  The project builds
+ * with -ffp-contract=off; the kernel functions opt in to contraction
+ * explicitly (KERNEL_FN), and the kernel is compiled for AVX-512, AVX2+FMA
+ * and baseline C, picked once at start-up.
+ *
+ * Fallback.  When another thread is already in the kernel, or a buffer
+ * cannot grow, the job runs on the plain OpenBLAS path instead: up to three
+ * sgemm calls per block of rows. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <cblas.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
+/* ---- compiler plumbing ------------------------------------------------ */
+
+/* 16 floats; unaligned loads and stores through an aligned(4) type (a
+ * vector of float aliases float only, so pointers and sizes read from the
+ * task can stay in registers across stores). */
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+#define LD(p) ((v16) * (const v16u *)(p))
+#define ST(p, v) (*(v16u *)(p) = (v))
+#define SPLAT(f) __extension__({ float f_ = (f); \
+	(v16){f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_}; })
+
+/* Contraction of a * b + c into fused multiply-adds, for this file only. */
+#if defined(__clang__)
+#define FP_CONTRACT _Pragma("clang fp contract(fast)")
+#define CONTRACT_ATTR
+#else
+#define FP_CONTRACT
+#define CONTRACT_ATTR optimize("fp-contract=fast")
+#endif
+#define KERNEL_FN static inline __attribute__((always_inline, CONTRACT_ATTR))
+/* Small constant loops must be unrolled for their arrays to become
+ * registers. */
+#define UNROLL _Pragma("GCC unroll 4")
+
+#if defined(__clang__)
+#define SHUF(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
+typedef int v16i __attribute__((vector_size(64)));
+#define SHUF(v, ...) __builtin_shuffle(v, (v16i){__VA_ARGS__})
+#endif
+
+#define MAX_WORKERS 8
+/* Floats of the R^T, V^T and Me^T slices of one column tile: they are
+ * re-read for every block of rows and should stay in L2. */
+#define TILE_FLOATS 65536
+/* Workers claim rows in chunks of about this many floats of X. */
+#define CHUNK_FLOATS 131072
+/* Cost of a job: multiply-adds plus MEM_COST per element of X for moving
+ * it through memory.  Jobs are shared from PARALLEL_MIN_COST on. */
+#define MEM_COST 8
+#define PARALLEL_MIN_COST (1u << 18)
+/* Ring buffer for data shared with helpers, in floats (grows if needed). */
+#define RING_FLOATS ((size_t)1 << 20)
+
+/* ---- the register kernel ---------------------------------------------- */
+
+/* What one worker reads and writes besides X, L, U and Mo. */
+typedef struct share {
+	float *met;               /* its Me^T (ne x ld), summed here */
+	float *copy;              /* if set: copy R^T, V^T here first */
+	float *met_out;           /* if set: copy Me^T here at the end */
+} share;
+
+/* One job as the workers see it.  Rows are claimed in chunks from
+ * pool.next_row, so a worker that falls behind gets fewer. */
+typedef struct task {
+	float *x;                 /* X, L, U, Mo of the job */
+	const float *l, *u;
+	float *mo;
+	size_t m, k, na, no, ne;
+	const float *rt, *vt;     /* R^T (na x ld), V^T (no x ld) */
+	size_t ld;                /* row stride of R^T, V^T, Me^T */
+	size_t cb;                /* column tile width, multiple of 32 */
+	size_t chunk;             /* rows claimed at a time, multiple of 4 */
+	unsigned nw;              /* workers taking part */
+	share w[MAX_WORKERS];
+} task;
+
+KERNEL_FN float hsum(const v16 *p)
+{
+	FP_CONTRACT
+	v16 v = *p;
+	v += SHUF(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+	v += SHUF(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+	v += SHUF(v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+	v += SHUF(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+	return v[0];
+}
+
+/* One nr x (16 cv) block of X at x (row stride k), held in registers:
+ *   X += L R^T                         na terms (na may be 0)
+ *   acc[t][b] += X[t] . V^T[b]         g columns of V (from vt)
+ *   Me^T[c] += sum_t U[t][c] X[t]      ne terms (ne may be 0)
+ * l, u: the block's first row of L and U (row strides lda, ne); rt, vt,
+ * met: R^T, V^T, Me^T at the block's first column (row stride ld); pf:
+ * offset of the next block of rows to prefetch (0: none).  nr, cv and g
+ * are constants after inlining, so xv and acc live in registers. */
+KERNEL_FN void block(float *x, size_t k, size_t pf, const float *l,
+		     size_t lda, size_t na, const float *rt, const float *vt,
+		     const float *u, size_t ne, float *met, size_t ld,
+		     v16 acc[4][4], const int nr, const int cv, const int g)
+{
+	FP_CONTRACT
+	v16 xv[4][2];
+	/* Fetch the same columns of the next block of rows (pf floats on):
+	 * rows are too short for the hardware prefetchers to get ahead. */
+	UNROLL for (int t = 0; t < nr; t++)
+		UNROLL for (int c = 0; c < cv; c++)
+			__builtin_prefetch(x + pf + t * k + 16 * c, 1, 3);
+	UNROLL for (int t = 0; t < nr; t++)
+		UNROLL for (int c = 0; c < cv; c++)
+			xv[t][c] = LD(x + t * k + 16 * c);
+	for (size_t a = 0; a < na; a++) {
+		const float *r = rt + a * ld;
+		v16 r0 = LD(r), r1 = cv > 1 ? LD(r + 16) : r0;
+		UNROLL for (int t = 0; t < nr; t++) {
+			v16 s = SPLAT(l[t * lda + a]);
+			xv[t][0] += s * r0;
+			if (cv > 1)
+				xv[t][1] += s * r1;
+		}
+	}
+	if (na)
+		UNROLL for (int t = 0; t < nr; t++)
+			UNROLL for (int c = 0; c < cv; c++)
+				ST(x + t * k + 16 * c, xv[t][c]);
+	UNROLL for (int b = 0; b < g; b++) {
+		const float *v = vt + b * ld;
+		v16 v0 = LD(v), v1 = cv > 1 ? LD(v + 16) : v0;
+		UNROLL for (int t = 0; t < nr; t++) {
+			acc[t][b] += xv[t][0] * v0;
+			if (cv > 1)
+				acc[t][b] += xv[t][1] * v1;
+		}
+	}
+	for (size_t c = 0; c < ne; c++) {
+		float *p = met + c * ld;
+		v16 m0 = LD(p), m1 = cv > 1 ? LD(p + 16) : m0;
+		UNROLL for (int t = 0; t < nr; t++) {
+			v16 s = SPLAT(u[t * ne + c]);
+			m0 += s * xv[t][0];
+			if (cv > 1)
+				m1 += s * xv[t][1];
+		}
+		ST(p, m0);
+		if (cv > 1)
+			ST(p + 16, m1);
+	}
+}
+
+/* Rows [i, i + nr) over columns [c0, c1) (a multiple of 16 wide): the
+ * update and Me^T (into met) if upd, and Mo columns [b0, b0 + g); pf as
+ * for block(). */
+KERNEL_FN void strip(const task *t, float *met, size_t i, size_t pf,
+		     size_t c0, size_t c1, bool upd, size_t b0, const int nr,
+		     const int cv, const int g)
+{
+	FP_CONTRACT
+	const size_t k = t->k, ld = t->ld, no = t->no;
+	const size_t na = upd ? t->na : 0, ne = upd ? t->ne : 0;
+	const float *l = t->na ? t->l + i * t->na : NULL;
+	const float *u = t->ne ? t->u + i * t->ne : NULL;
+	const float *rt = t->rt, *vt = t->vt + b0 * ld;
+	float *x = t->x + i * k;
+	v16 acc[4][4];
+	UNROLL for (int q = 0; q < 4; q++)
+		UNROLL for (int b = 0; b < 4; b++)
+			acc[q][b] = (v16){0};
+	size_t c = c0;
+	for (; c + 16 * cv <= c1; c += 16 * cv)
+		block(x + c, k, pf, l, t->na, na, rt + c, vt + c, u, ne,
+		      met + c, ld, acc, nr, cv, g);
+	if (cv > 1 && c < c1)
+		block(x + c, k, pf, l, t->na, na, rt + c, vt + c, u, ne,
+		      met + c, ld, acc, nr, 1, g);
+	UNROLL for (int q = 0; q < nr; q++)
+		UNROLL for (int b = 0; b < g; b++)
+			t->mo[(i + q) * no + b0 + b] += hsum(&acc[q][b]);
+}
+
+/* Dispatch on the Mo group size so every strip sees constants. */
+KERNEL_FN void strip_g(const task *t, float *met, size_t i, size_t pf,
+		       size_t c0, size_t c1, bool upd, size_t b0,
+		       const int nr, const int cv, const int mog)
+{
+	size_t g = t->no - b0;
+	if (g >= (size_t)mog)
+		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, mog);
+	else if (g == 3)
+		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 3);
+	else if (g == 2)
+		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 2);
+	else if (g == 1)
+		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 1);
+	else
+		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 0);
+}
+
+/* Rows [r0, r1) of the task, with blocks of rb rows, cv vectors and up to
+ * mog Mo columns.  Writes their Mo; adds to met. */
+KERNEL_FN void rows_body(const task *t, float *met, size_t r0, size_t r1,
+			 const int rb, const int cv, const int mog)
+{
+	FP_CONTRACT
+	const size_t k = t->k, na = t->na, no = t->no, ne = t->ne;
+	const size_t ld = t->ld, kv = k & ~(size_t)15;
+	if (no)
+		memset(t->mo + r0 * no, 0, (r1 - r0) * no * sizeof(float));
+	for (size_t c0 = 0; c0 < kv; c0 += t->cb) {
+		size_t c1 = kv - c0 < t->cb ? kv : c0 + t->cb;
+		for (size_t i = r0; i < r1;) {
+			/* The first pass updates and does Me and the first
+			 * Mo columns; further passes the other Mo columns. */
+			int nr = r1 - i >= (size_t)rb ? rb : 1;
+			size_t pf = i + 2 * nr <= r1 ? nr * k : 0;
+			size_t b0 = 0;
+			do {
+				if (nr == rb)
+					strip_g(t, met, i, pf, c0, c1, b0 == 0,
+						b0, rb, cv, mog);
+				else
+					strip_g(t, met, i, pf, c0, c1, b0 == 0,
+						b0, 1, cv, mog);
+				b0 += mog;
+			} while (b0 < no);
+			i += nr;
+		}
+	}
+	/* The last k % 16 columns, one element at a time. */
+	for (size_t i = r0; kv < k && i < r1; i++) {
+		float *x = t->x + i * k;
+		for (size_t c = kv; c < k; c++) {
+			float v = x[c];
+			for (size_t a = 0; a < na; a++)
+				v += t->l[i * na + a] * t->rt[a * ld + c];
+			x[c] = v;
+			for (size_t b = 0; b < no; b++)
+				t->mo[i * no + b] += v * t->vt[b * ld + c];
+			for (size_t e = 0; e < ne; e++)
+				met[e * ld + c] += t->u[i * ne + e] * v;
+		}
+	}
+}
+
+static size_t claim_rows(const task *t);
+
+/* Worker w's part of the task: zeroes its Me^T, then claims chunks of
+ * rows until none are left (alone: all rows at once). */
+KERNEL_FN void part_body(const task *shared, unsigned w, const int rb,
+			 const int cv, const int mog)
+{
+	FP_CONTRACT
+	task t = *shared;         /* private copy: no shared reads in loops */
+	const share *s = &t.w[w];
+	const size_t ld = t.ld, na = t.na, no = t.no, ne = t.ne;
+	float *met = s->met;
+	if (s->copy) {
+		/* Sequential copies bring R^T and V^T into this core's
+		 * cache; the loops then read them many times. */
+		memcpy(s->copy, t.rt, ld * na * sizeof(float));
+		memcpy(s->copy + ld * na, t.vt, ld * no * sizeof(float));
+		t.rt = s->copy;
+		t.vt = s->copy + ld * na;
+	}
+	if (ne)
+		memset(met, 0, ne * ld * sizeof(float));
+	if (t.nw == 1) {
+		rows_body(&t, met, 0, t.m, rb, cv, mog);
+	} else {
+		size_t r0;
+		while ((r0 = claim_rows(&t)) < t.m) {
+			size_t r1 = t.m - r0 < t.chunk ? t.m : r0 + t.chunk;
+			rows_body(&t, met, r0, r1, rb, cv, mog);
+		}
+	}
+	if (s->met_out && ne)
+		memcpy(s->met_out, met, ne * ld * sizeof(float));
+}
+
+/* One instance per instruction set, picked once at start-up. */
+__attribute__((noinline, CONTRACT_ATTR))
+static void part_generic(const task *t, unsigned w)
+{
+	part_body(t, w, 2, 1, 2);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_X86_VARIANTS 1
+__attribute__((noinline, target("avx2,fma"), CONTRACT_ATTR))
+static void part_avx2(const task *t, unsigned w)
+{
+	part_body(t, w, 2, 1, 2);
+}
+
+__attribute__((noinline, target("avx512f,avx2,fma"), CONTRACT_ATTR))
+static void part_avx512(const task *t, unsigned w)
+{
+	part_body(t, w, 4, 2, 4);
+}
+#endif
+
+static void (*part)(const task *t, unsigned w) = part_generic;
+
+static void pick_part(void)
+{
+#ifdef HAVE_X86_VARIANTS
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+		part = part_avx512;
+	else if (__builtin_cpu_supports("avx2") &&
+		 __builtin_cpu_supports("fma"))
+		part = part_avx2;
+#endif
+}
+
+/* ---- the worker pool -------------------------------------------------- */
+
+/* Helpers spin this long for the next job before they sleep. */
+#define SPIN_NS 50000
+
+/* A counter alone on its cache line. */
+typedef struct {
+	_Alignas(64) atomic_uint_fast64_t v;
+} line_counter;
+
+static struct pool {
+	pthread_mutex_t busy;         /* held by the caller running a job */
+	pthread_mutex_t sleep_lock;
+	pthread_cond_t sleep_cond;
+	unsigned workers;             /* including the caller */
+	/* Caller-private buffers (helpers never touch them). */
+	float *buf;                   /* R^T, V^T, caller's Me^T when alone */
+	size_t buf_len;
+	float *hbuf[MAX_WORKERS];     /* helper w's private buffer (only
+				       * helper w reads or writes it) */
+	size_t hbuf_len[MAX_WORKERS];
+	float *spare;                 /* stands in for arrays of count 0 */
+	size_t spare_len;
+	float *ring;                  /* data shared with helpers */
+	size_t ring_len, ring_pos;
+	line_counter gen;             /* bumped once per posted job */
+	const task *cur;              /* the posted job */
+	atomic_uint sleepers;
+	line_counter done[MAX_WORKERS];
+	line_counter next_row;        /* next unclaimed row of the job */
+} pool = {
+	.busy = PTHREAD_MUTEX_INITIALIZER,
+	.sleep_lock = PTHREAD_MUTEX_INITIALIZER,
+	.sleep_cond = PTHREAD_COND_INITIALIZER,
+};
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Waits until pool.gen differs from seen; returns the new value.  Spins
+ * for SPIN_NS (jobs of one step come microseconds apart), then sleeps. */
+static uint64_t wait_gen(uint64_t seen)
+{
+	uint64_t g, t0 = 0;
+	for (unsigned n = 0;; n++) {
+		g = atomic_load(&pool.gen.v);
+		if (g != seen)
+			return g;
+		cpu_relax();
+		if ((n & 255) == 255) {
+			uint64_t t = now_ns();
+			if (!t0)
+				t0 = t;
+			else if (t - t0 > SPIN_NS)
+				break;
+		}
+	}
+	pthread_mutex_lock(&pool.sleep_lock);
+	atomic_fetch_add(&pool.sleepers, 1);
+	while ((g = atomic_load(&pool.gen.v)) == seen)
+		pthread_cond_wait(&pool.sleep_cond, &pool.sleep_lock);
+	atomic_fetch_sub(&pool.sleepers, 1);
+	pthread_mutex_unlock(&pool.sleep_lock);
+	return g;
+}
+
+static void *helper_main(void *arg)
+{
+	unsigned w = (unsigned)(uintptr_t)arg;
+	uint64_t seen = 0;
+	for (;;) {
+		seen = wait_gen(seen);
+		const task *t = pool.cur;
+		if (w < t->nw)
+			part(t, w);
+		atomic_store(&pool.done[w].v, seen);
+	}
+	return NULL;
+}
+
+static size_t claim_rows(const task *t)
+{
+	return atomic_fetch_add(&pool.next_row.v, t->chunk);
+}
+
+/* A forked child has no helper threads: it runs alone. */
+static void pool_atfork_child(void)
+{
+	pthread_mutex_init(&pool.busy, NULL);
+	pthread_mutex_init(&pool.sleep_lock, NULL);
+	pthread_cond_init(&pool.sleep_cond, NULL);
+	atomic_store(&pool.sleepers, 0);
+	pool.workers = 1;
+}
+
+/* Worker count: GSP_THREADS if set (1..MAX_WORKERS), else the CPUs this
+ * process may run on, at most MAX_WORKERS. */
+static unsigned pool_size(void)
+{
+	const char *env = getenv("GSP_THREADS");
+	if (env && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+		if (!*end && v >= 1)
+			return v > MAX_WORKERS ? MAX_WORKERS : (unsigned)v;
+	}
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef CPU_COUNT
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < n)
+		n = CPU_COUNT(&set);
+#endif
+	if (n < 1)
+		n = 1;
+	return n > MAX_WORKERS ? MAX_WORKERS : (unsigned)n;
+}
+
+static void pool_start(void)
+{
+	unsigned want = pool_size();
+	pick_part();
+	pool.workers = 1;
+	pthread_atfork(NULL, NULL, pool_atfork_child);
+	for (unsigned w = 1; w < want; w++) {
+		pthread_attr_t attr;
+		pthread_t th;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		int err = pthread_create(&th, &attr, helper_main,
+					 (void *)(uintptr_t)w);
+		pthread_attr_destroy(&attr);
+		if (err)
+			break;
+		pool.workers++;
+	}
+}
+
+/* Runs t on t->nw workers: the caller and t->nw - 1 helpers. */
+static void pool_run(const task *t)
+{
+	if (t->nw == 1) {
+		part(t, 0);
+		return;
+	}
+	pool.cur = t;
+	atomic_store(&pool.next_row.v, 0);
+	uint64_t g = atomic_fetch_add(&pool.gen.v, 1) + 1;
+	if (atomic_load(&pool.sleepers)) {
+		pthread_mutex_lock(&pool.sleep_lock);
+		pthread_cond_broadcast(&pool.sleep_cond);
+		pthread_mutex_unlock(&pool.sleep_lock);
+	}
+	part(t, 0);
+	for (unsigned w = 1; w < pool.workers; w++)
+		while (atomic_load(&pool.done[w].v) != g)
+			cpu_relax();
+}
+
+/* Grows a 64-byte aligned buffer to at least n floats; false on OOM. */
+static bool reserve(float **buf, size_t *len, size_t n)
+{
+	if (n <= *len)
+		return true;
+	void *p = NULL;
+	if (posix_memalign(&p, 64, n * sizeof(float)))
+		return false;
+	free(*buf);
+	*buf = p;
+	*len = n;
+	return true;
+}
+
+/* n floats (64-byte aligned) from the ring.  reserve_ring() must have
+ * made room for the whole job first. */
+static float *ring_take(size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (pool.ring_pos + n > pool.ring_len)
+		pool.ring_pos = 0;
+	float *p = pool.ring + pool.ring_pos;
+	pool.ring_pos += n;
+	return p;
+}
+
+/* The ring holds at least four jobs, so a line is reused only after
+ * helpers have long moved on. */
+static bool reserve_ring(size_t n)
+{
+	size_t want = 4 * (n + 16 * 16);
+	if (want < RING_FLOATS)
+		want = RING_FLOATS;
+	if (want > pool.ring_len) {
+		if (!reserve(&pool.ring, &pool.ring_len, want))
+			return false;
+		pool.ring_pos = 0;
+	}
+	return true;
+}
+
+/* ---- the OpenBLAS path ------------------------------------------------ */
+
 /* Floats per row block: a block is updated, then read again by the
  * projections while it is still in L2. */
-#define GSP_BLOCK_FLOATS 32768
+#define BLAS_BLOCK_FLOATS 32768
 
-void gsp__lowrank_run(const gsp__lowrank_job *j)
+static void lowrank_blas(const gsp__lowrank_job *j)
 {
 	const size_t m = j->m, k = j->k;
-	size_t rows = GSP_BLOCK_FLOATS / k;
+	size_t rows = BLAS_BLOCK_FLOATS / k;
 	if (rows == 0)
 		rows = 1;
 	for (size_t i0 = 0; i0 < m; i0 += rows) {
@@ -36,4 +593,120 @@ void gsp__lowrank_run(const gsp__lowrank_job *j)
 				    (int)k, j->u + i0 * j->ne, (int)j->ne,
 				    i0 == 0 ? 0.0f : 1.0f, j->me, (int)j->ne);
 	}
+}
+
+/* ---- entry point ------------------------------------------------------ */
+
+/* Transposes the rows x cols row-major src into dst (cols x rows, row
+ * stride ld). */
+static void transpose(float *dst, size_t ld, const float *src, size_t rows,
+		      size_t cols)
+{
+	for (size_t i = 0; i < rows; i++)
+		for (size_t c = 0; c < cols; c++)
+			dst[c * ld + i] = src[i * cols + c];
+}
+
+/* Sets up and runs the job on nw workers; false if a buffer could not
+ * grow (nothing was changed then). */
+static bool run_pool(const gsp__lowrank_job *j, size_t nw)
+{
+	const size_t m = j->m, k = j->k, na = j->na, no = j->no, ne = j->ne;
+	const float *rt = j->rt, *vt = j->vt;
+	float *met = j->met;
+	size_t ld = j->ldt;
+	if (!ld) {
+		/* Row-major R, V, Me: transpose into the caller's private
+		 * buffer.  Rows start on cache lines, an odd number of lines
+		 * apart so that they do not all fall on the same L1 sets. */
+		ld = (k + 15) & ~(size_t)15;
+		if (!(ld & 16))
+			ld += 16;
+		if (!reserve(&pool.buf, &pool.buf_len, ld * (na + no + ne)))
+			return false;
+		float *p = pool.buf;
+		transpose(p, ld, j->r, k, na);
+		transpose(p + ld * na, ld, j->v, k, no);
+		rt = p;
+		vt = p + ld * na;
+		met = p + ld * (na + no);
+	}
+	/* Arrays of a zero count are never read, but pointers into them are
+	 * offset: point them at a caller-private buffer of ld floats. */
+	if (!na || !no || !ne) {
+		if (!reserve(&pool.spare, &pool.spare_len, ld))
+			return false;
+		rt = na ? rt : pool.spare;
+		vt = no ? vt : pool.spare;
+		met = ne ? met : pool.spare;
+	}
+	const size_t own = ld * (na + no + ne);   /* R^T, V^T, Me^T */
+	task local, *t = &local;
+	if (nw > 1) {
+		/* The task and the helpers' Me^T go to the ring.  Each
+		 * helper copies R^T and V^T to a private buffer. */
+		size_t shared = sizeof(task) / sizeof(float) +
+				(nw - 1) * ld * ne + 2 * nw * 16;
+		if (!reserve_ring(shared))
+			return false;
+		for (size_t w = 1; w < nw; w++)
+			if (!reserve(&pool.hbuf[w], &pool.hbuf_len[w], own))
+				return false;
+		t = (task *)ring_take(sizeof(task) / sizeof(float) + 1);
+	}
+	size_t cb = (TILE_FLOATS / (na + no + ne)) & ~(size_t)31;
+	/* Chunks of about CHUNK_FLOATS of X, and at least four per worker,
+	 * of at least 4 rows. */
+	size_t chunk = CHUNK_FLOATS / k;
+	if (chunk > m / (4 * nw))
+		chunk = m / (4 * nw);
+	chunk &= ~(size_t)3;
+	*t = (task){
+		.x = j->x, .l = j->l, .u = j->u, .mo = j->mo,
+		.m = m, .k = k, .na = na, .no = no, .ne = ne,
+		.rt = rt, .vt = vt, .ld = ld, .cb = cb < 32 ? 32 : cb,
+		.chunk = chunk < 4 ? 4 : chunk, .nw = (unsigned)nw,
+		.w[0].met = met,
+	};
+	for (size_t w = 1; w < nw; w++)
+		t->w[w] = (share){
+			.copy = pool.hbuf[w],
+			.met = ne ? pool.hbuf[w] + ld * (na + no) : met,
+			.met_out = ne ? ring_take(ld * ne) : NULL,
+		};
+	pool_run(t);
+	/* The helpers' Me^T added to the caller's. */
+	for (size_t w = 1; ne && w < nw; w++)
+		for (size_t e = 0; e < ne; e++)
+			for (size_t c = 0; c < k; c++)
+				met[e * ld + c] += t->w[w].met_out[e * ld + c];
+	if (!j->ldt)
+		for (size_t c = 0; c < k; c++)
+			for (size_t e = 0; e < ne; e++)
+				j->me[c * ne + e] = met[e * ld + c];
+	return true;
+}
+
+void gsp__lowrank_run(const gsp__lowrank_job *j)
+{
+	const size_t m = j->m, k = j->k, na = j->na, no = j->no, ne = j->ne;
+	if (m == 0 || k == 0 || na + no + ne == 0)
+		return;
+	pthread_once(&pool_once, pool_start);
+	if (pthread_mutex_trylock(&pool.busy) != 0) {
+		lowrank_blas(j);
+		return;
+	}
+	/* Workers: one per PARALLEL_MIN_COST of work, each >= 4 rows. */
+	size_t nw = m * k * (na + no + ne + MEM_COST) / PARALLEL_MIN_COST;
+	if (nw > m / 4)
+		nw = m / 4;
+	if (nw > pool.workers)
+		nw = pool.workers;
+	if (nw < 1)
+		nw = 1;
+	bool ok = run_pool(j, nw);
+	pthread_mutex_unlock(&pool.busy);
+	if (!ok)
+		lowrank_blas(j);
 }

@@ -134,49 +134,95 @@ static size_t msg_offset(const gsp_node *node, size_t ti, uint64_t round)
 
 /* Copies column block [c0, c0 + r) of a rows x ld matrix to/from a
  * rows x r one, scaling by s. */
-static void gather(float *dst, size_t ld, size_t c0, const float *src,
-		   size_t rows, unsigned r, float s)
+static void gather(float *restrict dst, size_t ld, size_t c0,
+		   const float *restrict src, size_t rows, unsigned r, float s)
 {
 	for (size_t i = 0; i < rows; i++)
 		for (unsigned c = 0; c < r; c++)
 			dst[i * ld + c0 + c] = s * src[i * r + c];
 }
 
-static void scatter(float *dst, const float *src, size_t ld, size_t c0,
-		    size_t rows, unsigned r)
+static void scatter(float *restrict dst, const float *restrict src,
+		    size_t ld, size_t c0, size_t rows, unsigned r)
 {
 	for (size_t i = 0; i < rows; i++)
 		for (unsigned c = 0; c < r; c++)
 			dst[i * r + c] = src[i * ld + c0 + c];
 }
 
-static int pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply, size_t na,
-		     gsp__edge **proj, size_t np)
+/* The same for the transposed matrices the kernel takes (R^T, V^T, Me^T):
+ * rows [c0, c0 + r) of an r' x ldt matrix to/from a rows x r one.  At
+ * rank 1 these are plain copies. */
+static void gather_t(float *restrict dst, size_t ldt, size_t c0,
+		     const float *restrict src, size_t rows, unsigned r)
+{
+	if (r == 1) {
+		memcpy(dst + c0 * ldt, src, rows * sizeof(float));
+		return;
+	}
+	for (unsigned c = 0; c < r; c++)
+		for (size_t i = 0; i < rows; i++)
+			dst[(c0 + c) * ldt + i] = src[i * r + c];
+}
+
+static void scatter_t(float *restrict dst, const float *restrict src,
+		      size_t ldt, size_t c0, size_t rows, unsigned r)
+{
+	if (r == 1) {
+		memcpy(dst, src + c0 * ldt, rows * sizeof(float));
+		return;
+	}
+	for (unsigned c = 0; c < r; c++)
+		for (size_t i = 0; i < rows; i++)
+			dst[i * r + c] = src[(c0 + c) * ldt + i];
+}
+
+/* Row stride of the transposed matrices: rows on cache lines, an odd
+ * number of lines apart (what the kernel runs fastest on). */
+static size_t pg_ldt(uint64_t k)
+{
+	size_t ld = ((size_t)k + 15) & ~(size_t)15;
+	return ld & 16 ? ld : ld + 16;
+}
+
+/* Floats of scratch pg_tensor() uses for tensor t (64-byte multiple). */
+static size_t pg_tensor_scratch(const gsp_node *node, const gsp_tensor *t,
+				size_t na, size_t np)
+{
+	size_t n = (t->m + pg_ldt(t->k)) * (na + np) * tensor_rank(node, t);
+	return ((n + 15) & ~(size_t)15) + 32;
+}
+
+/* Tensors take turns in this many scratch slots, so the buffers handed to
+ * the kernel's helper threads are not rewritten while still in their
+ * caches (see kernel.c). */
+#define PG_SLOTS 4
+
+static void pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
+		      size_t na, gsp__edge **proj, size_t np, float *s)
 {
 	const gsp_tensor *t = &node->layout->t[ti];
 	unsigned r = tensor_rank(node, t);
-	size_t m = t->m, k = t->k, no = 0, ne = 0;
+	size_t m = t->m, k = t->k, no = 0, ne = 0, ldt = pg_ldt(k);
 	for (size_t e = 0; e < np; e++)
 		if ((proj[e]->round + 1) & 1)
 			no += r;
 		else
 			ne += r;
 	size_t ra = na * r;
-	float *s = gsp__node_scratch(node, m * ra + k * ra + (k + m) * no +
-						   (m + k) * ne);
-	if (!s)
-		return -ENOMEM;
-	float *L = s, *R = L + m * ra, *V = R + k * ra, *Mo = V + k * no,
-	      *U = Mo + m * no, *Me = U + m * ne;
+	/* L, U and Mo row-major; R^T, V^T and Me^T 64-byte aligned. */
+	float *L = s, *RT = L + ((m * ra + 15) & ~(size_t)15);
+	float *VT = RT + ldt * ra, *MeT = VT + ldt * no, *Mo = MeT + ldt * ne;
+	float *U = Mo + ((m * no + 15) & ~(size_t)15);
 	for (size_t e = 0; e < na; e++) {
 		pg_factor *f = &((pg_edge *)apply[e]->priv)->f[ti];
 		gather(L, ra, e * r, f->a, m, r, gsp__edge_coef(node, apply[e]));
-		gather(R, ra, e * r, f->b, k, r, 1.0f);
+		gather_t(RT, ldt, e * r, f->b, k, r);
 	}
 	for (size_t e = 0, co = 0, ce = 0; e < np; e++) {
 		pg_factor *f = &((pg_edge *)proj[e]->priv)->f[ti];
 		if ((proj[e]->round + 1) & 1) {
-			gather(V, no, co, f->q, k, r, 1.0f);
+			gather_t(VT, ldt, co, f->q, k, r);
 			co += r;
 		} else {
 			gather(U, ne, ce, f->q, m, r, 1.0f);
@@ -185,9 +231,8 @@ static int pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply, size_t na,
 	}
 	gsp__lowrank_job job = {
 		.x = node->params + t->offset, .m = m, .k = k,
-		.l = L, .r = R, .na = ra,
-		.v = V, .mo = Mo, .no = no,
-		.u = U, .me = Me, .ne = ne,
+		.l = L, .na = ra, .mo = Mo, .no = no, .u = U, .ne = ne,
+		.rt = RT, .vt = VT, .met = MeT, .ldt = ldt,
 	};
 	gsp__lowrank_run(&job);
 	for (size_t e = 0, co = 0, ce = 0; e < np; e++) {
@@ -198,11 +243,10 @@ static int pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply, size_t na,
 			scatter(msg, Mo, no, co, m, r);
 			co += r;
 		} else {
-			scatter(msg, Me, ne, ce, k, r);
+			scatter_t(msg, MeT, ldt, ce, k, r);
 			ce += r;
 		}
 	}
-	return 0;
 }
 
 static void pg_vectors(gsp_node *node, gsp__edge **apply, size_t na,
@@ -234,14 +278,23 @@ static void pg_vectors(gsp_node *node, gsp__edge **apply, size_t na,
 static int pg_run(gsp_node *node, gsp__edge **apply, size_t na,
 		  gsp__edge **proj, size_t np)
 {
+	const gsp_layout *l = node->layout;
 	for (size_t e = 0; e < np; e++)
 		pg_prepare(node, proj[e]);
-	for (size_t i = 0; i < node->layout->n; i++)
-		if (node->layout->t[i].compressed) {
-			int err = pg_tensor(node, i, apply, na, proj, np);
-			if (err)
-				return err;
+	size_t slot = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->t[i].compressed) {
+			size_t n = pg_tensor_scratch(node, &l->t[i], na, np);
+			slot = n > slot ? n : slot;
 		}
+	float *s = gsp__node_scratch(node, PG_SLOTS * slot + 16);
+	if (!s)
+		return -ENOMEM;
+	s += (16 - ((uintptr_t)s / sizeof(float)) % 16) % 16;   /* 64 bytes */
+	for (size_t i = 0, n = 0; i < l->n; i++)
+		if (l->t[i].compressed)
+			pg_tensor(node, i, apply, na, proj, np,
+				  s + (n++ % PG_SLOTS) * slot);
 	pg_vectors(node, apply, na, proj, np);
 	return 0;
 }
