@@ -77,6 +77,7 @@ struct gsp_peer {
 	uint8_t last_ts[GSP_TAI64N_BYTES];  /* newest handshake timestamp */
 	/* Edge state on top of the engine edge. */
 	bool edge_up;            /* engine edge active for this session */
+	bool start_pending;      /* generation starts after the next apply */
 	uint32_t generation;
 	uint16_t peer_degree;
 	uint8_t *early;          /* peer's next-round message, if it came early */
@@ -154,6 +155,7 @@ void gsp_edge_session_up(gsp_link *l);
 int gsp_edge_on_frame(gsp_link *l, const uint8_t *pt, size_t len);
 void gsp_edge_session_down(gsp_peer *p);
 void gsp_edge_send_rounds(gsp_daemon *d);
+void gsp_edge_finish(gsp_daemon *d);
 uint16_t gsp_edge_degree(const gsp_daemon *d);
 int gsp_edge_message_model(const gsp_daemon *d, uint8_t *buf, size_t cap,
 			   size_t *ret_len);

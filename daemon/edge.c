@@ -45,6 +45,7 @@ void gsp_edge_session_down(gsp_peer *p)
 	if (p->edge_up && d->model.registered)
 		gsp_node_edge_disable(d->model.node, p->index);
 	p->edge_up = false;
+	p->start_pending = false;
 	free(p->early);
 	p->early = NULL;
 	gsp_model_edges_changed(d);
@@ -183,6 +184,46 @@ static int on_model(gsp_link *l, const uint8_t *pt, size_t len)
 	return 0;
 }
 
+/* Starts generation `gen` on the engine edge with this session's seed.
+ * An update completed in the old generation must land first, so while
+ * one is pending the start waits for the next STEP (gsp_edge_finish). */
+static int start_generation(gsp_peer *p)
+{
+	gsp_daemon *d = p->d;
+	gsp_link *l = p->link;
+	gsp_edge_info info;
+	gsp_node_edge_info(d->model.node, p->index, &info);
+	if (info.state == GSP_EDGE_COMPLETED) {
+		p->start_pending = true;
+		return 0;
+	}
+	gsp_role role = memcmp(d->key.pub, p->cfg.public_key, 32) < 0 ? GSP_ROLE_LO
+								      : GSP_ROLE_HI;
+	float w = p->cfg.weight > 0 ? p->cfg.weight : 1.0f / (1.0f + gsp_edge_degree(d));
+	int err = gsp_node_edge_reset(d->model.node, p->index, w, role,
+				      l->sess.edge_seed, sizeof(l->sess.edge_seed));
+	if (err)
+		return err;
+	p->start_pending = false;
+	p->edge_up = true;
+	p->last_apply_step = d->model.steps;
+	gsp_node_edge_info(d->model.node, p->index, &info);
+	p->tx_rounds = info.tx_msgs;
+	gsp_info("peer %s: edge generation %u up (%s)", p->name, p->generation,
+		 role == GSP_ROLE_LO ? "lo" : "hi");
+	gsp_model_edges_changed(d);
+	return 0;
+}
+
+void gsp_edge_finish(gsp_daemon *d)
+{
+	for (size_t i = 0; i < d->n_peers; i++) {
+		gsp_peer *p = &d->peers[i];
+		if (p->start_pending && p->link && start_generation(p) != 0)
+			gsp_link_close(p->link, GSP_BYE_INTERNAL, "cannot start the edge");
+	}
+}
+
 /* RESYNC: this version keeps no edge state across sessions, so every
  * session starts generation max(ours, theirs) + 1 with its own seed
  * (PROTOCOL.md 4.6, rule 2). */
@@ -197,30 +238,12 @@ static int on_resync(gsp_link *l, const uint8_t *pt, size_t len)
 	if (l->state != GSP_LINK_RESYNC)
 		return -EBADMSG;
 	uint32_t gen = msg.generation + 1;
-	if (gen == 0)
-		gen = 1;
-	gsp_role role = memcmp(d->key.pub, p->cfg.public_key, 32) < 0 ? GSP_ROLE_LO
-								      : GSP_ROLE_HI;
-	float w = p->cfg.weight > 0 ? p->cfg.weight : 1.0f / (1.0f + gsp_edge_degree(d));
-	err = gsp_node_edge_reset(d->model.node, p->index, w, role,
-				  l->sess.edge_seed, sizeof(l->sess.edge_seed));
-	if (err)
-		return err;
-	p->generation = gen;
-	p->edge_up = true;
-	p->tx_rounds = 0;
-	p->last_apply_step = d->model.steps;
-	gsp_edge_info info;
-	gsp_node_edge_info(d->model.node, p->index, &info);
-	p->tx_rounds = info.tx_msgs;
+	p->generation = gen ? gen : 1;
 	uint32_t cap;
 	if (gsp_proto_peer_max_frame(d->model.max_payload, &cap) == 0)
-		l->max_frame = (uint32_t)cap;
+		l->max_frame = cap;
 	l->state = GSP_LINK_UP;
-	gsp_info("peer %s: edge generation %u up (%s)", p->name, gen,
-		 role == GSP_ROLE_LO ? "lo" : "hi");
-	gsp_model_edges_changed(d);
-	return 0;
+	return start_generation(p);
 }
 
 static int on_round(gsp_link *l, const uint8_t *pt, size_t len)
@@ -231,12 +254,16 @@ static int on_round(gsp_link *l, const uint8_t *pt, size_t len)
 	int err = gsp_msg_round_decode(pt, len, &msg);
 	if (err)
 		return err;
-	if (l->state != GSP_LINK_UP || !p->edge_up)
-		return -EBADMSG;
-	if (msg.generation != p->generation)
+	if (l->state != GSP_LINK_UP || (!p->edge_up && !p->start_pending) ||
+	    msg.generation != p->generation)
 		return -EBADMSG;
 	gsp_edge_info info;
 	gsp_node_edge_info(d->model.node, p->index, &info);
+	if (p->start_pending) {
+		/* The generation starts at our next STEP: round 1 waits. */
+		info.state = GSP_EDGE_IDLE;
+		info.round = 0;
+	}
 	if (info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round) {
 		err = complete(p, msg.round, msg.degree, msg.payload, msg.payload_len);
 		if (err)

@@ -241,6 +241,7 @@ static int run_step(gsp_daemon *d, gsp_api_step_ok *ret)
 	if (r < 0)
 		return r;
 	m->steps++;
+	gsp_edge_finish(d);
 	gsp_edge_send_rounds(d);
 	if (!ret)
 		return 0;
@@ -304,6 +305,7 @@ static void drain_advance(gsp_daemon *d)
 	gsp_api_client *c = m->waiting;
 	m->waiting = NULL;
 	m->wait_drain = false;
+	gsp_edge_finish(d);
 	if (r < 0) {
 		gsp_api_reply_error(c, r, gsp_strerror(r));
 		return;
@@ -345,6 +347,7 @@ static void average_finish(gsp_daemon *d)
 	m->averaging = false;
 	m->waiting = NULL;
 	int r = gsp_node_apply(m->node);
+	gsp_edge_finish(d);
 	gsp_api_average_ok ok = {.rounds = m->avg_rounds,
 				 .estimate = gsp_model_estimate(d)};
 	ok.reached = ok.estimate <= m->avg_target;

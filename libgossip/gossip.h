@@ -157,13 +157,16 @@ GSP_API int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 			      const uint8_t *seed, size_t seed_len) GSP_MUST_CHECK;
 GSP_API size_t gsp_node_edge_count(const gsp_node *node);
 /* Starts a new generation on an edge: fresh state from a new seed, round
- * 0, IDLE and active (a reconnected neighbour).  On failure the edge is
- * unchanged.  Byte counters carry on. */
+ * 0, IDLE and active (a reconnected neighbour).  -EBUSY while the edge
+ * still holds a completed update (apply it first).  On failure the edge
+ * is unchanged.  Byte counters carry on. */
 GSP_API int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
 				gsp_role role, const uint8_t *seed,
 				size_t seed_len) GSP_MUST_CHECK;
-/* Takes an edge out of every call (its neighbour is gone) and drops any
- * round in flight or pending; gsp_node_edge_reset brings it back. */
+/* Takes an edge out of projection and completion (its neighbour is gone):
+ * a round in flight is dropped; a completed round's update still lands at
+ * the next apply, as it does at the other end.  gsp_node_edge_reset
+ * brings the edge back. */
 GSP_API int gsp_node_edge_disable(gsp_node *node, size_t edge);
 /* Changes an edge's mixing weight (degrees changed); both ends must. */
 GSP_API int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);

@@ -207,6 +207,8 @@ int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
 	    (role != GSP_ROLE_LO && role != GSP_ROLE_HI))
 		return -EINVAL;
 	gsp__edge *e = &node->edges[edge];
+	if (e->state == GSP_EDGE_COMPLETED)
+		return -EBUSY;   /* apply the pending update first */
 	gsp__edge fresh = *e;
 	fresh.priv = NULL;
 	fresh.role = role;
@@ -234,8 +236,12 @@ int gsp_node_edge_disable(gsp_node *node, size_t edge)
 {
 	if (!node || edge >= node->n_edges)
 		return -EINVAL;
-	node->edges[edge].active = false;
-	node->edges[edge].state = GSP_EDGE_IDLE;
+	gsp__edge *e = &node->edges[edge];
+	e->active = false;
+	/* A completed round was completed at the other end too: its update
+	 * still lands at the next apply.  A round in flight is dropped. */
+	if (e->state != GSP_EDGE_COMPLETED)
+		e->state = GSP_EDGE_IDLE;
 	return 0;
 }
 
@@ -307,8 +313,7 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 	bool applying = do_apply &&
 		(!sync || count_state(node, GSP_EDGE_COMPLETED) == live);
 	for (size_t i = 0; applying && i < n; i++)
-		if (node->edges[i].active &&
-		    node->edges[i].state == GSP_EDGE_COMPLETED)
+		if (node->edges[i].state == GSP_EDGE_COMPLETED)
 			apply[na++] = &node->edges[i];
 	/* An edge can be projected if it is idle once the applies are done;
 	 * a synchronous method needs every edge so. */
