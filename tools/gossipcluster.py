@@ -154,6 +154,20 @@ class Cluster:
                 p.wait()
         self.notify.close()
 
+    def remove(self):
+        """Deletes the cluster's directory (keys, configs, logs)."""
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def sanitizer_reports(self):
+        """Lines of AddressSanitizer/UBSan/LeakSanitizer reports in any log."""
+        bad = []
+        for i in range(self.n):
+            if os.path.exists(self.logs[i]):
+                bad += ["gossipd %d: %s" % (i, line) for line in self.log(i).splitlines()
+                        if "Sanitizer" in line or "runtime error" in line]
+        return bad
+
     def log(self, i):
         with open(self.logs[i], errors="replace") as f:
             return f.read()

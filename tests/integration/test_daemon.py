@@ -41,6 +41,9 @@ def dumps(c, tag):
 class Daemon(unittest.TestCase):
     def cluster(self, n, **kw):
         c = cluster.Cluster(BUILD, n, **kw)
+        if not os.environ.get("GSP_KEEP_TMP"):
+            self.addCleanup(c.remove)
+        self.addCleanup(lambda: self.assertEqual(c.sanitizer_reports(), []))
         self.addCleanup(c.close)
         return c
 
