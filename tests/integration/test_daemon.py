@@ -170,6 +170,31 @@ class Daemon(unittest.TestCase):
                                          "--sync", "--wait-edges", "1"])
         self.assertTrue(all(rc == 0 for rc, _, _ in outs))
 
+    def test_average_and_one_model_per_daemon(self):
+        c = self.cluster(2, node_conf="Rank = 2\n")
+        c.start()
+        init, final = dumps(c, "init"), dumps(c, "final")
+        first = [c.trainer(i, "--data", "random:40x30", "--steps", "5", "--sync",
+                           "--wait-edges", "1", "--average", "1e-4",
+                           "--average-time", "20000", "--dump-initial", init[i],
+                           "--dump", final[i]) for i in range(2)]
+        # A second trainer on a daemon that already has a model is refused.
+        cluster.eventually(
+            lambda: cluster.status(c.sockets[0])["model"]["registered"])
+        second = c.trainer(0, "--data", "random:40x30", "--steps", "1")
+        out, err = second.communicate(timeout=30)
+        self.assertEqual(second.returncode, 1)
+        self.assertIn("already registered", err)
+        for p in first:
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertRegex(out, r"average rounds [1-9][0-9]* estimate \S+ reached yes")
+        drift, e0, e1 = cluster.network_stats(
+            [cluster.read_floats(p) for p in init],
+            [cluster.read_floats(p) for p in final])
+        self.assertLessEqual(drift, 1e-5)
+        self.assertLessEqual(e1, 1e-4 * e0)
+
     def test_sigterm(self):
         c = self.cluster(2)
         c.start()
