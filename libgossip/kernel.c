@@ -570,28 +570,50 @@ static bool reserve_ring(size_t n)
 
 static void lowrank_blas(const gsp__lowrank_job *j)
 {
-	const size_t m = j->m, k = j->k;
+	const size_t m = j->m, k = j->k, ld = j->ldt;
+	const int na = (int)j->na, no = (int)j->no, ne = (int)j->ne;
 	size_t rows = BLAS_BLOCK_FLOATS / k;
 	if (rows == 0)
 		rows = 1;
 	for (size_t i0 = 0; i0 < m; i0 += rows) {
-		size_t mb = m - i0 < rows ? m - i0 : rows;
+		int mb = (int)(m - i0 < rows ? m - i0 : rows);
 		float *xb = j->x + i0 * k;
-		if (j->na)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-				    (int)mb, (int)k, (int)j->na, 1.0f,
-				    j->l + i0 * j->na, (int)j->na, j->r,
-				    (int)j->na, 1.0f, xb, (int)k);
-		if (j->no)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-				    (int)mb, (int)j->no, (int)k, 1.0f, xb,
-				    (int)k, j->v, (int)j->no, 0.0f,
-				    j->mo + i0 * j->no, (int)j->no);
-		if (j->ne)
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
-				    (int)k, (int)j->ne, (int)mb, 1.0f, xb,
-				    (int)k, j->u + i0 * j->ne, (int)j->ne,
-				    i0 == 0 ? 0.0f : 1.0f, j->me, (int)j->ne);
+		float beta = i0 == 0 ? 0.0f : 1.0f;
+		if (!ld) {
+			/* X += L R^T, Mo = X V, Me (+)= X^T U. */
+			if (na)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans,
+					    CblasTrans, mb, (int)k, na, 1.0f,
+					    j->l + i0 * na, na, j->r, na, 1.0f,
+					    xb, (int)k);
+			if (no)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans,
+					    CblasNoTrans, mb, no, (int)k, 1.0f,
+					    xb, (int)k, j->v, no, 0.0f,
+					    j->mo + i0 * no, no);
+			if (ne)
+				cblas_sgemm(CblasRowMajor, CblasTrans,
+					    CblasNoTrans, (int)k, ne, mb, 1.0f,
+					    xb, (int)k, j->u + i0 * ne, ne, beta,
+					    j->me, ne);
+		} else {
+			/* The same with R^T, V^T and Me^T. */
+			if (na)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans,
+					    CblasNoTrans, mb, (int)k, na, 1.0f,
+					    j->l + i0 * na, na, j->rt, (int)ld,
+					    1.0f, xb, (int)k);
+			if (no)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans,
+					    CblasTrans, mb, no, (int)k, 1.0f,
+					    xb, (int)k, j->vt, (int)ld, 0.0f,
+					    j->mo + i0 * no, no);
+			if (ne)
+				cblas_sgemm(CblasRowMajor, CblasTrans,
+					    CblasNoTrans, ne, (int)k, mb, 1.0f,
+					    j->u + i0 * ne, ne, xb, (int)k, beta,
+					    j->met, (int)ld);
+		}
 	}
 }
 
