@@ -120,16 +120,39 @@ static void pg_prepare(gsp_node *node, gsp__edge *edge)
 	}
 }
 
-/* Floats of compressed tensor `ti` in a round's message: its offset. */
+/* Float offset of tensor `ti` (ti = layout size: the vectors) in a
+ * round's message, from the table pg_node_init builds once. */
 static size_t msg_offset(const gsp_node *node, size_t ti, uint64_t round)
 {
-	size_t off = 0;
-	for (size_t i = 0; i < ti; i++) {
-		const gsp_tensor *t = &node->layout->t[i];
-		if (t->compressed)
-			off += (round & 1 ? t->m : t->k) * tensor_rank(node, t);
+	const size_t *off = node->priv;
+	return off[(round & 1) * (node->layout->n + 1) + ti];
+}
+
+/* Message offsets for even (row 0) and odd (row 1) rounds. */
+static int pg_node_init(gsp_node *node)
+{
+	const gsp_layout *l = node->layout;
+	size_t *off = calloc(2 * (l->n + 1), sizeof(*off));
+	if (!off)
+		return -ENOMEM;
+	for (unsigned odd = 0; odd < 2; odd++) {
+		size_t *row = off + odd * (l->n + 1), pos = 0;
+		for (size_t i = 0; i < l->n; i++) {
+			const gsp_tensor *t = &l->t[i];
+			row[i] = pos;
+			if (t->compressed)
+				pos += (odd ? t->m : t->k) * tensor_rank(node, t);
+		}
+		row[l->n] = pos;
 	}
-	return off;
+	node->priv = off;
+	return 0;
+}
+
+static void pg_node_free(gsp_node *node)
+{
+	free(node->priv);
+	node->priv = NULL;
 }
 
 /* Copies column block [c0, c0 + r) of a rows x ld matrix to/from a
@@ -362,6 +385,8 @@ int gsp_node_edge_factors(const gsp_node *node, size_t edge, size_t tensor,
 const gsp__method_ops gsp__powergossip_ops = {
 	.synchronous = false,
 	.float_messages = true,
+	.node_init = pg_node_init,
+	.node_free = pg_node_free,
 	.edge_init = pg_edge_init,
 	.edge_free = pg_edge_free,
 	.msg_size = pg_msg_size,
