@@ -39,6 +39,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->topology = GSP_TOPO_RING;
 	cfg->max_staleness = 4;
 	cfg->log_level = GSP_LOG_INFO;
+	cfg->index = -1;
 }
 
 void gsp_daemon_config_clear(gsp_daemon_config *cfg)
@@ -225,6 +226,24 @@ static int node_key(parser *p, const char *name, const char *v)
 		return parse_uint(v, 1000000, &c->max_staleness) || !c->max_staleness
 			       ? fail(p, -EINVAL, "MaxStaleness must be 1..1000000, not '%s'", v)
 			       : 1;
+	if (!strcmp(name, "SimSeed")) {
+		char *end;
+		if (*v < '0' || *v > '9')
+			return fail(p, -EINVAL, "SimSeed must be a number, not '%s'", v);
+		errno = 0;
+		c->sim_seed = strtoull(v, &end, 10);
+		if (errno || *end)
+			return fail(p, -EINVAL, "SimSeed must be a number, not '%s'", v);
+		c->sim_seed_set = true;
+		return 1;
+	}
+	if (!strcmp(name, "Index")) {
+		unsigned idx;
+		if (parse_uint(v, 65535, &idx))
+			return fail(p, -EINVAL, "Index must be 0..65535, not '%s'", v);
+		c->index = (int)idx;
+		return 1;
+	}
 	if (!strcmp(name, "LogLevel")) {
 		static const char *levels[] = {"error", "warning", "info", "debug"};
 		for (int i = 0; i < 4; i++)
@@ -249,6 +268,13 @@ static int peer_key(parser *p, const char *name, const char *v)
 		return copy_str(peer->endpoint, sizeof(peer->endpoint), v)
 			       ? fail(p, -EINVAL, "bad Endpoint '%s'", v)
 			       : 1;
+	if (!strcmp(name, "Index")) {
+		unsigned idx;
+		if (parse_uint(v, 65535, &idx))
+			return fail(p, -EINVAL, "Index must be 0..65535, not '%s'", v);
+		peer->index = (int)idx;
+		return 1;
+	}
 	if (!strcmp(name, "Weight"))
 		return parse_float(v, &peer->weight) || !(peer->weight > 0) ||
 				       peer->weight > 1
@@ -276,6 +302,7 @@ static int open_section(parser *p, const char *sec)
 	c->peers = peers;
 	memset(&peers[c->n_peers], 0, sizeof(*peers));
 	peers[c->n_peers].line = p->section_line;
+	peers[c->n_peers].index = -1;
 	c->n_peers++;
 	p->sec = SEC_PEER;
 	return 1;
@@ -314,6 +341,16 @@ static int finish(parser *p)
 			if (!memcmp(c->peers[i].public_key, c->peers[j].public_key,
 				    GSP_KEY_BYTES))
 				return fail(p, -EINVAL, "PublicKey listed twice");
+	}
+	for (size_t i = 0; c->sim_seed_set && i < c->n_peers; i++)
+		if (c->peers[i].index < 0 || c->peers[i].index == c->index) {
+			p->line = c->peers[i].line;
+			return fail(p, -EINVAL, "with SimSeed every [Peer] needs its "
+				    "own Index");
+		}
+	if (c->sim_seed_set && c->index < 0) {
+		p->line = 0;
+		return fail(p, -EINVAL, "SimSeed needs Index in [Node]");
 	}
 	if (c->gamma_auto && !c->nodes) {
 		p->line = 0;

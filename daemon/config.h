@@ -13,6 +13,8 @@
  *   WarmStart = on
  *   MaxStaleness = 4                   steps an edge may lag before STEP waits
  *   LogLevel = info                    error|warning|info|debug
+ *   SimSeed = 42, Index = 3            optional: gossip-sim's edge seeds
+ *                                      and roles (each [Peer] gets Index)
  *
  *   [Peer]
  *   PublicKey = <base64>
@@ -43,6 +45,7 @@ typedef struct gsp_peer_config {
 	uint8_t public_key[GSP_KEY_BYTES];
 	char endpoint[GSP_ADDR_MAX];    /* "" when the peer only dials us */
 	float weight;                   /* 0 = Metropolis-Hastings default */
+	int index;                      /* Index = (SimSeed mode), else -1 */
 	unsigned line;                  /* where its section starts */
 } gsp_peer_config;
 
@@ -59,6 +62,11 @@ typedef struct gsp_daemon_config {
 	unsigned nodes;
 	unsigned max_staleness;
 	gsp_log_level log_level;
+	/* SimSeed/Index: edge seeds and roles as gossip-sim derives them, so
+	 * a cluster replays a simulation (tests, reproducible runs). */
+	bool sim_seed_set;
+	uint64_t sim_seed;
+	int index;
 	gsp_peer_config *peers;
 	size_t n_peers;
 } gsp_daemon_config;

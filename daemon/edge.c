@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "sim.h"
 #include "log.h"
 
 uint16_t gsp_edge_degree(const gsp_daemon *d)
@@ -199,9 +200,20 @@ static int start_generation(gsp_peer *p)
 	}
 	gsp_role role = memcmp(d->key.pub, p->cfg.public_key, 32) < 0 ? GSP_ROLE_LO
 								      : GSP_ROLE_HI;
+	uint8_t seed[GSP_SEED_BYTES];
+	memcpy(seed, l->sess.edge_seed, sizeof(seed));
+	if (d->cfg.sim_seed_set) {
+		/* Replay gossip-sim: its seed and its lo/hi by index. */
+		uint8_t key[GSP_SEED_BYTES] = {0};
+		unsigned me = (unsigned)d->cfg.index, them = (unsigned)p->cfg.index;
+		for (int b = 0; b < 8; b++)
+			key[b] = (uint8_t)(d->cfg.sim_seed >> (8 * b));
+		gsp_sim_edge_seed(key, me < them ? me : them, me < them ? them : me, seed);
+		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
+	}
 	float w = p->cfg.weight > 0 ? p->cfg.weight : 1.0f / (1.0f + gsp_edge_degree(d));
-	int err = gsp_node_edge_reset(d->model.node, p->index, w, role,
-				      l->sess.edge_seed, sizeof(l->sess.edge_seed));
+	int err = gsp_node_edge_reset(d->model.node, p->index, w, role, seed,
+				      sizeof(seed));
 	if (err)
 		return err;
 	p->start_pending = false;

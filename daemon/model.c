@@ -156,6 +156,7 @@ int gsp_model_register(gsp_daemon *d, gsp_api_client *c, const uint8_t *body,
 		m->bytes_base_tx += d->peers[i].tx_bytes;
 		m->bytes_base_rx += d->peers[i].rx_bytes;
 		d->peers[i].edge_up = false;
+		d->peers[i].rounds_completed = 0;
 	}
 	gsp_info("model registered: %s", m->summary);
 	gsp_links_reconnect_all(d, GSP_BYE_MODEL_CHANGED, "model registered");
@@ -216,7 +217,8 @@ double gsp_model_estimate(const gsp_daemon *d)
 	double est = NAN;
 	for (size_t i = 0; i < d->n_peers; i++) {
 		const gsp_peer *p = &d->peers[i];
-		if (p->edge_up && p->rounds_completed && !(p->diff_norm <= est))
+		/* The last measurement stands after a neighbour leaves. */
+		if (p->rounds_completed && !(p->diff_norm <= est))
 			est = p->diff_norm;
 	}
 	return est;
@@ -286,15 +288,21 @@ static void reply_step(gsp_daemon *d, gsp_api_client *c)
 static void drain_advance(gsp_daemon *d)
 {
 	gsp_model *m = &d->model;
-	int r = gsp_node_apply(m->node);
+	int r = 0;
+	/* Applying only once everything is in keeps the order of the sums
+	 * the same as a synchronous run's; a neighbour's early round is the
+	 * exception, since answering it needs the edge applied first. */
 	for (size_t i = 0; r >= 0 && i < d->n_peers; i++) {
 		gsp_peer *p = &d->peers[i];
 		gsp_edge_info info;
 		if (!p->edge_up || !p->early ||
 		    gsp_node_edge_info(m->node, i, &info) != 0 ||
-		    info.state != GSP_EDGE_IDLE || p->early_round != info.round + 1)
+		    info.state == GSP_EDGE_IN_FLIGHT || p->early_round != info.round + 1)
 			continue;
-		r = gsp_node_project_edge(m->node, i);
+		if (info.state == GSP_EDGE_COMPLETED)
+			r = gsp_node_apply(m->node);
+		if (r >= 0)
+			r = gsp_node_project_edge(m->node, i);
 	}
 	if (r >= 0)
 		gsp_edge_send_rounds(d);
@@ -371,7 +379,7 @@ static void average_advance(gsp_daemon *d)
 	bool done = (m->avg_rounds > 0 && est <= m->avg_target) ||
 		    (m->avg_max_rounds && m->avg_rounds >= m->avg_max_rounds) ||
 		    (m->avg_deadline_ms && gsp_now_ms(d) >= m->avg_deadline_ms) ||
-		    (up == 0 && !m->avg_deadline_ms);
+		    (up == 0 && (m->avg_rounds > 0 || !m->avg_deadline_ms));
 	if (done) {
 		average_finish(d);
 		return;

@@ -65,13 +65,8 @@ static int sim_build(gsp_sim *sim, const gsp_graph *graph,
 		int err = gsp_graph_edge(graph, e, &se->lo, &se->hi);
 		if (err)
 			return err;
-		uint8_t in[8], es[GSP_SEED_BYTES];
-		for (int b = 0; b < 4; b++) {
-			in[b] = (uint8_t)(se->lo >> (8 * b));
-			in[4 + b] = (uint8_t)(se->hi >> (8 * b));
-		}
-		crypto_generichash(es, sizeof(es), in, sizeof(in), seed,
-				   GSP_SEED_BYTES);
+		uint8_t es[GSP_SEED_BYTES];
+		gsp_sim_edge_seed(seed, se->lo, se->hi, es);
 		float w = (float)gsp_graph_weight(graph, se->lo, se->hi);
 		se->at_lo = gsp_node_add_edge(sim->nodes[se->lo], w, GSP_ROLE_LO,
 					      es, sizeof(es));
@@ -83,6 +78,18 @@ static int sim_build(gsp_sim *sim, const gsp_graph *graph,
 			return se->at_hi;
 	}
 	return 0;
+}
+
+void gsp_sim_edge_seed(const uint8_t *seed, unsigned lo, unsigned hi,
+		       uint8_t *ret_seed)
+{
+	uint8_t in[8];
+	for (int b = 0; b < 4; b++) {
+		in[b] = (uint8_t)(lo >> (8 * b));
+		in[4 + b] = (uint8_t)(hi >> (8 * b));
+	}
+	crypto_generichash(ret_seed, GSP_SEED_BYTES, in, sizeof(in), seed,
+			   GSP_SEED_BYTES);
 }
 
 int gsp_sim_new(const gsp_graph *graph, const gsp_layout *layout,

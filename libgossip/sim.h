@@ -30,6 +30,11 @@ GSP_API int gsp_sim_new(const gsp_graph *graph, const gsp_layout *layout,
 			const gsp_config *cfg, const uint8_t *seed,
 			gsp_sim **ret_sim) GSP_MUST_CHECK;
 GSP_API void gsp_sim_free(gsp_sim *sim);
+/* The seed gsp_sim gives edge (lo, hi): keyed BLAKE2b of the two indices.
+ * gossipd uses it too when configured with SimSeed/Index, so a daemon
+ * cluster can replay a simulation exactly. */
+GSP_API void gsp_sim_edge_seed(const uint8_t *seed, unsigned lo, unsigned hi,
+			       uint8_t *ret_seed);
 GSP_API unsigned gsp_sim_nodes(const gsp_sim *sim);
 GSP_API gsp_node *gsp_sim_node(gsp_sim *sim, unsigned i);
 /* Graph edge e: its two nodes and the edge index inside each node. */

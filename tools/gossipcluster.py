@@ -39,12 +39,13 @@ def read_floats(path):
 
 
 class Cluster:
-    def __init__(self, build, n, edges=None, node_conf="", tmp=None):
+    def __init__(self, build, n, edges=None, node_conf="", tmp=None, sim_seed=None):
         self.build = build
         self.n = n
         self.edges = edges if edges is not None else ring(n)
         self.dir = tmp or tempfile.mkdtemp(prefix="gossipd-it-")
         self.node_conf = node_conf
+        self.sim_seed = sim_seed
         self.procs = [None] * n
         self.logs = [os.path.join(self.dir, "gossipd%d.log" % i) for i in range(n)]
         self.sockets = [os.path.join(self.dir, "s%d" % i) for i in range(n)]
@@ -69,11 +70,10 @@ class Cluster:
         return path, out.stdout.strip()
 
     def neighbours(self, i):
-        for a, b in self.edges:
-            if a == i:
-                yield b
-            elif b == i:
-                yield a
+        """Node i's neighbours in ascending order: the order gossip-sim
+        gives a node's edges, so updates are summed in the same order."""
+        return sorted([b for a, b in self.edges if a == i] +
+                      [a for a, b in self.edges if b == i])
 
     def write_config(self, i, extra_peers=(), node_conf=None):
         path = os.path.join(self.dir, "n%d.conf" % i)
@@ -82,9 +82,13 @@ class Cluster:
                     "Socket = %s\nLogLevel = debug\n%s\n"
                     % (self.ports[i], self.keys[i][0], self.sockets[i],
                        self.node_conf if node_conf is None else node_conf))
+            if self.sim_seed is not None:
+                f.write("SimSeed = %d\nIndex = %d\n" % (self.sim_seed, i))
             for j in self.neighbours(i):
                 f.write("[Peer]\nPublicKey = %s\nEndpoint = 127.0.0.1:%d\n"
                         % (self.keys[j][1], self.ports[j]))
+                if self.sim_seed is not None:
+                    f.write("Index = %d\n" % j)
             for pub, endpoint in extra_peers:
                 f.write("[Peer]\nPublicKey = %s\n" % pub)
                 if endpoint:

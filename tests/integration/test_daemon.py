@@ -64,26 +64,34 @@ class Daemon(unittest.TestCase):
         for rc, _, _ in outs:
             self.assertEqual(rc, 0)
 
-    def test_sync_matches_simulator(self):
-        """SYNC steps give gossip-sim's trajectory (exact gossip: no seeds)."""
-        conf = "Method = exact\nGamma = auto\nTopology = ring\nNodes = 8\n"
-        c = self.cluster(8, node_conf=conf)
+    def sync_against_simulator(self, method, extra_conf, sim_args, steps=40):
+        """SYNC STEPs replay gossip-sim: same data, same edge seeds
+        (SimSeed/Index), same roles; the result agrees to float rounding."""
+        conf = "Method = %s\nGamma = auto\nTopology = ring\nNodes = 8\n%s" % (
+            method, extra_conf)
+        c = self.cluster(8, node_conf=conf, sim_seed=7)
         c.start()
         final = dumps(c, "final")
-        c.run_trainers(lambda i: ["--data", "random:20x10,5", "--seed", "7",
-                                  "--steps", "40", "--sync", "--wait-edges", "2",
+        c.run_trainers(lambda i: ["--data", "random:20x10,30x5,5", "--seed", "7",
+                                  "--steps", str(steps), "--sync", "--wait-edges", "2",
                                   "--dump", final[i]])
         prefix = os.path.join(c.dir, "sim")
         subprocess.run([c.bin("tools", "gossip-sim"), "--nodes", "8", "--method",
-                        "exact", "--gamma", "auto", "--data", "random:20x10,5",
-                        "--seed", "7", "--steps", "40", "--quiet", "--dump", prefix],
-                       check=True, capture_output=True)
+                        method, "--gamma", "auto", "--data", "random:20x10,30x5,5",
+                        "--seed", "7", "--steps", str(steps), "--quiet", "--dump", prefix]
+                       + sim_args, check=True, capture_output=True)
         for i in range(8):
             got = cluster.read_floats(final[i])
             want = cluster.read_floats("%s.%d" % (prefix, i))
             scale = max(abs(x) for x in want)
             diff = max(abs(a - b) for a, b in zip(got, want))
-            self.assertLessEqual(diff, 1e-4 * scale, "node %d differs by %g" % (i, diff))
+            self.assertLessEqual(diff, 1e-6 * scale, "node %d differs by %g" % (i, diff))
+
+    def test_sync_matches_simulator_exact(self):
+        self.sync_against_simulator("exact", "", [])
+
+    def test_sync_matches_simulator_powergossip(self):
+        self.sync_against_simulator("powergossip", "Rank = 2\n", ["--rank", "2"])
 
     def test_unlisted_key_refused(self):
         c = self.cluster(3, edges=[(0, 1)])
