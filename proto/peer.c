@@ -26,82 +26,77 @@ static bool all_zero(const uint8_t *p, size_t n)
 
 /* ---- handshake ---------------------------------------------------------- */
 
-int gsp_hs_init_encode(const gsp_hs_init *msg, uint8_t *buf, size_t cap,
-		       size_t *ret_len)
+/* HS_INIT and HS_RESP share one shape: type, version, opaque payload. */
+static int hs_encode(uint8_t type, uint16_t version, const uint8_t *payload,
+		     size_t plen, uint8_t *buf, size_t cap, size_t *ret_len)
 {
 	wr w;
 	int r;
 
-	if (!msg || !version_ok(msg->version))
+	if (!version_ok(version))
 		return -EINVAL;
-	r = room(buf, cap, GSP_HS_INIT_MSG_BYTES, ret_len);
+	r = room(buf, cap, 3 + plen, ret_len);
 	if (r < 0)
 		return r;
 	w.p = buf;
-	wr_u8(&w, GSP_HS_INIT);
-	wr_u16(&w, msg->version);
-	wr_bytes(&w, msg->payload, sizeof(msg->payload));
-	*ret_len = GSP_HS_INIT_MSG_BYTES;
+	wr_u8(&w, type);
+	wr_u16(&w, version);
+	wr_bytes(&w, payload, plen);
+	*ret_len = 3 + plen;
 	return 0;
+}
+
+static int hs_decode(const uint8_t *buf, size_t len, uint8_t type,
+		     uint16_t *ret_version, uint8_t *ret_payload, size_t plen)
+{
+	rd r;
+	int err = check_versioned(buf, len, type);
+
+	if (err < 0)
+		return err;
+	r = rd_init(buf + 1, len - 1);
+	uint16_t version = rd_u16(&r);
+	uint8_t payload[GSP_HS_INIT_PAYLOAD];
+	rd_copy(&r, payload, plen);
+	if (!rd_done(&r))
+		return -EBADMSG;
+	*ret_version = version;
+	memcpy(ret_payload, payload, plen);
+	return 0;
+}
+
+int gsp_hs_init_encode(const gsp_hs_init *msg, uint8_t *buf, size_t cap,
+		       size_t *ret_len)
+{
+	if (!msg)
+		return -EINVAL;
+	return hs_encode(GSP_HS_INIT, msg->version, msg->payload,
+			 sizeof(msg->payload), buf, cap, ret_len);
 }
 
 int gsp_hs_init_decode(const uint8_t *buf, size_t len, gsp_hs_init *ret)
 {
-	gsp_hs_init m;
-	rd r;
-	int err;
-
 	if (!ret)
 		return -EINVAL;
-	err = check_versioned(buf, len, GSP_HS_INIT);
-	if (err < 0)
-		return err;
-	r = rd_init(buf + 1, len - 1);
-	m.version = rd_u16(&r);
-	rd_copy(&r, m.payload, sizeof(m.payload));
-	if (!rd_done(&r))
-		return -EBADMSG;
-	*ret = m;
-	return 0;
+	return hs_decode(buf, len, GSP_HS_INIT, &ret->version, ret->payload,
+			 sizeof(ret->payload));
 }
 
 int gsp_hs_resp_encode(const gsp_hs_resp *msg, uint8_t *buf, size_t cap,
 		       size_t *ret_len)
 {
-	wr w;
-	int r;
-
-	if (!msg || !version_ok(msg->version))
+	if (!msg)
 		return -EINVAL;
-	r = room(buf, cap, GSP_HS_RESP_MSG_BYTES, ret_len);
-	if (r < 0)
-		return r;
-	w.p = buf;
-	wr_u8(&w, GSP_HS_RESP);
-	wr_u16(&w, msg->version);
-	wr_bytes(&w, msg->payload, sizeof(msg->payload));
-	*ret_len = GSP_HS_RESP_MSG_BYTES;
-	return 0;
+	return hs_encode(GSP_HS_RESP, msg->version, msg->payload,
+			 sizeof(msg->payload), buf, cap, ret_len);
 }
 
 int gsp_hs_resp_decode(const uint8_t *buf, size_t len, gsp_hs_resp *ret)
 {
-	gsp_hs_resp m;
-	rd r;
-	int err;
-
 	if (!ret)
 		return -EINVAL;
-	err = check_versioned(buf, len, GSP_HS_RESP);
-	if (err < 0)
-		return err;
-	r = rd_init(buf + 1, len - 1);
-	m.version = rd_u16(&r);
-	rd_copy(&r, m.payload, sizeof(m.payload));
-	if (!rd_done(&r))
-		return -EBADMSG;
-	*ret = m;
-	return 0;
+	return hs_decode(buf, len, GSP_HS_RESP, &ret->version, ret->payload,
+			 sizeof(ret->payload));
 }
 
 /* ---- MODEL -------------------------------------------------------------- */
