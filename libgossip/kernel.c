@@ -9,9 +9,10 @@
  * R^T, V^T and the Me^T accumulator are re-read for every block of rows, so
  * the columns are cut into tiles whose slices of them stay in L2, and the
  * next block of rows is prefetched.  Large jobs are shared with a small
- * pool of helper threads (the caller is worker 0): workers claim chunks of
- * rows from a shared counter, each sums its own Me^T, the caller adds them
- * up.  Small jobs run on the caller alone.
+ * pool of helper threads (the caller is worker 0): each worker takes a
+ * fixed share of the chunks of rows and sums its own Me^T, and the caller
+ * adds them up in worker order, so a step's result is reproducible.
+ * Small jobs run on the caller alone.
  *
  * Cores share little that is written.  Moving a cache line between cores
  * costs far more than reading it, and writing a line another core holds
@@ -99,8 +100,8 @@ typedef struct share {
 	float *met_out;           /* if set: copy Me^T here at the end */
 } share;
 
-/* One job as the workers see it.  Rows are claimed in chunks from
- * pool.next_row, so a worker that falls behind gets fewer. */
+/* One job as the workers see it.  Worker w runs chunks w, w + nw, ...
+ * of the rows: a fixed split, so results never depend on timing. */
 typedef struct task {
 	float *x;                 /* X, L, U, Mo of the job */
 	const float *l, *u;
@@ -280,10 +281,8 @@ KERNEL_FN void rows_body(const task *t, float *met, size_t r0, size_t r1,
 	}
 }
 
-static size_t claim_rows(const task *t);
-
-/* Worker w's part of the task: zeroes its Me^T, then claims chunks of
- * rows until none are left (alone: all rows at once). */
+/* Worker w's part of the task: zeroes its Me^T, then runs its fixed
+ * share of the chunks of rows (alone: all rows at once). */
 KERNEL_FN void part_body(const task *shared, unsigned w, const int rb,
 			 const int cv, const int mog)
 {
@@ -305,8 +304,10 @@ KERNEL_FN void part_body(const task *shared, unsigned w, const int rb,
 	if (t.nw == 1) {
 		rows_body(&t, met, 0, t.m, rb, cv, mog);
 	} else {
-		size_t r0;
-		while ((r0 = claim_rows(&t)) < t.m) {
+		/* A fixed share of the chunks (w, w + nw, ...): each Me^T
+		 * partial always sums the same rows in the same order, so a
+		 * step's messages do not depend on thread timing. */
+		for (size_t r0 = w * t.chunk; r0 < t.m; r0 += (size_t)t.nw * t.chunk) {
 			size_t r1 = t.m - r0 < t.chunk ? t.m : r0 + t.chunk;
 			rows_body(&t, met, r0, r1, rb, cv, mog);
 		}
@@ -380,7 +381,6 @@ static struct pool {
 	const task *cur;              /* the posted job */
 	atomic_uint sleepers;
 	line_counter done[MAX_WORKERS];
-	line_counter next_row;        /* next unclaimed row of the job */
 } pool = {
 	.busy = PTHREAD_MUTEX_INITIALIZER,
 	.sleep_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -443,11 +443,6 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-static size_t claim_rows(const task *t)
-{
-	return atomic_fetch_add(&pool.next_row.v, t->chunk);
-}
-
 /* A forked child has no helper threads: it runs alone. */
 static void pool_atfork_child(void)
 {
@@ -508,7 +503,6 @@ static void pool_run(const task *t)
 		return;
 	}
 	pool.cur = t;
-	atomic_store(&pool.next_row.v, 0);
 	uint64_t g = atomic_fetch_add(&pool.gen.v, 1) + 1;
 	if (atomic_load(&pool.sleepers)) {
 		pthread_mutex_lock(&pool.sleep_lock);
