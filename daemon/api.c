@@ -212,6 +212,8 @@ static int on_request(gsp_api_client *c, const uint8_t *body, size_t len)
 	case GSP_API_STATUS: {
 		if ((err = gsp_api_status_decode(body, len)) != 0)
 			return err;
+		if (!d->model.busy)
+			gsp_edge_cache(d);
 		char *json = gsp_status_json(d);
 		if (!json) {
 			gsp_api_reply_error(c, -ENOMEM, "out of memory");

@@ -85,6 +85,11 @@ struct gsp_peer {
 	uint64_t early_round;
 	uint16_t early_degree;
 	uint64_t tx_rounds;      /* engine messages already sent this generation */
+	gsp_edge_info cache;     /* engine edge as of the last loop-side change */
+	uint8_t *deferred[2];    /* ROUND plaintexts that came while busy */
+	size_t deferred_len[2];
+	unsigned n_deferred;
+	bool down_deferred;      /* the session ended while busy */
 	uint64_t last_apply_step;
 	double diff_norm;        /* norm of the last completed difference */
 	uint64_t rtt_ns;
@@ -106,6 +111,8 @@ typedef struct gsp_model {
 	uint64_t max_payload;
 	uint64_t steps;
 	uint64_t bytes_base_tx, bytes_base_rx;
+	bool busy;               /* a step runs on the thread pool */
+	bool detach_pending;
 	/* A STEP or AVERAGE waiting for edges. */
 	gsp_api_client *waiting;
 	bool wait_step;          /* a STEP waits for edges */
@@ -156,6 +163,11 @@ int gsp_edge_on_frame(gsp_link *l, const uint8_t *pt, size_t len);
 void gsp_edge_session_down(gsp_peer *p);
 void gsp_edge_send_rounds(gsp_daemon *d);
 void gsp_edge_finish(gsp_daemon *d);
+/* What happened while a step ran off the loop, now that it is done:
+ * sessions that ended, then (with replay) the ROUNDs that arrived. */
+void gsp_edge_after_busy(gsp_daemon *d, bool replay);
+/* Refreshes every peer's copy of its engine edge (for STATUS). */
+void gsp_edge_cache(gsp_daemon *d);
 uint16_t gsp_edge_degree(const gsp_daemon *d);
 int gsp_edge_message_model(const gsp_daemon *d, uint8_t *buf, size_t cap,
 			   size_t *ret_len);

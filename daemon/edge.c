@@ -43,8 +43,13 @@ void gsp_edge_session_up(gsp_link *l)
 void gsp_edge_session_down(gsp_peer *p)
 {
 	gsp_daemon *d = p->d;
-	if (p->edge_up && d->model.registered)
+	if (p->edge_up && d->model.busy)
+		p->down_deferred = true;
+	else if (p->edge_up && d->model.registered)
 		gsp_node_edge_disable(d->model.node, p->index);
+	for (unsigned i = 0; i < p->n_deferred; i++)
+		free(p->deferred[i]);
+	p->n_deferred = 0;
 	p->edge_up = false;
 	p->start_pending = false;
 	free(p->early);
@@ -129,13 +134,16 @@ void gsp_edge_send_rounds(gsp_daemon *d)
 		gsp_peer *p = &d->peers[i];
 		gsp_edge_info info;
 		if (!p->edge_up || !p->link ||
-		    gsp_node_edge_info(d->model.node, p->index, &info) != 0 ||
-		    info.state != GSP_EDGE_IN_FLIGHT)
+		    gsp_node_edge_info(d->model.node, p->index, &info) != 0)
 			continue;
+		/* Projected and not yet sent (it may even be completed
+		 * already, by a message that was waiting for us). */
 		if (info.tx_msgs > p->tx_rounds) {
 			p->tx_rounds = info.tx_msgs;
 			send_round(p);
 		}
+		if (info.state != GSP_EDGE_IN_FLIGHT)
+			continue;
 		if (p->early && p->early_round == info.round) {
 			int err = complete(p, p->early_round, p->early_degree,
 					   p->early, p->early_len);
@@ -193,6 +201,10 @@ static int start_generation(gsp_peer *p)
 	gsp_daemon *d = p->d;
 	gsp_link *l = p->link;
 	gsp_edge_info info;
+	if (d->model.busy || p->down_deferred) {
+		p->start_pending = true;
+		return 0;
+	}
 	gsp_node_edge_info(d->model.node, p->index, &info);
 	if (info.state == GSP_EDGE_COMPLETED) {
 		p->start_pending = true;
@@ -225,6 +237,39 @@ static int start_generation(gsp_peer *p)
 		 role == GSP_ROLE_LO ? "lo" : "hi");
 	gsp_model_edges_changed(d);
 	return 0;
+}
+
+static int on_round(gsp_link *l, const uint8_t *pt, size_t len);
+
+void gsp_edge_after_busy(gsp_daemon *d, bool replay)
+{
+	for (size_t i = 0; i < d->n_peers; i++) {
+		gsp_peer *p = &d->peers[i];
+		if (p->down_deferred) {
+			p->down_deferred = false;
+			gsp_node_edge_disable(d->model.node, p->index);
+		}
+		for (unsigned k = 0; replay && k < p->n_deferred; k++) {
+			int err = p->link ? on_round(p->link, p->deferred[k],
+						     p->deferred_len[k]) : 0;
+			free(p->deferred[k]);
+			p->deferred[k] = NULL;
+			if (err && p->link) {
+				d->counters.rx_malformed++;
+				gsp_link_close(p->link, GSP_BYE_MALFORMED, gsp_strerror(err));
+			}
+		}
+		if (replay)
+			p->n_deferred = 0;
+	}
+}
+
+void gsp_edge_cache(gsp_daemon *d)
+{
+	for (size_t i = 0; i < d->n_peers; i++)
+		if (!d->model.registered ||
+		    gsp_node_edge_info(d->model.node, i, &d->peers[i].cache) != 0)
+			memset(&d->peers[i].cache, 0, sizeof(d->peers[i].cache));
 }
 
 void gsp_edge_finish(gsp_daemon *d)
@@ -266,6 +311,15 @@ static int on_round(gsp_link *l, const uint8_t *pt, size_t len)
 	int err = gsp_msg_round_decode(pt, len, &msg);
 	if (err)
 		return err;
+	if (d->model.busy) {
+		/* The engine is busy off the loop: keep it for afterwards.  A
+		 * peer is at most two rounds ahead of a step in progress. */
+		if (p->n_deferred == 2 || !(p->deferred[p->n_deferred] = malloc(len)))
+			return -EBADMSG;
+		memcpy(p->deferred[p->n_deferred], pt, len);
+		p->deferred_len[p->n_deferred++] = len;
+		return 0;
+	}
 	if (l->state != GSP_LINK_UP || (!p->edge_up && !p->start_pending) ||
 	    msg.generation != p->generation)
 		return -EBADMSG;

@@ -171,6 +171,11 @@ void gsp_model_detach(gsp_daemon *d)
 {
 	if (!d->model.registered)
 		return;
+	if (d->model.busy) {
+		/* The engine is in use on a worker thread: after it. */
+		d->model.detach_pending = true;
+		return;
+	}
 	for (size_t i = 0; i < d->n_peers; i++) {
 		d->peers[i].edge_up = false;
 		free(d->peers[i].early);
@@ -224,22 +229,28 @@ double gsp_model_estimate(const gsp_daemon *d)
 	return est;
 }
 
-/* One engine step: apply completed edges, project idle ones, send. */
-static int run_step(gsp_daemon *d, gsp_api_step_ok *ret)
+/* Counts of a step about to run: edges it applies and skips. */
+static void step_begin(gsp_daemon *d, uint32_t *applied, uint32_t *skipped)
 {
 	gsp_model *m = &d->model;
-	uint32_t applied = 0, skipped = 0;
+	*applied = *skipped = 0;
 	for (size_t i = 0; i < d->n_peers; i++) {
 		gsp_edge_info info;
 		gsp_node_edge_info(m->node, i, &info);
 		if (!d->peers[i].edge_up || info.state == GSP_EDGE_IN_FLIGHT)
-			skipped++;
+			(*skipped)++;
 		else if (info.state == GSP_EDGE_COMPLETED) {
-			applied++;
+			(*applied)++;
 			d->peers[i].last_apply_step = m->steps + 1;
 		}
 	}
-	int r = gsp_node_step(m->node);
+}
+
+/* After gsp_node_step returned r: count, send, and fill the reply. */
+static int step_end(gsp_daemon *d, int r, uint32_t applied, uint32_t skipped,
+		    gsp_api_step_ok *ret)
+{
+	gsp_model *m = &d->model;
 	if (r < 0)
 		return r;
 	m->steps++;
@@ -266,12 +277,19 @@ static int run_step(gsp_daemon *d, gsp_api_step_ok *ret)
 	return 0;
 }
 
-static void reply_step(gsp_daemon *d, gsp_api_client *c)
+/* One engine step on the loop: apply completed edges, project idle ones,
+ * send. */
+static int run_step(gsp_daemon *d, gsp_api_step_ok *ret)
 {
-	gsp_api_step_ok ok;
+	uint32_t applied, skipped;
+	step_begin(d, &applied, &skipped);
+	return step_end(d, gsp_node_step(d->model.node), applied, skipped, ret);
+}
+
+static void send_step_ok(gsp_api_client *c, int err, const gsp_api_step_ok *ok)
+{
 	uint8_t buf[128];
 	size_t n;
-	int err = run_step(d, &ok);
 	if (err) {
 		gsp_api_reply_error(c, err, err == GSP_ENONFINITE
 				    ? "the parameters hold a NaN or infinity: "
@@ -279,8 +297,82 @@ static void reply_step(gsp_daemon *d, gsp_api_client *c)
 				    : gsp_strerror(err));
 		return;
 	}
-	if (gsp_api_step_ok_encode(&ok, buf, sizeof(buf), &n) == 0)
+	if (gsp_api_step_ok_encode(ok, buf, sizeof(buf), &n) == 0)
 		gsp_api_reply(c, buf, n);
+}
+
+/* A large model's step runs on libuv's thread pool, so links keep being
+ * served meanwhile; everything that would touch the engine waits for it
+ * (m->busy: see gsp_model_busy). */
+typedef struct step_work {
+	uv_work_t req;
+	gsp_daemon *d;
+	uint32_t applied, skipped;
+	int result;
+} step_work;
+
+static void step_work_run(uv_work_t *req)
+{
+	step_work *w = req->data;
+	w->result = gsp_node_step(w->d->model.node);
+}
+
+static void step_work_done(uv_work_t *req, int status)
+{
+	step_work *w = req->data;
+	gsp_daemon *d = w->d;
+	gsp_model *m = &d->model;
+	gsp_api_step_ok ok;
+	m->busy = false;
+	/* Ended sessions first, then send this step's messages, then the
+	 * neighbours' messages that came meanwhile. */
+	gsp_edge_after_busy(d, false);
+	int err = step_end(d, status < 0 ? status : w->result, w->applied,
+			   w->skipped, &ok);
+	gsp_edge_after_busy(d, true);
+	gsp_edge_finish(d);
+	gsp_api_client *c = m->waiting;
+	m->waiting = NULL;
+	m->wait_step = false;
+	free(w);
+	if (c)
+		send_step_ok(c, err, &ok);
+	if (m->detach_pending) {
+		m->detach_pending = false;
+		gsp_model_detach(d);
+		return;
+	}
+	gsp_model_edges_changed(d);
+}
+
+static size_t offload_floats(void)
+{
+	const char *v = getenv("GSP_OFFLOAD_FLOATS");
+	return v ? (size_t)strtoull(v, NULL, 10) : (size_t)1 << 20;
+}
+
+static void reply_step(gsp_daemon *d, gsp_api_client *c)
+{
+	gsp_model *m = &d->model;
+	if (gsp_layout_floats(m->layout) >= offload_floats()) {
+		step_work *w = calloc(1, sizeof(*w));
+		if (w) {
+			w->req.data = w;
+			w->d = d;
+			step_begin(d, &w->applied, &w->skipped);
+			m->busy = true;
+			m->waiting = c;
+			m->wait_step = false;
+			if (uv_queue_work(d->loop, &w->req, step_work_run,
+					  step_work_done) == 0)
+				return;
+			m->busy = false;
+			m->waiting = NULL;
+			free(w);
+		}
+	}
+	gsp_api_step_ok ok;
+	send_step_ok(c, run_step(d, &ok), &ok);
 }
 
 /* DRAIN: answer rounds neighbours already sent, wait for every round in
@@ -329,7 +421,7 @@ static void drain_advance(gsp_daemon *d)
 int gsp_model_step(gsp_daemon *d, gsp_api_client *c, uint32_t flags)
 {
 	gsp_model *m = &d->model;
-	if (m->waiting)
+	if (m->waiting || m->busy)
 		return -EBUSY;
 	if (flags & GSP_STEP_DRAIN) {
 		m->waiting = c;
@@ -403,7 +495,7 @@ static void on_average_timer(uv_timer_t *t)
 int gsp_model_average(gsp_daemon *d, gsp_api_client *c, const gsp_api_average *req)
 {
 	gsp_model *m = &d->model;
-	if (m->waiting)
+	if (m->waiting || m->busy)
 		return -EBUSY;
 	m->waiting = c;
 	m->averaging = true;
@@ -421,7 +513,7 @@ int gsp_model_average(gsp_daemon *d, gsp_api_client *c, const gsp_api_average *r
 void gsp_model_edges_changed(gsp_daemon *d)
 {
 	gsp_model *m = &d->model;
-	if (!m->registered || !m->waiting)
+	if (!m->registered || !m->waiting || m->busy)
 		return;
 	if (m->averaging) {
 		average_advance(d);

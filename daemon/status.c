@@ -86,9 +86,8 @@ static const char *link_state(const gsp_peer *p)
 static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
 {
 	char key[45];
-	gsp_edge_info info = {0};
-	if (d->model.registered)
-		gsp_node_edge_info(d->model.node, p->index, &info);
+	/* The loop's copy: the engine itself may be busy on a worker. */
+	gsp_edge_info info = d->model.registered ? p->cache : (gsp_edge_info){0};
 	gsp_key_to_base64(p->cfg.public_key, key);
 	put(b, "{\"peer\":");
 	put_str(b, key);
