@@ -71,6 +71,7 @@ struct gsp_peer {
 	gsp_peer_config cfg;
 	char name[12];           /* short key for logs */
 	gsp_link *link;          /* the established session, if any */
+	bool removed;            /* dropped from the config by a reload */
 	bool dialing;
 	uv_timer_t retry;
 	unsigned backoff_ms;
@@ -156,6 +157,8 @@ void gsp_link_close(gsp_link *l, uint16_t reason, const char *text);
 void gsp_peer_dial_later(gsp_peer *p);
 void gsp_links_reconnect_all(gsp_daemon *d, uint16_t reason, const char *text);
 void gsp_links_stop(gsp_daemon *d);
+/* Applies a re-read configuration's [Peer] list (SIGHUP). */
+void gsp_peers_update(gsp_daemon *d, const gsp_daemon_config *cfg);
 
 /* edge.c */
 void gsp_edge_session_up(gsp_link *l);
@@ -176,6 +179,8 @@ int gsp_edge_message_model(const gsp_daemon *d, uint8_t *buf, size_t cap,
 int gsp_model_register(gsp_daemon *d, gsp_api_client *c, const uint8_t *body,
 		       size_t len, int fd, char *err, size_t err_len);
 void gsp_model_detach(gsp_daemon *d);
+/* One more engine edge slot (disabled) for a peer added by a reload. */
+int gsp_model_add_edge(gsp_daemon *d);
 int gsp_model_step(gsp_daemon *d, gsp_api_client *c, uint32_t flags);
 int gsp_model_average(gsp_daemon *d, gsp_api_client *c,
 		      const gsp_api_average *req);

@@ -12,7 +12,10 @@
 
 uint16_t gsp_edge_degree(const gsp_daemon *d)
 {
-	return (uint16_t)(d->n_peers ? d->n_peers : 1);
+	uint16_t n = 0;
+	for (size_t i = 0; i < d->n_peers; i++)
+		n += !d->peers[i].removed;
+	return n ? n : 1;
 }
 
 int gsp_edge_message_model(const gsp_daemon *d, uint8_t *buf, size_t cap,

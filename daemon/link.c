@@ -196,7 +196,8 @@ void gsp_link_close(gsp_link *l, uint16_t reason, const char *text)
 static gsp_peer *peer_by_key(gsp_daemon *d, const uint8_t key[32])
 {
 	for (size_t i = 0; i < d->n_peers; i++)
-		if (sodium_memcmp(d->peers[i].cfg.public_key, key, 32) == 0)
+		if (!d->peers[i].removed &&
+		    sodium_memcmp(d->peers[i].cfg.public_key, key, 32) == 0)
 			return &d->peers[i];
 	return NULL;
 }
@@ -261,7 +262,7 @@ static void dial(uv_timer_t *t)
 	gsp_peer *p = t->data;
 	gsp_daemon *d = p->d;
 	struct sockaddr_storage ss;
-	if (d->stopping || p->link || p->dialing || !p->cfg.endpoint[0])
+	if (d->stopping || p->removed || p->link || p->dialing || !p->cfg.endpoint[0])
 		return;
 	if (parse_endpoint(p->cfg.endpoint, &ss) != 0) {
 		gsp_err("peer %s: bad Endpoint '%s'", p->name, p->cfg.endpoint);
@@ -289,9 +290,19 @@ static void dial(uv_timer_t *t)
 	}
 }
 
+/* A peer's retry timer, and a first dial if it has an endpoint. */
+static void peer_start(gsp_peer *p)
+{
+	uv_timer_init(p->d->loop, &p->retry);
+	p->retry.data = p;
+	p->backoff_ms = GSP_BACKOFF_MIN_MS;
+	if (p->cfg.endpoint[0])
+		uv_timer_start(&p->retry, dial, 0, 0);
+}
+
 void gsp_peer_dial_later(gsp_peer *p)
 {
-	if (p->d->stopping || !p->cfg.endpoint[0])
+	if (p->d->stopping || p->removed || !p->cfg.endpoint[0])
 		return;
 	/* Exponential backoff with +-25% jitter. */
 	unsigned delay = p->backoff_ms;
@@ -553,15 +564,69 @@ int gsp_links_start(gsp_daemon *d)
 		snprintf(d->listen_addr, sizeof(d->listen_addr), "%s:%u", host,
 			 ntohs(((struct sockaddr_in *)&bound)->sin_port));
 	}
-	for (size_t i = 0; i < d->n_peers; i++) {
-		gsp_peer *p = &d->peers[i];
-		uv_timer_init(d->loop, &p->retry);
-		p->retry.data = p;
-		p->backoff_ms = GSP_BACKOFF_MIN_MS;
-		if (p->cfg.endpoint[0])
-			uv_timer_start(&p->retry, dial, 0, 0);
-	}
+	for (size_t i = 0; i < d->n_peers; i++)
+		peer_start(&d->peers[i]);
 	return 0;
+}
+
+void gsp_peers_update(gsp_daemon *d, const gsp_daemon_config *cfg)
+{
+	/* The engine's edge list must not change under a running step. */
+	if (d->model.busy) {
+		gsp_warn("reload: a step is running; send SIGHUP again");
+		return;
+	}
+	for (size_t j = 0; j < d->n_peers; j++) {
+		gsp_peer *p = &d->peers[j];
+		bool listed = false;
+		for (size_t i = 0; i < cfg->n_peers && !listed; i++)
+			listed = !memcmp(p->cfg.public_key, cfg->peers[i].public_key, 32);
+		if (listed || p->removed)
+			continue;
+		gsp_info("reload: peer %s removed", p->name);
+		p->removed = true;
+		uv_timer_stop(&p->retry);
+		if (p->link)
+			gsp_link_close(p->link, GSP_BYE_NOT_ALLOWED,
+				       "removed from the configuration");
+	}
+	for (size_t i = 0; i < cfg->n_peers; i++) {
+		const gsp_peer_config *pc = &cfg->peers[i];
+		gsp_peer *p = NULL;
+		for (size_t j = 0; j < d->n_peers && !p; j++)
+			if (!memcmp(d->peers[j].cfg.public_key, pc->public_key, 32))
+				p = &d->peers[j];
+		if (!memcmp(pc->public_key, d->key.pub, 32))
+			continue;
+		if (!p) {
+			if (d->n_peers == GSP_MAX_PEERS || (d->model.registered &&
+			    gsp_model_add_edge(d) != 0)) {
+				gsp_err("reload: cannot add another peer");
+				continue;
+			}
+			p = &d->peers[d->n_peers];
+			memset(p, 0, sizeof(*p));
+			p->d = d;
+			p->index = d->n_peers++;
+			p->cfg = *pc;
+			char b64[45];
+			gsp_key_to_base64(p->cfg.public_key, b64);
+			snprintf(p->name, sizeof(p->name), "%.8s", b64);
+			gsp_info("reload: peer %s added", p->name);
+			peer_start(p);
+			continue;
+		}
+		bool moved = strcmp(p->cfg.endpoint, pc->endpoint) != 0 || p->removed;
+		if (p->removed)
+			gsp_info("reload: peer %s added again", p->name);
+		p->removed = false;
+		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
+		p->cfg.weight = pc->weight;
+		if (moved && !p->link) {
+			p->backoff_ms = GSP_BACKOFF_MIN_MS;
+			uv_timer_start(&p->retry, dial, 0, 0);
+		}
+	}
 }
 
 void gsp_links_reconnect_all(gsp_daemon *d, uint16_t reason, const char *text)

@@ -119,7 +119,8 @@ static int setup(gsp_daemon *d, const char *config_path)
 		d->cfg.engine.gamma = (float)gamma;
 	}
 	d->n_peers = d->cfg.n_peers;
-	d->peers = calloc(d->n_peers ? d->n_peers : 1, sizeof(*d->peers));
+	/* Room for every peer a reload may add: peer pointers stay valid. */
+	d->peers = calloc(GSP_MAX_PEERS, sizeof(*d->peers));
 	if (!d->peers)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n_peers; i++) {
@@ -140,8 +141,8 @@ static int setup(gsp_daemon *d, const char *config_path)
 	return 0;
 }
 
-/* SIGHUP: new endpoints and weights for the configured peers, and the
- * log level.  Adding or removing peers needs a restart (logged). */
+/* SIGHUP: the log level and the peers (added, removed, new endpoints
+ * and weights) from the file again; the rest needs a restart. */
 static void reload(gsp_daemon *d)
 {
 	gsp_daemon_config cfg;
@@ -153,24 +154,7 @@ static void reload(gsp_daemon *d)
 		return;
 	}
 	gsp_log_set_level(cfg.log_level);
-	size_t matched = 0;
-	for (size_t i = 0; i < cfg.n_peers; i++)
-		for (size_t j = 0; j < d->n_peers; j++) {
-			gsp_peer *p = &d->peers[j];
-			if (memcmp(p->cfg.public_key, cfg.peers[i].public_key, 32))
-				continue;
-			matched++;
-			bool moved = strcmp(p->cfg.endpoint, cfg.peers[i].endpoint) != 0;
-			memcpy(p->cfg.endpoint, cfg.peers[i].endpoint, sizeof(p->cfg.endpoint));
-			p->cfg.weight = cfg.peers[i].weight;
-			if (moved && !p->link) {
-				p->backoff_ms = GSP_BACKOFF_MIN_MS;
-				gsp_peer_dial_later(p);
-			}
-		}
-	if (matched != cfg.n_peers || matched != d->n_peers)
-		gsp_warn("reload: the set of peers changed; restart gossipd to "
-			 "add or remove peers");
+	gsp_peers_update(d, &cfg);
 	gsp_info("reload: configuration re-read from %s", d->cfg.path);
 	gsp_daemon_config_clear(&cfg);
 }

@@ -122,11 +122,8 @@ int gsp_model_register(gsp_daemon *d, gsp_api_client *c, const uint8_t *body,
 		goto fail;
 	}
 	err = gsp_node_new(m->layout, m->params, &d->cfg.engine, &m->node);
-	static const uint8_t zero[GSP_SEED_BYTES];
-	for (size_t i = 0; !err && i < d->n_peers; i++) {
-		int e = gsp_node_add_edge(m->node, 0.5f, GSP_ROLE_LO, zero, sizeof(zero));
-		err = e < 0 ? e : gsp_node_edge_disable(m->node, (size_t)e);
-	}
+	for (size_t i = 0; !err && i < d->n_peers; i++)
+		err = gsp_model_add_edge(d);
 	if (!err)
 		err = describe(d, wire, reg.n_tensors);
 	if (err) {
@@ -165,6 +162,13 @@ fail:
 	free(wire);
 	model_free(m);
 	return err;
+}
+
+int gsp_model_add_edge(gsp_daemon *d)
+{
+	static const uint8_t zero[GSP_SEED_BYTES];
+	int e = gsp_node_add_edge(d->model.node, 0.5f, GSP_ROLE_LO, zero, sizeof(zero));
+	return e < 0 ? e : gsp_node_edge_disable(d->model.node, (size_t)e);
 }
 
 void gsp_model_detach(gsp_daemon *d)

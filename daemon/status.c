@@ -145,9 +145,13 @@ char *gsp_status_json(const gsp_daemon *d)
 	    (unsigned long long)c->hs_replayed, (unsigned long long)c->links_closed,
 	    (unsigned long long)c->api_malformed,
 	    (unsigned long long)c->fingerprint_mismatch);
+	bool first = true;
 	for (size_t i = 0; i < d->n_peers; i++) {
-		if (i)
+		if (d->peers[i].removed)
+			continue;
+		if (!first)
 			put(&b, ",");
+		first = false;
 		put_edge(&b, d, &d->peers[i]);
 	}
 	put(&b, "]}");

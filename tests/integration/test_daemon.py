@@ -203,6 +203,27 @@ class Daemon(unittest.TestCase):
         self.assertLessEqual(drift, 1e-5)
         self.assertLessEqual(e1, 1e-4 * e0)
 
+    def test_sighup_adds_and_removes_peers(self):
+        c = self.cluster(3, edges=[(0, 1)])
+        c.start(nodes=[0, 1])
+        c.edges = [(0, 1), (0, 2)]
+        c.start(nodes=[2])            # node 2 lists node 0; node 0 not yet
+        self.assertTrue(cluster.eventually(
+            lambda: cluster.status(c.sockets[0])["counters"]["hs_refused"] >= 1))
+        c.write_config(0)             # now node 0 lists 1 and 2
+        c.procs[0].send_signal(signal.SIGHUP)
+
+        def states(i):
+            return sorted(e["state"] for e in cluster.status(c.sockets[i])["edges"])
+        self.assertTrue(cluster.eventually(lambda: states(0) == ["idle", "idle"]),
+                        states(0))
+        self.assertIn("reload: peer", c.log(0))
+        c.edges = [(0, 2)]            # and now node 1 is dropped
+        c.write_config(0)
+        c.procs[0].send_signal(signal.SIGHUP)
+        self.assertTrue(cluster.eventually(lambda: states(0) == ["idle"]), states(0))
+        self.assertTrue(cluster.eventually(lambda: "GOODBYE (reason 6)" in c.log(1)))
+
     def test_sigterm(self):
         c = self.cluster(2)
         c.start()
