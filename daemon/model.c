@@ -321,6 +321,8 @@ static void step_work_run(uv_work_t *req)
 	w->result = gsp_node_step(w->d->model.node);
 }
 
+static void average_finish(gsp_daemon *d);
+
 static void step_work_done(uv_work_t *req, int status)
 {
 	step_work *w = req->data;
@@ -335,12 +337,18 @@ static void step_work_done(uv_work_t *req, int status)
 			   w->skipped, &ok);
 	gsp_edge_after_busy(d, true);
 	gsp_edge_finish(d);
-	gsp_api_client *c = m->waiting;
-	m->waiting = NULL;
-	m->wait_step = false;
 	free(w);
-	if (c)
-		send_step_ok(c, err, &ok);
+	if (m->averaging) {
+		/* An AVERAGE round: the reply comes when averaging ends. */
+		if (err)
+			average_finish(d);
+	} else {
+		gsp_api_client *c = m->waiting;
+		m->waiting = NULL;
+		m->wait_step = false;
+		if (c)
+			send_step_ok(c, err, &ok);
+	}
 	if (m->detach_pending) {
 		m->detach_pending = false;
 		gsp_model_detach(d);
@@ -355,26 +363,35 @@ static size_t offload_floats(void)
 	return v ? (size_t)strtoull(v, NULL, 10) : (size_t)1 << 20;
 }
 
+/* Starts a large model's step on the thread pool; false if it runs on the
+ * loop instead (a small model, or no memory). */
+static bool step_offload(gsp_daemon *d)
+{
+	gsp_model *m = &d->model;
+	if (gsp_layout_floats(m->layout) < offload_floats())
+		return false;
+	step_work *w = calloc(1, sizeof(*w));
+	if (!w)
+		return false;
+	w->req.data = w;
+	w->d = d;
+	step_begin(d, &w->applied, &w->skipped);
+	m->busy = true;
+	if (uv_queue_work(d->loop, &w->req, step_work_run, step_work_done) == 0)
+		return true;
+	m->busy = false;
+	free(w);
+	return false;
+}
+
 static void reply_step(gsp_daemon *d, gsp_api_client *c)
 {
 	gsp_model *m = &d->model;
-	if (gsp_layout_floats(m->layout) >= offload_floats()) {
-		step_work *w = calloc(1, sizeof(*w));
-		if (w) {
-			w->req.data = w;
-			w->d = d;
-			step_begin(d, &w->applied, &w->skipped);
-			m->busy = true;
-			m->waiting = c;
-			m->wait_step = false;
-			if (uv_queue_work(d->loop, &w->req, step_work_run,
-					  step_work_done) == 0)
-				return;
-			m->busy = false;
-			m->waiting = NULL;
-			free(w);
-		}
-	}
+	m->waiting = c;
+	m->wait_step = false;
+	if (step_offload(d))
+		return;
+	m->waiting = NULL;
 	gsp_api_step_ok ok;
 	send_step_ok(c, run_step(d, &ok), &ok);
 }
@@ -482,17 +499,19 @@ static void average_advance(gsp_daemon *d)
 	}
 	if (up == 0)
 		return;
-	if (run_step(d, NULL) != 0) {
-		average_finish(d);
-		return;
-	}
 	m->avg_rounds++;
+	if (step_offload(d))
+		return;
+	if (run_step(d, NULL) != 0)
+		average_finish(d);
 }
 
 static void on_average_timer(uv_timer_t *t)
 {
 	gsp_daemon *d = t->data;
-	if (d->model.averaging)
+	/* A round on the thread pool finishes first; its end checks the
+	 * deadline again. */
+	if (d->model.averaging && !d->model.busy)
 		average_finish(d);
 }
 
