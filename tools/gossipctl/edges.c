@@ -65,22 +65,14 @@ static int print_edges(const gctl_status *st)
 
 int edges_main(int argc, const char *argv[])
 {
-	const char *socket_override = gctl_global_socket;
+	const char *socket_override;
 	gctl_status st;
 	int rc = GCTL_EXIT_OK;
 
-	for (int i = 1; i < argc;) {
-		int r;
-		if (gctl_is_help(argv[i])) {
-			usage(stdout);
-			return GCTL_EXIT_OK;
-		}
-		r = gctl_socket_option(argc, argv, &i, "edges", &socket_override);
-		if (r < 0)
-			return GCTL_EXIT_USAGE;
-		if (r == 0)
-			return gctl_usage_error("edges", "unknown argument", argv[i]);
-	}
+	int done = gctl_status_args(argc, argv, "edges", usage, NULL, NULL,
+				    &socket_override);
+	if (done >= 0)
+		return done;
 
 	if (gctl_status_load(socket_override, &st) < 0)
 		return GCTL_EXIT_FAILURE;

@@ -7,6 +7,9 @@
 #ifndef GOSSIPCTL_IPC_H
 #define GOSSIPCTL_IPC_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include <stddef.h>
 
 #define GCTL_DEFAULT_SOCKET "/run/gossipd/gossipd.sock"
@@ -30,6 +33,7 @@ const char *gctl_socket_path(const char *override);
  * for a global option). */
 int gctl_socket_option(int argc, const char *argv[], int *i, const char *sub,
 		       const char **ret_path);
+
 
 /* Connects to the daemon at path, says HELLO as "gossipctl" and sends
  * STATUS.  On success returns 0 and *ret_json is a malloc'd copy of the

@@ -46,6 +46,31 @@ static void show_usage(FILE *f)
 		GCTL_DEFAULT_SOCKET);
 }
 
+int gctl_status_args(int argc, const char *argv[], const char *sub,
+		     void (*usage)(FILE *f), const char *flag, bool *ret_flag,
+		     const char **ret_socket)
+{
+	*ret_socket = gctl_global_socket;
+	for (int i = 1; i < argc;) {
+		int r;
+		if (gctl_is_help(argv[i])) {
+			usage(stdout);
+			return GCTL_EXIT_OK;
+		}
+		if (flag && !strcmp(argv[i], flag)) {
+			*ret_flag = true;
+			i++;
+			continue;
+		}
+		r = gctl_socket_option(argc, argv, &i, sub, ret_socket);
+		if (r < 0)
+			return GCTL_EXIT_USAGE;
+		if (r == 0)
+			return gctl_usage_error(sub, "unknown argument", argv[i]);
+	}
+	return -1;
+}
+
 bool gctl_is_help(const char *arg)
 {
 	return !strcmp(arg, "--help") || !strcmp(arg, "-h");

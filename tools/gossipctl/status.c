@@ -161,28 +161,15 @@ static int print_edges(const gctl_status *st)
 
 int status_main(int argc, const char *argv[])
 {
-	const char *socket_override = gctl_global_socket;
+	const char *socket_override;
 	bool json = false;
 	gctl_status st;
 	int rc = GCTL_EXIT_OK;
 
-	for (int i = 1; i < argc;) {
-		int r;
-		if (gctl_is_help(argv[i])) {
-			usage(stdout);
-			return GCTL_EXIT_OK;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-			i++;
-			continue;
-		}
-		r = gctl_socket_option(argc, argv, &i, "status", &socket_override);
-		if (r < 0)
-			return GCTL_EXIT_USAGE;
-		if (r == 0)
-			return gctl_usage_error("status", "unknown argument", argv[i]);
-	}
+	int done = gctl_status_args(argc, argv, "status", usage, "--json", &json,
+				    &socket_override);
+	if (done >= 0)
+		return done;
 
 	if (json)
 		return print_json(socket_override);

@@ -12,6 +12,7 @@
 #define GOSSIPCTL_SUBCOMMANDS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Fixed rather than argv[0], so that messages read the same however the
  * tool was started. */
@@ -32,6 +33,14 @@ int edges_main(int argc, const char *argv[]);
 int metrics_main(int argc, const char *argv[]);
 int genkey_main(int argc, const char *argv[]);
 int pubkey_main(int argc, const char *argv[]);
+
+/* The arguments of a subcommand that reads the status document: --help
+ * (prints usage), --socket PATH, and an optional boolean flag (NULL for
+ * none), which sets *ret_flag.  Returns -1 to go on, or the exit code
+ * the subcommand should return now. */
+int gctl_status_args(int argc, const char *argv[], const char *sub,
+		     void (*usage)(FILE *f), const char *flag, bool *ret_flag,
+		     const char **ret_socket);
 
 /* Matches "--help" and "-h". */
 bool gctl_is_help(const char *arg);
