@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "client.h"
+#include "daemonlink.h"
 #include "gossip.h"
 #include "sim.h"
 
@@ -41,30 +41,6 @@ typedef struct opts {
 	bool quiet;
 	unsigned wait_edges;
 } opts;
-
-/* Polls STATUS until n edges are up (every neighbour registered the same
- * model and the edge started), for at most 30 s. */
-static int wait_edges(gsp_client *c, unsigned n)
-{
-	for (int tries = 0; tries < 3000; tries++) {
-		char *json;
-		int err = gsp_client_status(c, &json);
-		if (err < 0) {
-			fprintf(stderr, PROG ": status: %s\n", strerror(-err));
-			return -1;
-		}
-		unsigned up = 0;
-		for (const char *p = json; (p = strstr(p, "\"state\":\"up\"")); p++)
-			up++;
-		free(json);
-		if (up >= n)
-			return 0;
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	fprintf(stderr, PROG ": fewer than %u edges came up within 30 s\n", n);
-	return -1;
-}
 
 static void usage(FILE *f)
 {
@@ -207,51 +183,9 @@ static int parse_args(int argc, char **argv, opts *o)
 	return 0;
 }
 
-/* Prints why a client call failed: the daemon's own words when it sent
- * some, else the errno text.  Returns 1 (the exit status). */
 static int fail(gsp_client *c, const char *what, int err)
 {
-	const char *text = gsp_client_last_error(c);
-
-	if (err == -ECONNRESET || err == -EPIPE)
-		fprintf(stderr, PROG ": %s: gossipd closed the connection "
-			"(%s)\n", what, gsp_strerror(err));
-	else if (*text)
-		fprintf(stderr, PROG ": %s refused by gossipd: %s (%s)\n",
-			what, text, gsp_strerror(err));
-	else
-		fprintf(stderr, PROG ": %s: %s\n", what, gsp_strerror(err));
-	return 1;
-}
-
-static int connect_daemon(const opts *o, gsp_client **ret)
-{
-	int err = gsp_client_connect(o->socket, o->name, ret);
-
-	if (err == -ENOENT || err == -ECONNREFUSED)
-		fprintf(stderr, PROG ": gossipd is not running: cannot connect "
-			"to %s (%s)\n", o->socket, gsp_strerror(err));
-	else if (err == -EPROTONOSUPPORT)
-		fprintf(stderr, PROG ": gossipd at %s speaks another protocol "
-			"version (this client speaks %u.%u)\n", o->socket,
-			GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR);
-	else if (err < 0)
-		fprintf(stderr, PROG ": cannot connect to gossipd at %s: %s\n",
-			o->socket, gsp_strerror(err));
-	return err < 0 ? 1 : 0;
-}
-
-static int dump(const char *path, const float *x, uint64_t n)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f || fwrite(x, sizeof(float), n, f) != n || fclose(f) != 0) {
-		fprintf(stderr, PROG ": --dump %s: %s\n", path, strerror(errno));
-		if (f)
-			fclose(f);
-		return 1;
-	}
-	return 0;
+	return gsp_link_fail(PROG, c, what, err);
 }
 
 static int run(const opts *o, const gsp_layout *layout)
@@ -271,7 +205,7 @@ static int run(const opts *o, const gsp_layout *layout)
 	}
 	for (size_t i = 0; i < n; i++)
 		tensors[i] = *gsp_layout_tensor(layout, i);
-	if (connect_daemon(o, &c))
+	if (gsp_link_connect(PROG, o->socket, o->name, &c) < 0)
 		goto out;
 	err = gsp_client_register(c, tensors, n, &params);
 	if (err < 0) {
@@ -279,9 +213,10 @@ static int run(const opts *o, const gsp_layout *layout)
 		goto out;
 	}
 	gsp_fill_gaussian(params, floats, o->seed, o->node_index);
-	if (o->dump_initial && dump(o->dump_initial, params, floats))
+	if (o->dump_initial &&
+	    gsp_link_dump(PROG, o->dump_initial, params, floats))
 		goto out;
-	if (o->wait_edges && wait_edges(c, o->wait_edges))
+	if (o->wait_edges && gsp_link_wait_edges(PROG, c, o->wait_edges, 30))
 		goto out;
 
 	for (unsigned long long s = 0; s < o->steps; s++) {
@@ -328,7 +263,7 @@ static int run(const opts *o, const gsp_layout *layout)
 		printf("%s\n", json);
 		free(json);
 	}
-	if (o->dump && dump(o->dump, params, floats))
+	if (o->dump && gsp_link_dump(PROG, o->dump, params, floats))
 		goto out;
 	fflush(stdout);
 	err = gsp_client_detach(c);

@@ -1,15 +1,21 @@
 """A local gossipd cluster for the integration tests: keys, configs and
 loopback ports generated per test, daemons started and awaited through
 their sd_notify READY=1 (a NOTIFY_SOCKET the test owns), trainers run as
-real processes.  Standard library only.
+real processes.  Standard library only (the status reader is the
+gossipd package's Client, whose import needs nothing else).
 """
 import array
 import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "bindings", "python"))
+import gossipd  # noqa: E402
 
 READY_TIMEOUT = 20.0
 
@@ -130,6 +136,13 @@ class Cluster:
         return subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
+    def train(self, i, *args):
+        """gossip-train as node i's trainer: shard i of n, JSON lines."""
+        cmd = [self.bin("tools", "gossip-train"), "--socket", self.sockets[i],
+               "--node", str(i), "--nodes", str(self.n), "--json"] + list(args)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
     def run_trainers(self, args_of, timeout=300):
         procs = [self.trainer(i, *args_of(i)) for i in range(self.n)]
         outs = []
@@ -197,50 +210,11 @@ def network_stats(initial, final):
     return drift / scale, err0, err1
 
 
-class Api:
-    """A minimal client of the local API (PROTOCOL.md section 5)."""
-
-    def __init__(self, path, name="integration-test"):
-        import struct
-        self.struct = struct
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(10)
-        self.s.connect(path)
-        body = struct.pack("<BHH", 0x40, 0x0100, len(name)) + name.encode()
-        self.request(body)
-
-    def request(self, body):
-        self.s.sendall(self.struct.pack("<I", len(body)) + body)
-        head = self.recv(4)
-        (n,) = self.struct.unpack("<I", head)
-        return self.recv(n)
-
-    def recv(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.s.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("gossipd closed the API connection")
-            buf += chunk
-        return buf
-
-    def status(self):
-        import json
-        reply = self.request(bytes([0x44]))
-        assert reply[0] == 0xC4, reply[:1]
-        (n,) = self.struct.unpack("<I", reply[1:5])
-        return json.loads(reply[5:5 + n].decode())
-
-    def close(self):
-        self.s.close()
-
-
 def status(path):
-    api = Api(path)
-    try:
+    """The daemon's status document, read with the Python client
+    (bindings/python/gossipd; only its standard-library part is used)."""
+    with gossipd.Client(path, "integration-test", timeout=10) as api:
         return api.status()
-    finally:
-        api.close()
 
 
 def eventually(cond, timeout=15.0, interval=0.02):
