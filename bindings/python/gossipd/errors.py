@@ -1,0 +1,161 @@
+"""gossipd.errors: the exception classes of the Python client and the
+mapping from the daemon's ERROR codes to them.
+
+Every failure the package raises is a GossipdError.  `code` is the
+negative errno or libgossip GSP_E* code behind it (None when there is
+none), `text` the daemon's own explanation when it sent one.
+
+    GossipdError
+    +-- InvalidArgument (also ValueError)   refused locally, nothing was sent
+    +-- ClientClosed                        the client was closed or broke before
+    +-- Timeout (also TimeoutError)         a request or a wait ran out of time
+    +-- ConnectFailed (also ConnectionError)
+    |   +-- DaemonNotRunning                no socket, or a stale one
+    +-- ConnectionLost (also ConnectionError)  the daemon went away mid-call
+    +-- ProtocolError                       a reply that does not decode
+    |   +-- VersionMismatch                 another major protocol version
+    +-- DaemonError                         an ERROR reply (code and text)
+        +-- Busy            -EBUSY   the daemon (or this client) holds a model
+        +-- NotRegistered   -ENOENT  no model registered
+        +-- NotOwner        -EPERM   the model belongs to another connection
+        +-- ShapeRefused    the daemon refused the model description or size
+        +-- NonFiniteParameters  GSP_ENONFINITE: a NaN or infinity in the buffer
+"""
+import errno
+import os
+
+# libgossip's own codes (libgossip/gossip.h), below -4096.
+GSP_ENONFINITE = -4097
+GSP_ESTATE = -4098
+GSP_ESHAPE = -4099
+GSP_EROUND = -4100
+
+_GSP_TEXT = {
+    GSP_ENONFINITE: "non-finite value (NaN or infinity)",
+    GSP_ESTATE: "operation not valid in the edge's current state",
+    GSP_ESHAPE: "shape or message size mismatch",
+    GSP_EROUND: "message for a round the edge is not in",
+}
+
+
+def strerror(code):
+    """Text for a negative errno or GSP_E* code, as gsp_strerror()."""
+    if code == 0:
+        return "success"
+    if code in _GSP_TEXT:
+        return _GSP_TEXT[code]
+    if code is not None and -4096 < code < 0:
+        return os.strerror(-code)
+    return "unknown error"
+
+
+def code_name(code):
+    """'EBUSY', 'GSP_ESHAPE'... or the number."""
+    for name, value in (("GSP_ENONFINITE", GSP_ENONFINITE),
+                        ("GSP_ESTATE", GSP_ESTATE),
+                        ("GSP_ESHAPE", GSP_ESHAPE),
+                        ("GSP_EROUND", GSP_EROUND)):
+        if code == value:
+            return name
+    if code is not None and code < 0:
+        return errno.errorcode.get(-code, str(code))
+    return str(code)
+
+
+class GossipdError(Exception):
+    """Base class of everything gossipd raises."""
+
+    def __init__(self, message, code=None, text=""):
+        super().__init__(message)
+        self.code = code
+        self.text = text
+
+
+class InvalidArgument(GossipdError, ValueError):
+    """Bad input, refused before anything was sent to the daemon."""
+
+    def __init__(self, message, code=-errno.EINVAL):
+        super().__init__(message, code)
+
+
+class ClientClosed(GossipdError):
+    """The client was closed, or an earlier failure made it unusable."""
+
+
+class Timeout(GossipdError, TimeoutError):
+    """A request or a wait did not finish in time.  After a request
+    timed out the stream is out of step: the client is unusable."""
+
+
+class ConnectFailed(GossipdError, ConnectionError):
+    """connect() to the daemon's socket failed (permission, path...)."""
+
+
+class DaemonNotRunning(ConnectFailed):
+    """No socket at that path (-ENOENT) or a stale one (-ECONNREFUSED)."""
+
+
+class ConnectionLost(GossipdError, ConnectionError):
+    """The daemon closed the connection (it stopped, restarted, or closed
+    it after refusing a malformed request).  The client is unusable; the
+    parameter arrays stay valid."""
+
+
+class ProtocolError(GossipdError):
+    """A reply that does not decode, or a message that breaks the layout.
+    A client that received one is unusable."""
+
+
+class VersionMismatch(ProtocolError):
+    """The daemon speaks another major protocol version."""
+
+
+class DaemonError(GossipdError):
+    """The daemon answered ERROR.  The connection stays usable unless the
+    daemon closed it (then the next call raises ConnectionLost)."""
+
+
+class Busy(DaemonError):
+    """-EBUSY: a model is registered already (by another trainer, or by
+    this client: detach first)."""
+
+
+class NotRegistered(DaemonError):
+    """-ENOENT: STEP, AVERAGE or DETACH without a registered model."""
+
+
+class NotOwner(DaemonError):
+    """-EPERM: the registered model belongs to another connection."""
+
+
+class ShapeRefused(DaemonError):
+    """The daemon refused the model's description or size (-EINVAL,
+    -EMSGSIZE, -EOVERFLOW or GSP_ESHAPE on REGISTER)."""
+
+
+class NonFiniteParameters(DaemonError):
+    """GSP_ENONFINITE: the buffer holds a NaN or infinity; nothing was
+    sent.  Fix the parameters and STEP again."""
+
+
+_BY_CODE = {
+    -errno.EBUSY: Busy,
+    -errno.ENOENT: NotRegistered,
+    -errno.EPERM: NotOwner,
+    -errno.EPROTONOSUPPORT: VersionMismatch,
+    GSP_ESHAPE: ShapeRefused,
+    GSP_ENONFINITE: NonFiniteParameters,
+}
+# Codes that mean "this model description" when they answer REGISTER.
+_REGISTER_SHAPE = {-errno.EINVAL, -errno.EMSGSIZE, -errno.EOVERFLOW, GSP_ESHAPE}
+
+
+def from_reply(request, code, text):
+    """The exception for the daemon's ERROR (code, text) to `request`
+    (a message name such as "REGISTER")."""
+    cls = _BY_CODE.get(code, DaemonError)
+    if request == "REGISTER" and code in _REGISTER_SHAPE:
+        cls = ShapeRefused
+    message = "gossipd refused %s: %s (%s: %s)" % (
+        request, text or strerror(code), code_name(code), strerror(code))
+    return cls(message, code, text)

@@ -1,0 +1,463 @@
+"""gossipd.protocol: the byte layout of the local API (proto/PROTOCOL.md
+sections 2, 5 and 6), mirrored from proto/api.c, the reference codec.
+
+This module owns the constants, the limits, the frame header and an
+encoder and a decoder for every API request and reply.  Pure functions
+over bytes: no I/O.  Encoders raise InvalidArgument for values outside a
+field's rules (nothing is produced); decoders accept exactly what the C
+decoders accept and raise ProtocolError with the C code otherwise
+(-EBADMSG truncated / trailing bytes / field out of range, -ENOMSG wrong
+type byte, -EPROTONOSUPPORT another major).  Encoding is canonical:
+decode then encode gives back the same bytes.  Text fields are str,
+carried as UTF-8 with surrogateescape so any byte string round-trips.
+"""
+import errno
+import math
+import operator
+import struct
+from collections import namedtuple
+
+from .errors import InvalidArgument, ProtocolError
+
+VERSION_MAJOR = 1
+VERSION_MINOR = 0
+VERSION = VERSION_MAJOR << 8 | VERSION_MINOR
+
+FRAME_HEADER = 4
+API_MAX_FRAME = 1 << 20
+NAME_MAX = 128                 # HELLO client name, HELLO_OK version
+ERROR_TEXT_MAX = 1024
+WIRE_NAME_MAX = 63             # tensor name, bytes
+WIRE_MAX_DIMS = 8
+MAX_TENSORS = 65536
+STATUS_JSON_MAX = API_MAX_FRAME - 5
+U32_MAX = (1 << 32) - 1
+U64_MAX = (1 << 64) - 1
+
+HELLO, REGISTER, STEP, AVERAGE, STATUS, DETACH = 0x40, 0x41, 0x42, 0x43, 0x44, 0x45
+HELLO_OK, OK, STEP_OK, AVERAGE_OK, STATUS_OK, ERROR = 0xC0, 0xC1, 0xC2, 0xC3, 0xC4, 0xFF
+NAMES = {HELLO: "HELLO", REGISTER: "REGISTER", STEP: "STEP", AVERAGE: "AVERAGE",
+         STATUS: "STATUS", DETACH: "DETACH", HELLO_OK: "HELLO_OK", OK: "OK",
+         STEP_OK: "STEP_OK", AVERAGE_OK: "AVERAGE_OK", STATUS_OK: "STATUS_OK",
+         ERROR: "ERROR"}
+
+STEP_SYNC = 0x1                # wait until every connected edge completed
+STEP_DRAIN = 0x2               # settle every edge, start no new round
+STEP_FLAGS_KNOWN = STEP_SYNC | STEP_DRAIN
+
+Hello = namedtuple("Hello", "version name")
+Tensor = namedtuple("Tensor", "name shape")
+Register = namedtuple("Register", "buffer_bytes tensors n_floats")
+StepStats = namedtuple("StepStats", "step edges_applied edges_projected "
+                       "edges_skipped max_staleness bytes_sent bytes_received "
+                       "consensus_estimate")
+Average = namedtuple("Average", "target time_limit_ms max_rounds")
+AverageResult = namedtuple("AverageResult", "rounds estimate reached")
+ErrorReply = namedtuple("ErrorReply", "code text")
+
+_STEP_OK = struct.Struct("<BQIIIIQQd")       # 49 bytes
+_AVERAGE = struct.Struct("<BdII")            # 17 bytes
+_AVERAGE_OK = struct.Struct("<BIdB")         # 14 bytes
+
+
+def _bad(what):
+    return ProtocolError("malformed message: " + what, -errno.EBADMSG)
+
+
+# ---- text and numbers --------------------------------------------------
+
+def text_bytes(s, cap, what):
+    """s (str or bytes) as the bytes of a text field of at most cap bytes,
+    no NUL; InvalidArgument otherwise."""
+    b = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+    if len(b) > cap:
+        raise InvalidArgument("%s is %d bytes long; the limit is %d"
+                              % (what, len(b), cap))
+    if b"\0" in b:
+        raise InvalidArgument("%s contains a NUL byte" % what)
+    return b
+
+
+def _text16(s, cap, what):
+    b = text_bytes(s, cap, what)
+    return struct.pack("<H", len(b)) + b
+
+
+def _int(v):
+    """v as an int (int, NumPy integer...), or None; bools are not."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
+def _uint(v, top, what):
+    i = _int(v)
+    if i is None or not 0 <= i <= top:
+        raise InvalidArgument("%s must be an integer in 0..%d, not %r"
+                              % (what, top, v))
+    return i
+
+
+class _Reader:
+    """Bounded reader over a message body after its type byte."""
+
+    def __init__(self, body):
+        self.b = bytes(body)
+        self.p = 1
+
+    def take(self, n):
+        if n > len(self.b) - self.p:
+            raise _bad("truncated")
+        v = self.b[self.p:self.p + n]
+        self.p += n
+        return v
+
+    def u(self, fmt):
+        s = struct.calcsize("<" + fmt)
+        return struct.unpack("<" + fmt, self.take(s))[0]
+
+    def text16(self, cap):
+        n = self.u("H")
+        if n > cap:
+            raise _bad("text of %d bytes over its cap %d" % (n, cap))
+        b = self.take(n)
+        if b"\0" in b:
+            raise _bad("NUL in a text field")
+        return b.decode("utf-8", "surrogateescape")
+
+    def done(self):
+        if self.p != len(self.b):
+            raise _bad("%d trailing bytes" % (len(self.b) - self.p))
+
+
+def _check_type(body, t):
+    if len(body) == 0:
+        raise _bad("empty")
+    if body[0] != t:
+        raise ProtocolError("expected %s, got type 0x%02x"
+                            % (NAMES[t], body[0]), -errno.ENOMSG)
+
+
+def _fixed(body, t, st):
+    _check_type(body, t)
+    if len(body) != st.size:
+        raise _bad("%s is %d bytes, not %d" % (NAMES[t], len(body), st.size))
+    return st.unpack(body)[1:]
+
+
+# ---- frames ------------------------------------------------------------
+
+def frame(body):
+    """The 4-byte length header, then body (1..API_MAX_FRAME bytes)."""
+    if not 1 <= len(body) <= API_MAX_FRAME:
+        raise InvalidArgument("a frame body is 1..%d bytes, not %d"
+                              % (API_MAX_FRAME, len(body)), -errno.EMSGSIZE)
+    return struct.pack("<I", len(body)) + bytes(body)
+
+
+def frame_length(header, cap=API_MAX_FRAME):
+    """The body length a 4-byte header announces: ProtocolError for 0
+    (-EBADMSG) or over cap (-EMSGSIZE), before any body byte is read."""
+    (n,) = struct.unpack("<I", bytes(header))
+    if n == 0:
+        raise _bad("frame length 0")
+    if n > cap:
+        raise ProtocolError("frame length %d over the cap %d" % (n, cap),
+                            -errno.EMSGSIZE)
+    return n
+
+
+# ---- HELLO / HELLO_OK --------------------------------------------------
+
+def _hello_encode(t, name, version):
+    _uint(version, 0xFFFF, "version")
+    if version >> 8 != VERSION_MAJOR:
+        raise InvalidArgument("version 0x%04x is not of major %d"
+                              % (version, VERSION_MAJOR))
+    return struct.pack("<BH", t, version) + _text16(name, NAME_MAX, "name")
+
+
+def _hello_decode(t, body):
+    _check_type(body, t)
+    if len(body) < 3:
+        raise _bad("truncated")
+    (version,) = struct.unpack_from("<H", body, 1)
+    if version >> 8 != VERSION_MAJOR:
+        raise ProtocolError("protocol version %d.%d; this client speaks %d.x"
+                            % (version >> 8, version & 0xFF, VERSION_MAJOR),
+                            -errno.EPROTONOSUPPORT)
+    r = _Reader(body)
+    r.take(2)
+    name = r.text16(NAME_MAX)
+    r.done()
+    return Hello(version, name)
+
+
+def encode_hello(name, version=VERSION):
+    return _hello_encode(HELLO, name, version)
+
+
+def decode_hello(body):
+    return _hello_decode(HELLO, body)
+
+
+def encode_hello_ok(name, version=VERSION):
+    return _hello_encode(HELLO_OK, name, version)
+
+
+def decode_hello_ok(body):
+    return _hello_decode(HELLO_OK, body)
+
+
+# ---- REGISTER ----------------------------------------------------------
+
+def tensor_list(tensors):
+    """Validates (name, shape) pairs (or a {name: shape} mapping) against
+    the REGISTER rules; returns [Tensor(name, shape tuple)] and the total
+    float count.  Errors name the offending tensor."""
+    items = list(tensors.items() if hasattr(tensors, "items") else tensors)
+    if not 1 <= len(items) <= MAX_TENSORS:
+        raise InvalidArgument("a model has 1..%d tensors, not %d"
+                              % (MAX_TENSORS, len(items)))
+    out, floats = [], 0
+    for i, item in enumerate(items):
+        try:
+            name, shape = item
+        except (TypeError, ValueError):
+            raise InvalidArgument("tensor %d: expected a (name, shape) pair, "
+                                  "got %r" % (i, item)) from None
+        label = "tensor %d (%r)" % (i, name)
+        text_bytes(name, WIRE_NAME_MAX, label + ": name")
+        try:
+            dims = (shape,) if _int(shape) is not None else tuple(shape)
+        except TypeError:
+            dims = (None,)
+        if len(dims) > WIRE_MAX_DIMS:
+            raise InvalidArgument("%s: %d dimensions; the limit is %d"
+                                  % (label, len(dims), WIRE_MAX_DIMS))
+        dims = tuple(_int(d) for d in dims)
+        if None in dims or any(d < 1 for d in dims):
+            raise InvalidArgument("%s: every dimension must be an integer "
+                                  ">= 1, shape is %r" % (label, shape))
+        shape = dims
+        numel = math.prod(shape)
+        floats += numel
+        if numel > U64_MAX or floats > U64_MAX // 4:
+            raise InvalidArgument("%s: the model's size overflows 64 bits"
+                                  % label, -errno.EOVERFLOW)
+        out.append(Tensor(name, shape))
+    return out, floats
+
+
+def encode_register(buffer_bytes, tensors):
+    """REGISTER for a buffer of buffer_bytes holding tensors, which
+    tensor_list() validates."""
+    ts, floats = tensor_list(tensors)
+    buffer_bytes = _uint(buffer_bytes, U64_MAX, "buffer_bytes")
+    if buffer_bytes < 4 * floats:
+        raise InvalidArgument("buffer of %d bytes is too small for %d floats"
+                              % (buffer_bytes, floats))
+    parts = [struct.pack("<BQI", REGISTER, buffer_bytes, len(ts))]
+    for t in ts:
+        name = text_bytes(t.name, WIRE_NAME_MAX, "name")
+        parts.append(struct.pack("<B", len(name)) + name +
+                     struct.pack("<B%dQ" % len(t.shape), len(t.shape), *t.shape))
+    body = b"".join(parts)
+    if len(body) > API_MAX_FRAME:
+        raise InvalidArgument("the model description takes %d bytes, over the "
+                              "API frame cap of %d: too many tensors or names "
+                              "too long" % (len(body), API_MAX_FRAME),
+                              -errno.EMSGSIZE)
+    return body
+
+
+def decode_register(body):
+    _check_type(body, REGISTER)
+    r = _Reader(body)
+    buffer_bytes, n = r.u("Q"), r.u("I")
+    if not 1 <= n <= MAX_TENSORS or n > (len(body) - r.p) // 2:
+        raise _bad("tensor count %d" % n)
+    tensors, floats = [], 0
+    for _ in range(n):
+        name_len = r.u("B")
+        name = r.take(name_len)
+        ndim = r.u("B")
+        if name_len > WIRE_NAME_MAX or ndim > WIRE_MAX_DIMS or b"\0" in name:
+            raise _bad("tensor name or ndim")
+        shape = tuple(r.u("Q") for _ in range(ndim))
+        numel = math.prod(shape)
+        if 0 in shape or numel > U64_MAX:
+            raise _bad("tensor dimensions")
+        floats += numel
+        if floats > U64_MAX:
+            raise _bad("tensor sizes overflow")
+        tensors.append(Tensor(name.decode("utf-8", "surrogateescape"), shape))
+    r.done()
+    if buffer_bytes // 4 < floats:
+        raise _bad("buffer_bytes below 4 * floats")
+    return Register(buffer_bytes, tensors, floats)
+
+
+# ---- messages without fields: OK, STATUS, DETACH ------------------------
+
+def encode_ok():
+    return bytes([OK])
+
+
+def encode_status():
+    return bytes([STATUS])
+
+
+def encode_detach():
+    return bytes([DETACH])
+
+
+def decode_empty(body, t):
+    """Checks an OK, STATUS or DETACH body (type t)."""
+    _check_type(body, t)
+    if len(body) != 1:
+        raise _bad("%s with %d trailing bytes" % (NAMES[t], len(body) - 1))
+
+
+# ---- STEP / STEP_OK ----------------------------------------------------
+
+def encode_step(flags=0):
+    flags = _uint(flags, U32_MAX, "flags")
+    if flags & ~STEP_FLAGS_KNOWN:
+        raise InvalidArgument("unknown STEP flags 0x%x (known: SYNC 0x1, "
+                              "DRAIN 0x2)" % (flags & ~STEP_FLAGS_KNOWN))
+    return struct.pack("<BI", STEP, flags)
+
+
+def decode_step(body):
+    _check_type(body, STEP)
+    if len(body) != 5:
+        raise _bad("STEP is %d bytes, not 5" % len(body))
+    (flags,) = struct.unpack_from("<I", body, 1)
+    if flags & ~STEP_FLAGS_KNOWN:
+        raise _bad("unknown STEP flags")
+    return flags
+
+
+def encode_step_ok(s):
+    for f in StepStats._fields[:-1]:
+        _uint(getattr(s, f), U32_MAX if f.startswith(("edges", "max")) else U64_MAX, f)
+    return _STEP_OK.pack(STEP_OK, *s[:-1], float(s.consensus_estimate))
+
+
+def decode_step_ok(body):
+    return StepStats(*_fixed(body, STEP_OK, _STEP_OK))
+
+
+# ---- AVERAGE / AVERAGE_OK ----------------------------------------------
+
+def _average_ok(target, time_limit_ms, max_rounds):
+    return (math.isfinite(target) and target >= 0 and
+            (time_limit_ms != 0 or max_rounds != 0))
+
+
+def encode_average(target, time_limit_ms=0, max_rounds=0):
+    time_limit_ms = _uint(time_limit_ms, U32_MAX, "time_limit_ms")
+    max_rounds = _uint(max_rounds, U32_MAX, "max_rounds")
+    try:
+        target = float(target)
+    except (TypeError, ValueError):
+        raise InvalidArgument("target must be a number, not %r" % (target,)) from None
+    if not _average_ok(target, time_limit_ms, max_rounds):
+        raise InvalidArgument("AVERAGE needs a finite target >= 0 (got %r) and "
+                              "a time limit or a round limit (0 = none, not "
+                              "both 0)" % target)
+    return _AVERAGE.pack(AVERAGE, target, time_limit_ms, max_rounds)
+
+
+def decode_average(body):
+    a = Average(*_fixed(body, AVERAGE, _AVERAGE))
+    if not _average_ok(*a):
+        raise _bad("AVERAGE limits")
+    return a
+
+
+def encode_average_ok(a):
+    _uint(a.rounds, U32_MAX, "rounds")
+    return _AVERAGE_OK.pack(AVERAGE_OK, a.rounds, float(a.estimate),
+                            1 if a.reached else 0)
+
+
+def decode_average_ok(body):
+    rounds, estimate, reached = _fixed(body, AVERAGE_OK, _AVERAGE_OK)
+    if reached > 1:
+        raise _bad("AVERAGE_OK reached %d" % reached)
+    return AverageResult(rounds, estimate, bool(reached))
+
+
+# ---- STATUS_OK ---------------------------------------------------------
+
+def encode_status_ok(json_text):
+    b = text_bytes(json_text, STATUS_JSON_MAX, "status JSON")
+    return struct.pack("<BI", STATUS_OK, len(b)) + b
+
+
+def decode_status_ok(body):
+    _check_type(body, STATUS_OK)
+    r = _Reader(body)
+    n = r.u("I")
+    if n > STATUS_JSON_MAX:
+        raise _bad("status JSON over its cap")
+    b = r.take(n)
+    r.done()
+    if b"\0" in b:
+        raise _bad("NUL in the status JSON")
+    return b.decode("utf-8", "surrogateescape")
+
+
+# ---- ERROR -------------------------------------------------------------
+
+def encode_error(code, text):
+    if isinstance(code, bool) or not isinstance(code, int) or not -2**31 <= code < 0:
+        raise InvalidArgument("an ERROR code is a negative int32, not %r" % (code,))
+    return struct.pack("<Bi", ERROR, code) + _text16(text, ERROR_TEXT_MAX, "error text")
+
+
+def decode_error(body):
+    _check_type(body, ERROR)
+    r = _Reader(body)
+    code = r.u("i")
+    text = r.text16(ERROR_TEXT_MAX)
+    r.done()
+    if code >= 0:
+        raise _bad("ERROR code %d is not negative" % code)
+    return ErrorReply(code, text)
+
+
+# ---- dispatch ----------------------------------------------------------
+
+_REQUESTS = {
+    HELLO: decode_hello,
+    REGISTER: decode_register,
+    STEP: decode_step,
+    AVERAGE: decode_average,
+    STATUS: lambda b: decode_empty(b, STATUS),
+    DETACH: lambda b: decode_empty(b, DETACH),
+}
+_REPLIES = {
+    HELLO_OK: decode_hello_ok,
+    OK: lambda b: decode_empty(b, OK),
+    STEP_OK: decode_step_ok,
+    AVERAGE_OK: decode_average_ok,
+    STATUS_OK: decode_status_ok,
+    ERROR: decode_error,
+}
+
+
+def decode_any(body):
+    """(type, decoded value) of any request or reply; -ENOMSG for an
+    unknown type byte."""
+    if len(body) == 0:
+        raise _bad("empty")
+    dec = _REQUESTS.get(body[0]) or _REPLIES.get(body[0])
+    if dec is None:
+        raise ProtocolError("unknown message type 0x%02x" % body[0], -errno.ENOMSG)
+    return body[0], dec(body)

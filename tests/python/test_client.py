@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Unit tests of gossipd.Client against a fake daemon (fakedaemon.py):
+the requests on the wire, the shared buffer and its NumPy views, every
+error path and its exception class, local validation.  Needs NumPy
+(exit 77, a meson skip, without it).
+"""
+import errno
+import fcntl
+import os
+import socket
+import sys
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fakedaemon  # noqa: E402
+from fakedaemon import CLOSE, P, Raw  # noqa: E402
+
+try:
+    import numpy as np
+except ImportError:
+    print("SKIP: NumPy is not installed (python3-numpy)")
+    sys.exit(77)
+
+import gossipd  # noqa: E402
+
+TENSORS = [("w", (3, 4)), ("b", (4,)), ("s", ())]
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.fake = fakedaemon.FakeDaemon()
+        self.addCleanup(self.fake.close)
+
+    def client(self, **kw):
+        kw.setdefault("timeout", 10)
+        c = gossipd.Client(self.fake.path, "unit", **kw)
+        self.addCleanup(c.close)
+        return c
+
+
+class Requests(Base):
+    def test_hello_then_each_request_on_the_wire(self):
+        c = self.client()
+        self.assertEqual(c.daemon_version, "fake 0.1")
+        c.register(TENSORS)
+        c.step()
+        c.step(sync=True)
+        c.drain()
+        c.average(1e-4, time_limit_ms=500, max_rounds=7)
+        c.status()
+        c.detach()
+        raw = [r[2] for r in self.fake.requests]
+        self.assertEqual(raw, [
+            P.encode_hello("unit"), P.encode_register(4 * 17, TENSORS),
+            bytes([0x42, 0, 0, 0, 0]), bytes([0x42, 1, 0, 0, 0]),
+            bytes([0x42, 2, 0, 0, 0]), P.encode_average(1e-4, 500, 7),
+            bytes([0x44]), bytes([0x45])])
+        fds = [len(r[3]) for r in self.fake.requests]
+        self.assertEqual(fds, [0, 1, 0, 0, 0, 0, 0, 0], "one fd, with REGISTER only")
+
+    def test_replies_decoded(self):
+        c = self.client()
+        c.register(TENSORS)
+        st = c.step()
+        self.assertEqual(st, (1, 2, 2, 0, 1, 100, 200, 0.25))
+        self.assertEqual(st.edges_applied, 2)
+        self.assertEqual(c.average(0.1, max_rounds=3), (3, 0.5, True))
+        self.assertEqual(c.status()["edges"][0]["state"], "up")
+        self.assertEqual(c.wait_edges(1, timeout=1)["model"]["registered"], True)
+        with self.assertRaises(gossipd.Timeout):
+            c.wait_edges(2, timeout=0.05)
+        c.status()                       # a wait timeout leaves it usable
+
+    def test_default_name_and_env_socket(self):
+        old = os.environ.get("GOSSIPD_SOCKET")
+        os.environ["GOSSIPD_SOCKET"] = self.fake.path
+        try:
+            with gossipd.Client(timeout=10) as c:
+                c.status()
+        finally:
+            if old is None:
+                del os.environ["GOSSIPD_SOCKET"]
+            else:
+                os.environ["GOSSIPD_SOCKET"] = old
+        self.assertEqual(self.fake.requests[0][1].name, "python-%d" % os.getpid())
+
+
+class SharedBuffer(Base):
+    def test_views_shapes_dtype_and_packing(self):
+        c = self.client()
+        w, b, s = c.register(TENSORS)
+        self.assertEqual([a.shape for a in (w, b, s)], [(3, 4), (4,), ()])
+        for a in (w, b, s):
+            self.assertEqual(a.dtype, np.float32)
+            self.assertTrue(a.flags.writeable and a.flags.c_contiguous)
+        base, nbytes = c.buffer_range
+        self.assertEqual(nbytes, 4 * 17)
+        self.assertEqual([a.ctypes.data - base for a in (w, b, s)], [0, 48, 64])
+        self.assertTrue(np.all(c.flat == 0), "a fresh buffer is zero-filled")
+
+    def test_memfd_is_sealed_and_sized(self):
+        c = self.client()
+        c.register(TENSORS)
+        want = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        self.assertEqual(self.fake.seals & want, want)
+        self.assertEqual(self.fake.fd_size, 4 * 17)
+
+    def test_writes_are_shared_both_ways(self):
+        c = self.client()
+        w, b, s = c.register(TENSORS)
+        w[...] = np.arange(12, dtype=np.float32).reshape(3, 4)
+        s[...] = 7
+        self.assertEqual(list(self.fake.floats()[:12]), list(range(12)))
+        c.step()                         # the fake adds 1.0 in its mapping
+        np.testing.assert_array_equal(w, np.arange(12).reshape(3, 4) + 1)
+        np.testing.assert_array_equal(b, np.ones(4))
+        self.assertEqual(float(s), 8.0)
+
+    def test_detach_unmaps_or_leaves_held_views_valid(self):
+        c = self.client()
+        c.register(TENSORS)
+        self.assertTrue(c.detach(), "no views left: unmapped at once")
+        self.assertIsNone(c.buffer_range)
+        self.assertEqual(c.arrays, [])
+        w, _, _ = c.register(TENSORS)
+        w[0, 0] = 5
+        self.assertFalse(c.detach(), "a held view keeps the mapping")
+        w[1, 1] = 6                      # still valid memory, now private
+        self.assertEqual((w[0, 0], w[1, 1]), (5, 6))
+        self.assertTrue(c.close())
+
+    def test_register_twice_is_busy_locally(self):
+        c = self.client()
+        c.register(TENSORS)
+        with self.assertRaises(gossipd.Busy) as cm:
+            c.register(TENSORS)
+        self.assertIn("detach() first", str(cm.exception))
+        self.assertEqual(self.fake.types().count(P.REGISTER), 1)
+
+
+class DaemonErrors(Base):
+    CASES = [
+        ("REGISTER", -errno.EBUSY, gossipd.Busy),
+        ("REGISTER", -errno.EINVAL, gossipd.ShapeRefused),
+        ("REGISTER", -errno.EMSGSIZE, gossipd.ShapeRefused),
+        ("REGISTER", -4099, gossipd.ShapeRefused),
+        ("REGISTER", -errno.EBADF, gossipd.DaemonError),
+        ("STEP", -errno.ENOENT, gossipd.NotRegistered),
+        ("STEP", -errno.EPERM, gossipd.NotOwner),
+        ("STEP", -4097, gossipd.NonFiniteParameters),
+        ("STEP", -errno.EINVAL, gossipd.DaemonError),
+        ("AVERAGE", -errno.EPERM, gossipd.NotOwner),
+        ("DETACH", -errno.ENOENT, gossipd.NotRegistered),
+        ("STATUS", -errno.ENOMEM, gossipd.DaemonError),
+    ]
+    CALL = {"REGISTER": lambda c: c.register(TENSORS), "STEP": lambda c: c.step(),
+            "AVERAGE": lambda c: c.average(0, max_rounds=1),
+            "DETACH": lambda c: c.detach(), "STATUS": lambda c: c.status()}
+    TYPE = {"REGISTER": P.REGISTER, "STEP": P.STEP, "AVERAGE": P.AVERAGE,
+            "DETACH": P.DETACH, "STATUS": P.STATUS}
+
+    def test_each_code_maps_to_its_class_with_the_daemon_text(self):
+        c = self.client()
+        for request, code, cls in self.CASES:
+            text = "because %d" % code
+            self.fake.replies = {self.TYPE[request]: P.encode_error(code, text)}
+            with self.assertRaises(cls, msg=(request, code)) as cm:
+                self.CALL[request](c)
+            e = cm.exception
+            self.assertIsInstance(e, gossipd.DaemonError)
+            self.assertEqual((e.code, e.text), (code, text))
+            self.assertIn(request, str(e))
+            self.assertIn(text, str(e))
+        self.fake.replies = {}
+        c.status()                       # an ERROR leaves the client usable
+        self.assertIsNone(c.buffer_range, "a refused REGISTER maps nothing")
+
+    def test_version_mismatch_either_way(self):
+        self.fake.replies = {P.HELLO: P.encode_error(
+            -errno.EPROTONOSUPPORT, "gossipd speaks protocol 2.x")}
+        with self.assertRaises(gossipd.VersionMismatch) as cm:
+            self.client()
+        self.assertIn("2.x", str(cm.exception))
+        self.fake.replies = {P.HELLO: Raw(P.frame(b"\xc0\x00\x02\x00\x00"))}
+        with self.assertRaises(gossipd.VersionMismatch):
+            self.client()
+
+
+class Broken(Base):
+    def test_malformed_reply_breaks_the_client(self):
+        c = self.client()
+        self.fake.replies = {P.STATUS: P.encode_ok()}           # wrong type
+        with self.assertRaises(gossipd.ProtocolError):
+            c.status()
+        with self.assertRaises(gossipd.ClientClosed):
+            c.status()
+
+    def test_bad_frame_lengths(self):
+        for raw in (b"\0\0\0\0", b"\x01\x00\x10\x00", b"\x02\0\0\0\xc1\x00"):
+            self.fake.replies = {P.STATUS: Raw(raw)}
+            c = self.client()
+            with self.assertRaises(gossipd.ProtocolError, msg=raw):
+                c.status()
+
+    def test_daemon_closing_is_connection_lost(self):
+        c = self.client()
+        self.fake.replies = {P.STEP: CLOSE}
+        with self.assertRaises(gossipd.ConnectionLost):
+            c.step()
+        with self.assertRaises(gossipd.ClientClosed):
+            c.step()
+
+    def test_request_timeout(self):
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+        c = self.client(timeout=0.2)
+        self.fake.replies = {P.STEP: lambda v: gate.wait(5) and P.encode_ok()}
+        with self.assertRaises(gossipd.Timeout):
+            c.step()
+        self.assertTrue(c.closed)
+
+    def test_close_wakes_a_blocked_call(self):
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+        c = self.client(timeout=None)
+        self.fake.replies = {P.AVERAGE: lambda v: gate.wait(5) and P.encode_ok()}
+        caught = []
+
+        def run():
+            try:
+                c.average(0, time_limit_ms=1)
+            except gossipd.GossipdError as e:
+                caught.append(e)
+        th = threading.Thread(target=run)
+        th.start()
+        while not any(r[0] == P.AVERAGE for r in self.fake.requests) and th.is_alive():
+            th.join(0.01)
+        c.close()
+        th.join(5)
+        self.assertFalse(th.is_alive())
+        self.assertIsInstance(caught[0], gossipd.ConnectionLost)
+
+
+class Connect(unittest.TestCase):
+    def test_no_socket_is_daemon_not_running(self):
+        with self.assertRaises(gossipd.DaemonNotRunning) as cm:
+            gossipd.Client("/nonexistent/gossipd.sock")
+        self.assertEqual(cm.exception.code, -errno.ENOENT)
+        self.assertIsInstance(cm.exception, ConnectionError)
+
+    def test_stale_socket_is_daemon_not_running(self):
+        fake = fakedaemon.FakeDaemon()
+        path = fake.path + ".stale"
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.close()
+        try:
+            with self.assertRaises(gossipd.DaemonNotRunning) as cm:
+                gossipd.Client(path)
+            self.assertEqual(cm.exception.code, -errno.ECONNREFUSED)
+        finally:
+            fake.close()
+
+    def test_not_a_socket(self):
+        with self.assertRaises(gossipd.ConnectFailed) as cm:
+            gossipd.Client(os.path.abspath(__file__))
+        self.assertNotIsInstance(cm.exception, gossipd.DaemonNotRunning)
+        self.assertIn("not a socket", str(cm.exception))
+
+
+class LocalValidation(Base):
+    """Bad input raises InvalidArgument (a ValueError) and sends nothing."""
+
+    def refused(self, fn, *words):
+        before = len(self.fake.requests)
+        with self.assertRaises(gossipd.InvalidArgument) as cm:
+            fn()
+        self.assertIsInstance(cm.exception, ValueError)
+        for w in words:
+            self.assertIn(w, str(cm.exception))
+        self.assertEqual(len(self.fake.requests), before, "nothing sent")
+
+    def test_inputs(self):
+        c = self.client()
+        self.refused(lambda: gossipd.Client("x" * 200), "longer than")
+        self.refused(lambda: gossipd.Client(""), "empty")
+        self.refused(lambda: gossipd.Client(self.fake.path, "n" * 129), "128")
+        self.refused(lambda: c.register([]), "1..65536")
+        self.refused(lambda: c.register([("L" * 64, (2,))]), "'LLL", "63")
+        self.refused(lambda: c.register([("w", (2, 0))]), "'w'", ">= 1")
+        self.refused(lambda: c.register({"w": (1,) * 9}), "9 dimensions")
+        self.refused(lambda: c.step(8), "unknown STEP flags")
+        self.refused(lambda: c.average(1e-3), "not both 0")
+        self.refused(lambda: c.average(-1, max_rounds=1), "target")
+        self.refused(lambda: c.average(float("nan"), max_rounds=1), "nan")
+
+    def test_numpy_shapes_and_mapping_accepted(self):
+        c = self.client()
+        a, b = c.register({"a": np.zeros((2, 3)).shape, "b": np.int64(5)})
+        self.assertEqual((a.shape, b.shape), ((2, 3), (5,)))
+
+
+if __name__ == "__main__":
+    unittest.main()
