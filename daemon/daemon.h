@@ -97,6 +97,7 @@ struct gsp_peer {
 	/* Counters (cumulative). */
 	uint64_t tx_bytes, rx_bytes, tx_frames, rx_frames;
 	uint64_t rounds_completed;
+	uint64_t resyncs;        /* RESYNCs that started a generation */
 };
 
 typedef struct gsp_model {

@@ -299,6 +299,7 @@ static int on_resync(gsp_link *l, const uint8_t *pt, size_t len)
 		return -EBADMSG;
 	uint32_t gen = msg.generation + 1;
 	p->generation = gen ? gen : 1;
+	p->resyncs++;
 	uint32_t cap;
 	if (gsp_proto_peer_max_frame(d->model.max_payload, &cap) == 0)
 		l->max_frame = cap;

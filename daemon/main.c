@@ -1,6 +1,7 @@
 /* gossipd: options, configuration and keys, the libuv loop, signals
  * (SIGTERM/SIGINT: GOODBYE to peers and exit 0; SIGHUP: re-read peers),
- * and readiness through sd_notify. */
+ * and the service manager's protocol through sd_notify: READY=1,
+ * RELOADING=1, STOPPING=1 and WATCHDOG=1 from a loop timer. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -23,7 +24,7 @@ static void usage(FILE *f)
 "Runs a PowerGossip node: talks to the peers of FILE over TCP and serves\n"
 "local trainers on a Unix socket.  Without --config it runs a single node\n"
 "with no peers, its key in $STATE_DIRECTORY (or ./private.key) and its\n"
-"socket in $XDG_RUNTIME_DIR/gossipd.sock (or ./gossipd.sock).\n"
+"socket in $RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR (or ./gossipd.sock).\n"
 "  --config FILE     the INI configuration (see gossipd.conf(5))\n"
 "  --check-config    parse the configuration, print the public key, exit\n"
 "  --version         print the version\n");
@@ -72,10 +73,24 @@ static int load_key(const char *path, uint8_t priv[32])
 	return err;
 }
 
+/* systemd's StateDirectory= and RuntimeDirectory= (colon-separated when
+ * there are several: gossipd uses the first), then the fallbacks. */
+static const char *first_dir(const char *var, char *buf, size_t len)
+{
+	const char *v = getenv(var);
+	if (!v || !*v)
+		return NULL;
+	snprintf(buf, len, "%.*s", (int)strcspn(v, ":"), v);
+	return buf;
+}
+
 static void default_paths(gsp_daemon_config *cfg)
 {
-	const char *state = getenv("STATE_DIRECTORY");
-	const char *run = getenv("XDG_RUNTIME_DIR");
+	char sbuf[GSP_PATH_MAX], rbuf[GSP_PATH_MAX];
+	const char *state = first_dir("STATE_DIRECTORY", sbuf, sizeof(sbuf));
+	const char *run = first_dir("RUNTIME_DIRECTORY", rbuf, sizeof(rbuf));
+	if (!run)
+		run = first_dir("XDG_RUNTIME_DIR", rbuf, sizeof(rbuf));
 	if (!cfg->have_private_key && !cfg->private_key_file[0])
 		snprintf(cfg->private_key_file, sizeof(cfg->private_key_file),
 			 "%s/private.key", state ? state : ".");
@@ -159,6 +174,27 @@ static void reload(gsp_daemon *d)
 	gsp_daemon_config_clear(&cfg);
 }
 
+/* The service manager's watchdog (WatchdogSec=): WATCHDOG=1 at half the
+ * interval from a loop timer, so the pings stop when the loop stalls. */
+static void on_watchdog(uv_timer_t *t)
+{
+	sd_notify(0, "WATCHDOG=1");
+}
+
+static void watchdog_start(gsp_daemon *d)
+{
+	static uv_timer_t timer;
+	uint64_t usec = 0;
+	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
+		return;
+	uint64_t ms = usec / 2000 ? usec / 2000 : 1;
+	uv_timer_init(d->loop, &timer);
+	uv_timer_start(&timer, on_watchdog, ms, ms);
+	/* Pings go on while the daemon stops, without keeping it alive. */
+	uv_unref((uv_handle_t *)&timer);
+	gsp_info("watchdog: WATCHDOG=1 every %llu ms", (unsigned long long)ms);
+}
+
 static void on_force_exit(uv_timer_t *t)
 {
 	uv_stop(t->loop);
@@ -192,9 +228,11 @@ static void shutdown_daemon(gsp_daemon *d)
 static void on_signal(uv_signal_t *s, int signum)
 {
 	gsp_daemon *d = s->data;
-	if (signum == SIGHUP)
+	if (signum == SIGHUP) {
+		sd_notify(0, "RELOADING=1");
 		reload(d);
-	else
+		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d->listen_addr);
+	} else
 		shutdown_daemon(d);
 }
 
@@ -260,6 +298,7 @@ int main(int argc, char **argv)
 		 d.n_peers, gsp_method_name(d.cfg.engine.method),
 		 d.cfg.engine.rank, d.cfg.engine.gamma);
 	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d.listen_addr);
+	watchdog_start(&d);
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	gsp_info("stopped");
 	gsp_daemon_config_clear(&d.cfg);

@@ -96,14 +96,15 @@ static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
 	put(b, ",\"state\":\"%s\",\"generation\":%u,\"round\":%llu,"
 	    "\"staleness\":%llu,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
 	    "\"tx_frames\":%llu,\"rx_frames\":%llu,\"exact_bytes\":%llu,"
-	    "\"message_bytes\":%llu,\"rounds\":%llu,\"rtt_ms\":",
+	    "\"message_bytes\":%llu,\"rounds\":%llu,\"resyncs\":%llu,\"rtt_ms\":",
 	    link_state(p), p->generation, (unsigned long long)info.round,
 	    (unsigned long long)(p->edge_up ? d->model.steps - p->last_apply_step : 0),
 	    (unsigned long long)p->tx_bytes, (unsigned long long)p->rx_bytes,
 	    (unsigned long long)p->tx_frames, (unsigned long long)p->rx_frames,
 	    (unsigned long long)info.exact_bytes,
 	    (unsigned long long)info.tx_bytes,
-	    (unsigned long long)p->rounds_completed);
+	    (unsigned long long)p->rounds_completed,
+	    (unsigned long long)p->resyncs);
 	put_num(b, p->rtt_ns ? p->rtt_ns / 1e6 : NAN);
 	put(b, ",\"diff_norm\":");
 	put_num(b, p->rounds_completed ? p->diff_norm : NAN);

@@ -12,6 +12,8 @@ GSP_BASE_PACKAGES=(
 	libuv1-dev libsodium-dev libopenblas-dev zlib1g-dev check libinih-dev
 	libsystemd-dev libjansson-dev
 	dataset-fashion-mnist gnuplot-nox python3
+	# tests/install/ (suite deploy): unit, man page, filter and metrics checks
+	systemd mandoc man-db strace python3-prometheus-client
 )
 
 gsp_log() {

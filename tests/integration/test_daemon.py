@@ -61,6 +61,8 @@ class Daemon(unittest.TestCase):
             [cluster.read_floats(p) for p in final])
         self.assertLessEqual(drift, 1e-5, "network average moved")
         self.assertLessEqual(e1, e0 / 100, "consensus error fell only %g -> %g" % (e0, e1))
+        for e in cluster.status(c.sockets[0])["edges"]:
+            self.assertGreaterEqual(e["resyncs"], 1, e)   # one per session
         for rc, _, _ in outs:
             self.assertEqual(rc, 0)
 

@@ -11,6 +11,8 @@ set -u
 
 G=$1
 PY=${PYTHON3:-}
+# The exposition checker, shared with tests/install/test_service.py.
+CHECK_PROM=$(dirname "$0")/check_prom.py
 if [ -z "$PY" ] || ! "$PY" -c 'import sys' >/dev/null 2>&1; then
 	echo "python3 not found: skipping"
 	exit 77
@@ -275,6 +277,7 @@ DOC = {
                        "00112233445566778899aabbccddeeff",
         "steps": 123,
         "summary": 'powergossip r4, 3 tensors, 40064 floats "q" \\ \x1b[31m',
+        "consensus_estimate": 0.0125,
         "future_model_field": "ignored",
     },
     "counters": {
@@ -292,7 +295,8 @@ DOC = {
         {"peer": A, "endpoint": "127.0.0.1:7001", "state": "up",
          "generation": 1, "round": 57, "staleness": 0,
          "tx_bytes": 1000, "rx_bytes": 1000, "tx_frames": 10,
-         "rx_frames": 10, "exact_bytes": 160000, "rtt_ms": 0.21,
+         "rx_frames": 10, "exact_bytes": 160000, "message_bytes": 800,
+         "rounds": 55, "resyncs": 2, "rtt_ms": 0.21,
          "diff_norm": 0.05, "future_edge_field": {"a": 1}},
         {"peer": B, "endpoint": "[::1]:7002", "state": "connecting",
          "generation": 2, "round": 0, "staleness": 3,
@@ -404,69 +408,6 @@ while True:
             conn.close()
 PYEOF
 
-cat >"$T/check_prom.py" <<'PYEOF'
-"""Checks a Prometheus text exposition (format 0.0.4) on stdin: line
-syntax, names, label escapes, values, one HELP and TYPE per family before
-its samples, families not interleaved, no duplicate series, counters named
-*_total."""
-import re
-import sys
-
-NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
-VALUE = r"(?:[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|NaN|[+-]Inf)"
-SAMPLE = re.compile(r"^(%s)(\{(?:%s(?:,%s)*,?)?\})? (%s)(?: -?[0-9]+)?$"
-                    % (NAME, LABEL, LABEL, VALUE))
-HELP = re.compile(r"^# HELP (%s) ((?:[^\\\n]|\\[\\n])*)$" % NAME)
-TYPE = re.compile(r"^# TYPE (%s) (counter|gauge|histogram|summary|untyped)$" % NAME)
-
-errors = []
-types, helps, done, series = {}, set(), set(), set()
-current = None
-text = sys.stdin.read()
-if not text.endswith("\n"):
-    errors.append("the exposition does not end with a newline")
-for n, line in enumerate(text.split("\n")[:-1], 1):
-    m = HELP.match(line) or TYPE.match(line)
-    if m:
-        fam = m.group(1)
-        if fam != current and fam in done | {current}:
-            errors.append("%d: family %s appears twice" % (n, fam))
-        if line.startswith("# HELP"):
-            if fam in helps:
-                errors.append("%d: second HELP for %s" % (n, fam))
-            helps.add(fam)
-        else:
-            if fam in types:
-                errors.append("%d: second TYPE for %s" % (n, fam))
-            types[fam] = m.group(2)
-        if current and current != fam:
-            done.add(current)
-        current = fam
-        continue
-    if line.startswith("#"):
-        errors.append("%d: unexpected comment %r" % (n, line))
-        continue
-    m = SAMPLE.match(line)
-    if not m:
-        errors.append("%d: not a sample: %r" % (n, line))
-        continue
-    fam = m.group(1)
-    if fam != current:
-        errors.append("%d: sample of %s outside its family block" % (n, fam))
-    if fam not in types or fam not in helps:
-        errors.append("%d: %s has no HELP or TYPE before it" % (n, fam))
-    if types.get(fam) == "counter" and not fam.endswith("_total"):
-        errors.append("%d: counter %s is not named *_total" % (n, fam))
-    labels = tuple(sorted(re.findall(LABEL, m.group(2) or "")))
-    if (fam, labels) in series:
-        errors.append("%d: duplicate series %s%s" % (n, fam, m.group(2) or ""))
-    series.add((fam, labels))
-for e in errors:
-    print(e)
-sys.exit(1 if errors else 0)
-PYEOF
-
 mkfifo "$T/ready" || exit 1
 "$PY" "$T/fake.py" "$T" >"$T/ready" 2>"$T/fake.err" &
 fake_pid=$!
@@ -532,7 +473,7 @@ expect_out "edges prints every field of every edge" "$T/expect-edges"
 # metrics: valid exposition text with the expected series.
 run "$G" --socket "$S" metrics
 expect "metrics exits 0" 0 ""
-if "$PY" "$T/check_prom.py" <"$T/out" >"$T/prom-errors"; then
+if "$PY" "$CHECK_PROM" <"$T/out" >"$T/prom-errors"; then
 	ok "metrics is valid Prometheus text"
 else
 	not_ok "metrics is valid Prometheus text"
@@ -545,6 +486,12 @@ for line in \
 	"gossipd_edge_tx_frames_total{peer=\"$A\"} 10" \
 	"gossipd_edge_rx_frames_total{peer=\"$A\"} 10" \
 	"gossipd_edge_exact_bytes_total{peer=\"$A\"} 160000" \
+	"gossipd_edge_message_bytes_total{peer=\"$A\"} 800" \
+	"gossipd_edge_rounds_total{peer=\"$A\"} 55" \
+	"gossipd_edge_resyncs_total{peer=\"$A\"} 2" \
+	"gossipd_edge_rounds_total{peer=\"$D\"} 0" \
+	'gossipd_model_consensus_estimate 0.0125' \
+	'gossipd_hs_refused_total 2' \
 	"gossipd_edge_compression_ratio{peer=\"$A\"} 160" \
 	"gossipd_edge_compression_ratio{peer=\"$C\"} 10" \
 	"gossipd_edge_rtt_seconds{peer=\"$A\"} 0.00021" \
@@ -582,6 +529,7 @@ for line in \
 	fi
 done
 for absent in 'gossipd_a_b_c_total 8' 'note' \
+	"gossipd_edge_resyncs_total{peer=\"$B\"}" \
 	"gossipd_edge_rtt_seconds{peer=\"$B\"}" \
 	"gossipd_edge_compression_ratio{peer=\"$B\"}" \
 	"gossipd_edge_compression_ratio{peer=\"$D\"}"; do
@@ -604,7 +552,7 @@ expect_grep "edges without edges prints the header" '^PEER +ENDPOINT +STATE'
 if [ "$(wc -l <"$T/out")" -eq 1 ]; then ok "edges without edges prints only the header"
 else not_ok "edges without edges prints only the header"; fi
 run "$G" --socket "$S" metrics
-if [ "$rc" = 0 ] && "$PY" "$T/check_prom.py" <"$T/out" >"$T/prom-errors"; then
+if [ "$rc" = 0 ] && "$PY" "$CHECK_PROM" <"$T/out" >"$T/prom-errors"; then
 	ok "metrics of an idle daemon is valid"
 else
 	not_ok "metrics of an idle daemon is valid"

@@ -22,8 +22,9 @@ static void usage(FILE *f)
 		"Prints the daemon's status in the Prometheus text format: the\n"
 		"daemon's identity, its model, every counter as gossipd_<name>_total,\n"
 		"and per edge (label peer=\"<public key>\") the state, generation,\n"
-		"round, staleness, bytes and frames each way, compression ratio\n"
-		"against exact gossip, RTT in seconds and last difference norm.\n\n"
+		"round, staleness, rounds completed, resyncs, bytes and frames each\n"
+		"way, message bytes, compression ratio against exact gossip, RTT in\n"
+		"seconds and last difference norm.\n\n"
 		"%s",
 		PROG_NAME, GCTL_SOCKET_HELP);
 }
@@ -140,6 +141,8 @@ static void print_model(const gctl_status *st)
 		"STEP requests served since the model was registered.", false };
 	family info = { "gossipd_model_info", "gauge",
 		"Always 1; labels: the model's fingerprint and summary.", false };
+	family estimate = { "gossipd_model_consensus_estimate", "gauge",
+		"The daemon's estimate of the consensus distance (relative).", false };
 	const char *const labels[] = {
 		"fingerprint", m->fingerprint, "summary", m->summary,
 	};
@@ -156,6 +159,8 @@ static void print_model(const gctl_status *st)
 		sample_u64(&steps, NULL, 0, m->steps.v);
 	if (m->fingerprint || m->summary)
 		sample_u64(&info, labels, 2, 1);
+	if (m->consensus_estimate.set)
+		sample_double(&estimate, NULL, 0, m->consensus_estimate.v);
 }
 
 static const struct {
@@ -326,6 +331,15 @@ static const struct edge_metric {
 	{ "gossipd_edge_exact_bytes_total", "counter",
 	  "Bytes exact gossip would have sent for the same rounds.",
 	  V_UINT, offsetof(gctl_edge, exact_bytes) },
+	{ "gossipd_edge_message_bytes_total", "counter",
+	  "Bytes of engine messages (ROUND payloads) sent on the edge.",
+	  V_UINT, offsetof(gctl_edge, message_bytes) },
+	{ "gossipd_edge_rounds_total", "counter",
+	  "Gossip rounds the edge completed.",
+	  V_UINT, offsetof(gctl_edge, rounds) },
+	{ "gossipd_edge_resyncs_total", "counter",
+	  "RESYNCs on the edge: each starts a new generation after a (re)connect.",
+	  V_UINT, offsetof(gctl_edge, resyncs) },
 	{ "gossipd_edge_compression_ratio", "gauge",
 	  "Exact-gossip bytes over bytes sent.",
 	  V_RATIO, 0 },
@@ -333,7 +347,7 @@ static const struct edge_metric {
 	  "Round-trip time of the last PING.",
 	  V_MS_AS_SECONDS, offsetof(gctl_edge, rtt_ms) },
 	{ "gossipd_edge_diff_norm", "gauge",
-	  "Norm of the edge's last projected difference.",
+	  "Relative norm of the edge's last projected difference, ||msg_peer - msg_own|| / ||msg_own||.",
 	  V_REAL, offsetof(gctl_edge, diff_norm) },
 };
 

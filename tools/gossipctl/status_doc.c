@@ -40,6 +40,7 @@ static const field model_fields[] = {
 	FIELD(F_UINT, "steps", gctl_model, steps),
 	FIELD(F_STR, "fingerprint", gctl_model, fingerprint),
 	FIELD(F_STR, "summary", gctl_model, summary),
+	FIELD(F_REAL, "consensus_estimate", gctl_model, consensus_estimate),
 };
 
 static const field edge_fields[] = {
@@ -54,6 +55,9 @@ static const field edge_fields[] = {
 	FIELD(F_UINT, "tx_frames", gctl_edge, tx_frames),
 	FIELD(F_UINT, "rx_frames", gctl_edge, rx_frames),
 	FIELD(F_UINT, "exact_bytes", gctl_edge, exact_bytes),
+	FIELD(F_UINT, "message_bytes", gctl_edge, message_bytes),
+	FIELD(F_UINT, "rounds", gctl_edge, rounds),
+	FIELD(F_UINT, "resyncs", gctl_edge, resyncs),
 	FIELD(F_REAL, "rtt_ms", gctl_edge, rtt_ms),
 	FIELD(F_REAL, "diff_norm", gctl_edge, diff_norm),
 };

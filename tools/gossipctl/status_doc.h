@@ -10,12 +10,13 @@
  *   rank                                             integer >= 0
  *   gamma                                            number
  *   model { registered: bool, tensors, floats, steps: integers >= 0,
- *           fingerprint, summary: strings }
+ *           fingerprint, summary: strings, consensus_estimate: number }
  *   counters { <name>: integer >= 0, ... }           members of other types
  *                                                    are ignored
  *   edges [ { peer, endpoint, state: strings,
  *             generation, round, staleness, tx_bytes, rx_bytes, tx_frames,
- *             rx_frames, exact_bytes: integers >= 0,
+ *             rx_frames, exact_bytes, message_bytes, rounds,
+ *             resyncs: integers >= 0,
  *             rtt_ms, diff_norm: numbers }, ... ]
  */
 #ifndef GOSSIPCTL_STATUS_DOC_H
@@ -50,6 +51,9 @@ typedef struct gctl_edge {
 	gctl_uint generation, round, staleness;
 	gctl_uint tx_bytes, rx_bytes, tx_frames, rx_frames;
 	gctl_uint exact_bytes;        /* what exact gossip would have sent */
+	gctl_uint message_bytes;      /* engine message bytes actually sent */
+	gctl_uint rounds;             /* rounds completed */
+	gctl_uint resyncs;            /* RESYNCs (new generations) */
 	gctl_real rtt_ms, diff_norm;
 } gctl_edge;
 
@@ -62,6 +66,7 @@ typedef struct gctl_model {
 	gctl_bool registered;
 	gctl_uint tensors, floats, steps;
 	const char *fingerprint, *summary;
+	gctl_real consensus_estimate;
 } gctl_model;
 
 typedef struct gctl_status {

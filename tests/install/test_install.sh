@@ -1,0 +1,205 @@
+#!/bin/sh
+# The installed tree: `meson install --destdir` of the current build into a
+# temporary directory, then checks of what an operator and a C programmer
+# get there:
+#   - every file in its place (binaries, library, headers, pkg-config file,
+#     man pages, unit, sysusers.d snippet, example configuration);
+#   - the installed headers compile on their own, and a tiny program built
+#     with `pkg-config --cflags --libs libgossip` against the DESTDIR links
+#     the installed library and runs (-ENOENT from a missing socket);
+#   - the installed gossipd reads the example configuration;
+#   - systemd-analyze verify passes on the installed unit (ExecStart
+#     pointed into the DESTDIR) with no message at all, and
+#     `systemd-analyze security --offline` rates it <= 2.0;
+#   - systemd-sysusers accepts the snippet;
+#   - mandoc -T lint (warnings and worse) and man -l on every man page.
+# A missing tool is a failure, not a skip: tools/run-tests installs them.
+#
+# Usage: test_install.sh MESON BUILD_DIR SOURCE_DIR, with PREFIX, BINDIR,
+# SBINDIR, LIBDIR, INCLUDEDIR, MANDIR and DATADIR (meson's options) in the
+# environment.  Prints "ok"/"not ok" lines and "N passed, N failed".
+set -u
+MESON=$1
+BUILD=$2
+SRC=$3
+LC_ALL=C
+export LC_ALL
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/gossipd-install.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
+D=$T/destdir
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+not_ok() {
+	failed=$((failed + 1))
+	echo "not ok - $1"
+	[ -s "$T/out" ] && sed 's/^/#   /' "$T/out" | head -40
+	return 0
+}
+# check NAME CMD...: ok when CMD exits 0; its output goes to $T/out.
+check() {
+	name=$1
+	shift
+	if "$@" >"$T/out" 2>&1; then ok "$name"; else not_ok "$name"; fi
+}
+# abs DIR: meson's option made absolute under the prefix.
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PREFIX/$1" ;; esac; }
+need() {
+	for tool in "$@"; do
+		if ! command -v "$tool" >/dev/null 2>&1; then
+			not_ok "$tool is installed (tools/run-tests installs it)"
+			return 1
+		fi
+	done
+}
+
+SBIN=$D$(abs "$SBINDIR")
+BIN=$D$(abs "$BINDIR")
+LIB=$D$(abs "$LIBDIR")
+INC=$D$(abs "$INCLUDEDIR")
+MAN=$D$(abs "$MANDIR")
+UNITDIR=$PREFIX/lib/systemd/system
+UNIT=$D$UNITDIR/gossipd.service
+SYSUSERS=$D$PREFIX/lib/sysusers.d/gossipd.conf
+EXAMPLE=$D$(abs "$DATADIR")/doc/gossipd/examples/gossipd.conf
+
+if ! "$MESON" install -C "$BUILD" --destdir "$D" --no-rebuild --quiet >"$T/out" 2>&1; then
+	not_ok "meson install --destdir"
+	echo "$passed passed, $((failed)) failed"
+	exit 1
+fi
+ok "meson install --destdir"
+
+# ---- the tree -----------------------------------------------------------
+for f in "$SBIN/gossipd" "$BIN/gossipctl" "$BIN/gossip-sim" "$BIN/gossip-bench"; do
+	if [ -f "$f" ] && [ -x "$f" ]; then ok "installed: ${f#"$D"}"
+	else not_ok "installed: ${f#"$D"}"; fi
+done
+for f in "$LIB/libgossip.so" "$LIB/libgossip.so.0" "$LIB/pkgconfig/libgossip.pc" \
+	"$INC/gossip/client.h" "$INC/gossip/proto.h" "$INC/gossip/gossip.h" \
+	"$INC/gossip/sim.h" "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" \
+	"$MAN/man5/gossipd.conf.5" "$UNIT" "$SYSUSERS" "$EXAMPLE"; do
+	if [ -f "$f" ]; then ok "installed: ${f#"$D"}"
+	else not_ok "installed: ${f#"$D"}"; fi
+done
+# Nothing is installed outside the prefix.
+find "$D" \( -type f -o -type l \) ! -path "$D$PREFIX/*" >"$T/out"
+if [ -s "$T/out" ]; then not_ok "everything is under $PREFIX"; else ok "everything is under $PREFIX"; fi
+# The Python client, once bindings/python/ installs one.
+if [ -f "$SRC/bindings/python/meson.build" ]; then
+	find "$D" -path '*/python3*/*-packages/*' -name '*.py' >"$T/out"
+	if [ -s "$T/out" ]; then ok "the Python client is installed"
+	else not_ok "the Python client is installed (bindings/python/meson.build exists)"; fi
+fi
+
+# ---- the installed programs ---------------------------------------------
+check "installed gossipd --version" "$SBIN/gossipd" --version
+check "installed gossipctl --version" "$BIN/gossipctl" --version
+sed "s|^PrivateKeyFile = .*|PrivateKeyFile = $T/private.key|" "$EXAMPLE" >"$T/example.conf"
+if "$SBIN/gossipd" --config "$T/example.conf" --check-config >"$T/out" 2>&1 &&
+	grep -qE '^[A-Za-z0-9+/]{43}=$' "$T/out"; then
+	ok "the example configuration passes --check-config"
+else
+	not_ok "the example configuration passes --check-config"
+fi
+
+# ---- C programs against the installed library ---------------------------
+if need cc pkg-config; then
+	for h in gossip.h proto.h client.h sim.h; do
+		printf '#include <gossip/%s>\nint main(void) { return 0; }\n' "$h" >"$T/h.c"
+		check "installed <gossip/$h> compiles on its own" \
+			cc -std=c11 -Wall -Wextra -Werror -I"$INC" -c "$T/h.c" -o "$T/h.o"
+	done
+	cat >"$T/prog.c" <<'CEOF'
+/* A program outside the tree: connects to a socket that does not exist. */
+#include <errno.h>
+#include <stdio.h>
+#include <gossip/client.h>
+
+int main(int argc, char **argv)
+{
+	gsp_client *c = NULL;
+	int r = gsp_client_connect(argv[1], "install-test", &c);
+	printf("%d %s\n", r, gsp_strerror(r));
+	return r == -ENOENT && c == NULL ? 0 : 1;
+}
+CEOF
+	export PKG_CONFIG_SYSROOT_DIR="$D" PKG_CONFIG_PATH="$LIB/pkgconfig"
+	unset PKG_CONFIG_LIBDIR
+	flags=$(pkg-config --cflags --libs libgossip 2>"$T/out")
+	case $flags in
+	*"-I$D"*"-L$D"*|*"-L$D"*"-I$D"*) ok "pkg-config libgossip points into the DESTDIR: $flags" ;;
+	*) not_ok "pkg-config libgossip points into the DESTDIR: '$flags'" ;;
+	esac
+	# shellcheck disable=SC2086
+	check "a program builds with pkg-config --cflags --libs libgossip" \
+		cc -std=c11 -Wall -Werror "$T/prog.c" -o "$T/prog" $flags
+	if LD_LIBRARY_PATH=$LIB "$T/prog" "$T/no-such.sock" >"$T/out" 2>&1 &&
+		grep -q '^-2 No such file or directory' "$T/out"; then
+		ok "it runs against the installed libgossip and gets -ENOENT"
+	else
+		not_ok "it runs against the installed libgossip and gets -ENOENT"
+	fi
+	if LD_LIBRARY_PATH=$LIB ldd "$T/prog" >"$T/out" 2>&1 &&
+		grep -q "libgossip.so.0 => $LIB/libgossip.so.0" "$T/out"; then
+		ok "it links the DESTDIR's libgossip.so.0"
+	else
+		not_ok "it links the DESTDIR's libgossip.so.0"
+	fi
+fi
+
+# ---- the unit and the sysusers.d snippet --------------------------------
+if grep -qx "ExecStart=$(abs "$SBINDIR")/gossipd --config .*" "$UNIT"; then
+	ok "the unit starts $(abs "$SBINDIR")/gossipd"
+else
+	not_ok "the unit starts $(abs "$SBINDIR")/gossipd"
+fi
+if need systemd-analyze; then
+	# verify wants ExecStart on this system: the same unit, pointed into D.
+	mkdir -p "$T/units"
+	sed "s|^ExecStart=$PREFIX/|ExecStart=$D$PREFIX/|" "$UNIT" >"$T/units/gossipd.service"
+	if systemd-analyze verify --man=no "$T/units/gossipd.service" >"$T/out" 2>&1 &&
+		[ ! -s "$T/out" ]; then
+		ok "systemd-analyze verify: no message"
+	else
+		not_ok "systemd-analyze verify: no message"
+	fi
+	systemd-analyze security --offline=true --root="$D" "$UNITDIR/gossipd.service" \
+		>"$T/security" 2>&1
+	score=$(sed -n 's/.*Overall exposure level for gossipd.service: \([0-9.]*\) .*/\1/p' "$T/security")
+	cp "$T/security" "$T/out"
+	if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+		ok "systemd-analyze security --offline: exposure $score <= 2.0"
+	else
+		not_ok "systemd-analyze security --offline: exposure '$score' <= 2.0"
+	fi
+fi
+if need systemd-sysusers; then
+	mkdir -p "$T/root"
+	if systemd-sysusers --dry-run --root="$T/root" "$SYSUSERS" >"$T/out" 2>&1 &&
+		grep -q "Creating user 'gossipd'" "$T/out"; then
+		ok "systemd-sysusers creates the gossipd user"
+	else
+		not_ok "systemd-sysusers creates the gossipd user"
+	fi
+fi
+
+# ---- man pages ----------------------------------------------------------
+if need mandoc man; then
+	for page in "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" "$MAN/man5/gossipd.conf.5"; do
+		check "mandoc -T lint -W warning ${page##*/}" mandoc -T lint -W warning "$page"
+		name=$(basename "$page" | sed 's/\.[0-9]$//')
+		if MANPAGER=cat MANWIDTH=80 man -l "$page" >"$T/out" 2>&1 &&
+			grep -q "^     $name " "$T/out"; then
+			ok "man -l ${page##*/}"
+		else
+			not_ok "man -l ${page##*/}"
+		fi
+	done
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
