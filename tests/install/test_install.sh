@@ -88,11 +88,14 @@ done
 # Nothing is installed outside the prefix.
 find "$D" \( -type f -o -type l \) ! -path "$D$PREFIX/*" >"$T/out"
 if [ -s "$T/out" ]; then not_ok "everything is under $PREFIX"; else ok "everything is under $PREFIX"; fi
-# The Python client, once bindings/python/ installs one.
+# The Python client (bindings/python/), in the interpreter's dist-packages
+# under the prefix; meson leaves it out when it finds no Python.
 if [ -f "$SRC/bindings/python/meson.build" ]; then
-	find "$D" -path '*/python3*/*-packages/*' -name '*.py' >"$T/out"
-	if [ -s "$T/out" ]; then ok "the Python client is installed"
-	else not_ok "the Python client is installed (bindings/python/meson.build exists)"; fi
+	for f in __init__.py client.py; do
+		find "$D$PREFIX" -path "*/python3*/*-packages/gossipd/$f" >"$T/out"
+		if [ -s "$T/out" ]; then ok "installed: the Python client's gossipd/$f"
+		else not_ok "installed: the Python client's gossipd/$f"; fi
+	done
 fi
 
 # ---- the installed programs ---------------------------------------------

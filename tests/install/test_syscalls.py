@@ -151,25 +151,29 @@ def main():
         if not e1 < e0 / 2 or drift > 1e-5:
             fail("no progress under the filter: error %g -> %g, drift %g"
                  % (e0, e1, drift))
-        calls, threads = {}, 0
+        # Denied calls and threads created, for the daemons and the bench.
+        calls = {"gossipd": {}, "gossip-bench": {}}
+        threads = {"gossipd": 0, "gossip-bench": 0}
         for name in os.listdir(tmp):
             if not name.startswith("strace."):
                 continue
+            who = "gossip-bench" if name == "strace.bench" else "gossipd"
             for line in open(os.path.join(tmp, name), errors="replace"):
                 m = re.match(r"\d+ +(\w+)\(", line)
                 if not m:
                     continue
                 if "(INJECTED)" in line:
-                    calls[m.group(1)] = calls.get(m.group(1), 0) + 1
+                    calls[who][m.group(1)] = calls[who].get(m.group(1), 0) + 1
                 elif m.group(1) in ("clone", "clone3") and "= -1" not in line:
-                    threads += 1
-        print("denied by the filter (EPERM): %s"
-              % (", ".join("%s x%d" % kv for kv in sorted(calls.items())) or "none"))
-        print("threads created under the filter: %d; consensus error %.3g -> %.3g"
-              % (threads, e0, e1))
-        if threads < 2:
-            fail("expected the daemons to start threads (libuv pool, OpenBLAS)")
-        unexpected = set(calls) - ALLOWED_DENIALS
+                    threads[who] += 1
+        for who in ("gossipd", "gossip-bench"):
+            print("%s: %d threads created; denied by the filter (EPERM): %s"
+                  % (who, threads[who], ", ".join(
+                      "%s x%d" % kv for kv in sorted(calls[who].items())) or "none"))
+        print("consensus error %.3g -> %.3g" % (e0, e1))
+        if threads["gossipd"] < 2 or threads["gossip-bench"] < 1:
+            fail("expected threads (libuv pool, engine, OpenBLAS) under the filter")
+        unexpected = (set(calls["gossipd"]) | set(calls["gossip-bench"])) - ALLOWED_DENIALS
         if unexpected:
             fail("gossipd needs system calls the unit denies: %s"
                  % ", ".join(sorted(unexpected)))
