@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "config.h"
+#include "endpoint.h"
 
 #define CONFIG_MAX_BYTES (1 << 20)
 
@@ -166,9 +167,14 @@ static int node_key(parser *p, const char *name, const char *v)
 {
 	gsp_daemon_config *c = p->cfg;
 	if (!strcmp(name, "ListenAddress"))
-		return copy_str(c->listen, sizeof(c->listen), v)
-			       ? fail(p, -EINVAL, "ListenAddress too long or empty: '%s'", v)
-			       : 1;
+	{
+		struct sockaddr_storage ss;
+		if (copy_str(c->listen, sizeof(c->listen), v) ||
+		    gsp_endpoint_numeric(v, &ss))
+			return fail(p, -EINVAL, "ListenAddress must be a numeric "
+				    "ipv4:port or [ipv6]:port, not '%s'", v);
+		return 1;
+	}
 	if (!strcmp(name, "PrivateKeyFile"))
 		return copy_str(c->private_key_file, sizeof(c->private_key_file), v)
 			       ? fail(p, -EINVAL, "bad PrivateKeyFile '%s'", v)
@@ -265,9 +271,15 @@ static int peer_key(parser *p, const char *name, const char *v)
 			       ? fail(p, -EINVAL, "PublicKey is not a base64 32-byte key: '%s'", v)
 			       : 1;
 	if (!strcmp(name, "Endpoint"))
-		return copy_str(peer->endpoint, sizeof(peer->endpoint), v)
-			       ? fail(p, -EINVAL, "bad Endpoint '%s'", v)
-			       : 1;
+	{
+		char host[GSP_HOSTNAME_MAX + 1];
+		uint16_t port;
+		if (copy_str(peer->endpoint, sizeof(peer->endpoint), v) ||
+		    gsp_endpoint_split(v, host, sizeof(host), &port))
+			return fail(p, -EINVAL, "bad Endpoint '%s' (want ipv4:port, "
+				    "[ipv6]:port or name:port)", v);
+		return 1;
+	}
 	if (!strcmp(name, "Index")) {
 		unsigned idx;
 		if (parse_uint(v, 65535, &idx))

@@ -18,7 +18,8 @@
  *
  *   [Peer]
  *   PublicKey = <base64>
- *   Endpoint = 127.0.0.1:7001          optional: without it, accept only
+ *   Endpoint = 127.0.0.1:7001          optional: without it, accept only;
+ *                                      [v6]:port or a DNS name:port too
  */
 #ifndef GSP_DAEMON_CONFIG_H
 #define GSP_DAEMON_CONFIG_H

@@ -72,7 +72,8 @@ struct gsp_peer {
 	char name[12];           /* short key for logs */
 	gsp_link *link;          /* the established session, if any */
 	bool removed;            /* dropped from the config by a reload */
-	bool dialing;
+	bool dialing;            /* resolving or connecting */
+	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
 	uv_timer_t retry;
 	unsigned backoff_ms;
 	uint8_t last_ts[GSP_TAI64N_BYTES];  /* newest handshake timestamp */

@@ -9,34 +9,17 @@
 #include <sodium.h>
 
 #include "daemon.h"
+#include "endpoint.h"
 #include "log.h"
 
 static void link_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void dial_next_or_later(gsp_peer *p);
+static void peer_forget_addrs(gsp_peer *p);
 
 uint64_t gsp_now_ms(const gsp_daemon *d)
 {
 	return uv_now(d->loop);
-}
-
-static int parse_endpoint(const char *text, struct sockaddr_storage *ss)
-{
-	char host[GSP_ADDR_MAX];
-	const char *colon = strrchr(text, ':');
-	if (!colon || colon == text || strlen(text) >= sizeof(host))
-		return -EINVAL;
-	size_t hlen = (size_t)(colon - text);
-	memcpy(host, text, hlen);
-	host[hlen] = '\0';
-	char *end;
-	long port = strtol(colon + 1, &end, 10);
-	if (*end || colon[1] == '\0' || port < 0 || port > 65535)
-		return -EINVAL;
-	if (host[0] == '[' && host[hlen - 1] == ']') {
-		host[hlen - 1] = '\0';
-		return uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)ss);
-	}
-	return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss);
 }
 
 /* ---- writing ---------------------------------------------------------- */
@@ -237,9 +220,10 @@ static void on_connect(uv_connect_t *req, int status)
 		l->peer = NULL;   /* not its session: keep the peer free */
 		link_destroy(l);
 		if (p)
-			gsp_peer_dial_later(p);
+			dial_next_or_later(p);
 		return;
 	}
+	peer_forget_addrs(p);
 	uint8_t ts[GSP_TAI64N_BYTES], init[GSP_HS_INIT_MSG_BYTES];
 	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
 	gsp_hs_timestamp(ts);
@@ -257,6 +241,82 @@ static void on_connect(uv_connect_t *req, int status)
 	uv_read_start((uv_stream_t *)&l->tcp, on_alloc, link_on_read);
 }
 
+/* Drops the addresses a name resolved to. */
+static void peer_forget_addrs(gsp_peer *p)
+{
+	if (p->addrs)
+		uv_freeaddrinfo(p->addrs);
+	p->addrs = p->addr_next = NULL;
+}
+
+/* Starts a TCP connection to ss for peer p; on failure, retries later. */
+static void connect_to(gsp_peer *p, const struct sockaddr *sa)
+{
+	gsp_link *l = link_new(p->d, true);
+	uv_connect_t *req = malloc(sizeof(*req));
+	if (!l || !req) {
+		free(req);
+		if (l)
+			link_destroy(l);
+		peer_forget_addrs(p);
+		gsp_peer_dial_later(p);
+		return;
+	}
+	/* The link is this peer's only while the handshake runs. */
+	l->peer = p;
+	req->data = l;
+	p->dialing = true;
+	int err = uv_tcp_connect(req, &l->tcp, sa, on_connect);
+	if (err) {
+		free(req);
+		p->dialing = false;
+		l->peer = NULL;
+		link_destroy(l);
+		dial_next_or_later(p);
+	}
+}
+
+/* Dials the next address a name resolved to, or retries later when none
+ * is left. */
+static void dial_next_or_later(gsp_peer *p)
+{
+	while (p->addr_next && !p->d->stopping && !p->removed) {
+		const struct addrinfo *ai = p->addr_next;
+		p->addr_next = ai->ai_next;
+		if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6) {
+			connect_to(p, ai->ai_addr);
+			return;
+		}
+	}
+	peer_forget_addrs(p);
+	gsp_peer_dial_later(p);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	gsp_peer *p = req->data;
+	free(req);
+	p->dialing = false;
+	if (status < 0) {
+		/* Loud on the first failure of a series, quiet on retries. */
+		gsp_log(p->backoff_ms == GSP_BACKOFF_MIN_MS ? GSP_LOG_WARNING
+							   : GSP_LOG_DEBUG,
+			"peer %s: cannot resolve Endpoint '%s': %s", p->name,
+			p->cfg.endpoint, uv_strerror(status));
+		gsp_peer_dial_later(p);
+		return;
+	}
+	peer_forget_addrs(p);
+	p->addrs = p->addr_next = res;
+	if (p->d->stopping || p->removed || p->link) {
+		peer_forget_addrs(p);
+		return;
+	}
+	dial_next_or_later(p);
+}
+
+/* Dials a peer's Endpoint: directly if numeric, else after resolving the
+ * name (again before every attempt, so a moved name is followed). */
 static void dial(uv_timer_t *t)
 {
 	gsp_peer *p = t->data;
@@ -264,28 +324,37 @@ static void dial(uv_timer_t *t)
 	struct sockaddr_storage ss;
 	if (d->stopping || p->removed || p->link || p->dialing || !p->cfg.endpoint[0])
 		return;
-	if (parse_endpoint(p->cfg.endpoint, &ss) != 0) {
-		gsp_err("peer %s: bad Endpoint '%s'", p->name, p->cfg.endpoint);
+	int err = gsp_endpoint_numeric(p->cfg.endpoint, &ss);
+	if (err == 0) {
+		connect_to(p, (struct sockaddr *)&ss);
 		return;
 	}
-	gsp_link *l = link_new(d, true);
-	uv_connect_t *req = malloc(sizeof(*req));
-	if (!l || !req) {
+	char host[GSP_HOSTNAME_MAX + 1], port[8];
+	uint16_t port_no;
+	uv_getaddrinfo_t *req = malloc(sizeof(*req));
+	if (err != -ENOENT || !req ||
+	    gsp_endpoint_split(p->cfg.endpoint, host, sizeof(host), &port_no)) {
 		free(req);
-		if (l)
-			link_destroy(l);
+		if (err != -ENOENT)
+			gsp_err("peer %s: bad Endpoint '%s'", p->name, p->cfg.endpoint);
+		else
+			gsp_peer_dial_later(p);
 		return;
 	}
-	/* The link is this peer's only while the handshake runs. */
-	l->peer = p;
-	req->data = l;
+	snprintf(port, sizeof(port), "%u", port_no);
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_NUMERICSERV,
+	};
+	req->data = p;
 	p->dialing = true;
-	int err = uv_tcp_connect(req, &l->tcp, (struct sockaddr *)&ss, on_connect);
+	err = uv_getaddrinfo(d->loop, req, on_resolved, host, port, &hints);
 	if (err) {
 		free(req);
 		p->dialing = false;
-		l->peer = NULL;
-		link_destroy(l);
+		gsp_warn("peer %s: cannot resolve Endpoint '%s': %s", p->name,
+			 p->cfg.endpoint, uv_strerror(err));
 		gsp_peer_dial_later(p);
 	}
 }
@@ -536,11 +605,11 @@ static void on_incoming(uv_stream_t *server, int status)
 int gsp_links_start(gsp_daemon *d)
 {
 	struct sockaddr_storage ss;
-	int err = parse_endpoint(d->cfg.listen, &ss);
+	int err = gsp_endpoint_numeric(d->cfg.listen, &ss);
 	if (err) {
-		gsp_err("bad ListenAddress '%s' (want host:port or [v6]:port)",
-			d->cfg.listen);
-		return err;
+		gsp_err("bad ListenAddress '%s' (want a numeric ipv4:port or "
+			"[ipv6]:port)", d->cfg.listen);
+		return -EINVAL;
 	}
 	uv_tcp_init(d->loop, &d->listener);
 	d->listener.data = d;

@@ -89,6 +89,12 @@ START_TEST(test_errors_name_the_line)
 		{"[Node]\nLogLevel = loud\n", "test.conf:2: LogLevel"},
 		{"[Node]\nSocket = \n", "test.conf:2: bad Socket"},
 		{"[Node]\nRank = 1\n\n\nMethod = exact\nNodes = 1\n", "test.conf:6: Nodes"},
+		{"[Node]\nListenAddress = node-1:7000\n", "test.conf:2: ListenAddress must be a numeric"},
+		{"[Node]\nListenAddress = 127.0.0.1\n", "test.conf:2: ListenAddress"},
+		{"[Node]\nListenAddress = ::1:7000\n", "test.conf:2: ListenAddress"},
+		{"[Peer]\nPublicKey = " KEY_A "\nEndpoint = a..b:1\n", "test.conf:3: bad Endpoint 'a..b:1'"},
+		{"[Peer]\nPublicKey = " KEY_A "\nEndpoint = host:65536\n", "test.conf:3: bad Endpoint"},
+		{"[Peer]\nPublicKey = " KEY_A "\nEndpoint = [zz]:1\n", "test.conf:3: bad Endpoint"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		gsp_daemon_config cfg;

@@ -226,6 +226,17 @@ class Daemon(unittest.TestCase):
         self.assertTrue(cluster.eventually(lambda: states(0) == ["idle"]), states(0))
         self.assertTrue(cluster.eventually(lambda: "GOODBYE (reason 6)" in c.log(1)))
 
+    def test_endpoint_by_name(self):
+        """Endpoints may be DNS names: "localhost" resolves through
+        /etc/hosts (no DNS traffic), and gossipd tries each address."""
+        c = self.cluster(2)
+        c.endpoint_host = "localhost"
+        c.start()
+        self.assertTrue(cluster.eventually(
+            lambda: all("session up" in c.log(i) for i in range(2))),
+            c.tail_logs())
+        self.assertIn("Endpoint = localhost:", open(c.write_config(0)).read())
+
     def test_sigterm(self):
         c = self.cluster(2)
         c.start()
