@@ -130,7 +130,7 @@ typedef struct gsp_model {
 
 typedef struct gsp_counters {
 	uint64_t rx_malformed, hs_refused, hs_replayed, links_closed;
-	uint64_t api_malformed, fingerprint_mismatch;
+	uint64_t api_malformed, fingerprint_mismatch, version_mismatch;
 } gsp_counters;
 
 struct gsp_daemon {

@@ -418,6 +418,23 @@ static void session_ready(gsp_link *l)
 	gsp_edge_session_up(l);
 }
 
+/* A handshake message that did not decode: another major version is a
+ * policy reject (PROTOCOL.md 3: logged, counted as version_mismatch, closed
+ * without a reply), anything else malformed.  Returns the error to close
+ * the link with. */
+static int version_refused(gsp_link *l, const uint8_t *body, size_t len,
+			   int err)
+{
+	uint16_t v;
+	if (err != -EPROTONOSUPPORT || gsp_proto_version_of(body, len, &v) != 0)
+		return err;
+	l->d->counters.version_mismatch++;
+	gsp_warn("%s: handshake refused: it speaks protocol %u.%u, we %u.%u",
+		 l->peer ? l->peer->name : "unauthenticated peer", v >> 8,
+		 v & 0xff, GSP_PROTO_VERSION >> 8, GSP_PROTO_VERSION & 0xff);
+	return -EACCES;
+}
+
 static int on_hs_init(gsp_link *l, const uint8_t *body, size_t len)
 {
 	gsp_daemon *d = l->d;
@@ -425,7 +442,7 @@ static int on_hs_init(gsp_link *l, const uint8_t *body, size_t len)
 	uint8_t peer_key[32], ts[GSP_TAI64N_BYTES];
 	int err = gsp_hs_init_decode(body, len, &msg);
 	if (err)
-		return err;
+		return version_refused(l, body, len, err);
 	if (gsp_hs_read_init(&l->hs, &d->key, msg.payload, sizeof(msg.payload),
 			     peer_key, ts) != 0) {
 		d->counters.hs_refused++;
@@ -463,7 +480,7 @@ static int on_hs_resp(gsp_link *l, const uint8_t *body, size_t len)
 	gsp_hs_resp msg;
 	int err = gsp_hs_resp_decode(body, len, &msg);
 	if (err)
-		return err;
+		return version_refused(l, body, len, err);
 	if (gsp_hs_read_response(&l->hs, msg.payload, sizeof(msg.payload),
 				 &l->sess) != 0) {
 		l->d->counters.hs_refused++;

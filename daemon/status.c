@@ -141,11 +141,13 @@ char *gsp_status_json(const gsp_daemon *d)
 	const gsp_counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
 	    "\"hs_replayed\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
-	    "\"fingerprint_mismatch\":%llu},\"edges\":[",
+	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu},"
+	    "\"edges\":[",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed, (unsigned long long)c->links_closed,
 	    (unsigned long long)c->api_malformed,
-	    (unsigned long long)c->fingerprint_mismatch);
+	    (unsigned long long)c->fingerprint_mismatch,
+	    (unsigned long long)c->version_mismatch);
 	bool first = true;
 	for (size_t i = 0; i < d->n_peers; i++) {
 		if (d->peers[i].removed)

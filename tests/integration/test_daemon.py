@@ -154,6 +154,22 @@ class Daemon(unittest.TestCase):
         for p in procs:
             cluster.kill(p)
 
+    def test_other_major_version_refused(self):
+        """An HS_INIT of protocol 2.0 is a policy reject (PROTOCOL.md 3):
+        counted as version_mismatch, not as malformed input."""
+        c = self.cluster(2)
+        c.start()
+        self.assertTrue(cluster.eventually(lambda: "session up" in c.log(0)))
+        before = cluster.status(c.sockets[0])["counters"]
+        hs_init = struct.pack("<IBH", 111, 0x10, 0x0200) + os.urandom(108)
+        poke(socket.create_connection(("127.0.0.1", c.ports[0]), timeout=5), hs_init)
+        self.assertTrue(cluster.eventually(
+            lambda: cluster.status(c.sockets[0])["counters"]["version_mismatch"] == 1))
+        after = cluster.status(c.sockets[0])
+        self.assertEqual(after["counters"]["rx_malformed"], before["rx_malformed"])
+        self.assertIn("it speaks protocol 2.0", c.log(0))
+        self.assertEqual([e["state"] for e in after["edges"]], ["idle"])
+
     def wait_rounds(self, c, i, rounds, timeout=30):
         def reached():
             st = cluster.status(c.sockets[i])
