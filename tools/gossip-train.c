@@ -48,6 +48,8 @@ typedef struct opts {
 	const char *name;
 	unsigned node, nodes;
 	const char *layers;
+	unsigned sizes[GSP_MLP_MAX_LAYERS + 1];
+	int n_sizes;
 	unsigned epochs, batch;
 	float lr, momentum;
 	uint64_t init_seed, data_seed;
@@ -183,7 +185,16 @@ static int parse_args(int argc, char **argv, opts *o)
 			bad = parse_uint(optarg, 1, 60000, "bad --nodes", &v);
 			o->nodes = (unsigned)v;
 			break;
-		case 'L': o->layers = optarg; break;
+		case 'L':
+			o->layers = optarg;
+			o->n_sizes = gsp_mlp_parse_sizes(optarg, o->sizes);
+			if (o->n_sizes < 0 ||
+			    o->sizes[0] != GSP_FMNIST_ROWS * GSP_FMNIST_COLS ||
+			    o->sizes[o->n_sizes - 1] != GSP_FMNIST_CLASSES)
+				return die("--layers: sizes 1..65536 from 784 "
+					   "inputs to 10 classes, e.g. "
+					   "784-512-256-10", optarg);
+			break;
 		case 'e':
 			bad = parse_uint(optarg, 0, 100000, "bad --epochs", &v);
 			o->epochs = (unsigned)v;
@@ -322,19 +333,10 @@ static int load_data(trainer *t)
 static int setup_model(trainer *t)
 {
 	const opts *o = t->o;
-	unsigned sizes[GSP_MLP_MAX_LAYERS + 1];
-	int n = gsp_mlp_parse_sizes(o->layers, sizes);
 	unsigned cap = o->batch > EVAL_BATCH ? o->batch : EVAL_BATCH;
 	int err;
 
-	if (n < 0 || sizes[0] != t->train.features ||
-	    sizes[n - 1] != GSP_FMNIST_CLASSES) {
-		fprintf(stderr, PROG ": --layers %s: sizes 1..65536 from %u "
-			"inputs to %u classes, e.g. 784-512-256-10\n",
-			o->layers, t->train.features, GSP_FMNIST_CLASSES);
-		return -1;
-	}
-	if (gsp_mlp_new(sizes, (unsigned)n, cap, &t->net) < 0 ||
+	if (gsp_mlp_new(o->sizes, (unsigned)o->n_sizes, cap, &t->net) < 0 ||
 	    gsp_sgd_init(&t->sgd, gsp_mlp_param_count(t->net), o->lr,
 			 o->momentum) < 0)
 		goto nomem;
@@ -543,7 +545,7 @@ out:
 int main(int argc, char **argv)
 {
 	opts o = {.name = PROG, .nodes = 1, .layers = "784-512-256-10",
-		  .epochs = 3, .batch = 64, .lr = 0.05f, .momentum = 0.9f,
+		  .sizes = {784, 512, 256, 10}, .n_sizes = 4, .epochs = 3, .batch = 64, .lr = 0.05f, .momentum = 0.9f,
 		  .init_seed = 1, .data_seed = 42, .wait_seconds = 60,
 		  .average = true, .average_target = 1e-3f,
 		  .average_ms = 30000, .threads = 1};

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""gossip-train integration tests: 4 real gossipd on loopback (a ring,
+PowerGossip), one gossip-train per node learning Fashion-MNIST from its
+own shard; plus gossip-train's error messages.
+
+usage: test_train.py BUILD_DIR [unittest options]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools"))
+import gossipcluster as cluster  # noqa: E402
+
+BUILD = None
+FMNIST = "/usr/share/datasets/fashion-mnist"
+RING4 = "Method = powergossip\nRank = 4\nGamma = auto\nTopology = ring\nNodes = 4\n"
+# A small network keeps the run short on 2 cores and the dumps cheap to
+# compare in Python.
+LAYERS = "784-128-10"
+
+
+def relative_consensus(models):
+    """(1/n) sum_i ||x_i - mean||^2 / ||mean||^2."""
+    n, f = len(models), len(models[0])
+    mean = [sum(m[j] for m in models) / n for j in range(f)]
+    spread = sum((m[j] - mean[j]) ** 2 for m in models for j in range(f)) / n
+    return spread / sum(v * v for v in mean)
+
+
+def train_bin():
+    return os.path.join(BUILD, "tools", "gossip-train")
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(FMNIST, "t10k-labels-idx1-ubyte.gz")),
+                     "dataset-fashion-mnist is not installed")
+class Train(unittest.TestCase):
+    def test_ring4_learns_and_reaches_consensus(self):
+        """One epoch on a 4-ring: every node beats chance by far, the
+        consensus estimate falls during the final AVERAGE, and the dumped
+        models agree afterwards."""
+        c = cluster.Cluster(BUILD, 4, node_conf=RING4)
+        if not os.environ.get("GSP_KEEP_TMP"):
+            self.addCleanup(c.remove)
+        self.addCleanup(lambda: self.assertEqual(c.sanitizer_reports(), []))
+        self.addCleanup(c.close)
+        c.start()
+        dumps = [os.path.join(c.dir, "final%d" % i) for i in range(c.n)]
+        t0 = time.monotonic()
+        procs = [c.train(i, "--layers", LAYERS, "--epochs", "1",
+                         "--report-every", "50", "--average-target", "1e-3",
+                         "--average-time", "20000", "--dump", dumps[i])
+                 for i in range(c.n)]
+        records = []
+        for i, p in enumerate(procs):
+            out, err = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, "trainer %d: %s\n%s"
+                             % (i, err, c.tail_logs()))
+            records.append([json.loads(line) for line in out.splitlines()])
+        self.assertLess(time.monotonic() - t0, 90)
+
+        for i, recs in enumerate(records):
+            events = [r["event"] for r in recs]
+            self.assertEqual(events.count("epoch"), 1, events)
+            self.assertEqual(events[-1], "final", events)
+            final = recs[-1]
+            self.assertEqual(final["node"], i)
+            # Chance is 10%; one epoch of a quarter of the data gets ~80%.
+            self.assertGreater(final["test_accuracy"], 0.5, final)
+            self.assertGreater(final["averaged_accuracy"], 0.5, final)
+            # Gossip ran: bytes went out and steps reported an estimate.
+            self.assertGreater(final["sent_mb"], 0, final)
+            during = [r["consensus"] for r in recs if r["event"] == "step"
+                      and r["consensus"] is not None]
+            self.assertTrue(during, recs)
+            self.assertGreater(final["average_rounds"], 0, final)
+            self.assertLess(final["consensus"], during[-1] / 10,
+                            "AVERAGE did not bring the estimate down: %s -> %s"
+                            % (during[-1], final["consensus"]))
+
+        # The averaged models themselves agree (they all started equal,
+        # were pulled apart by their shards, then averaged).
+        models = [cluster.read_floats(p) for p in dumps]
+        self.assertLess(relative_consensus(models), 1e-4)
+        accs = [r[-1]["averaged_accuracy"] for r in records]
+        self.assertLess(max(accs) - min(accs), 0.01, accs)
+
+
+class Errors(unittest.TestCase):
+    def run_train(self, *args):
+        return subprocess.run([train_bin()] + list(args), capture_output=True,
+                              text=True, timeout=60)
+
+    def test_usage_errors_exit_2(self):
+        for args in (["--node", "4", "--nodes", "4", "--standalone"],
+                     ["--layers", "784-0-10", "--standalone"],
+                     ["--lr", "-1", "--standalone"],
+                     []):
+            r = self.run_train(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn("gossip-train:", r.stderr)
+        r = self.run_train("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--standalone", r.stdout)
+
+    def test_missing_dataset_names_the_package(self):
+        with tempfile.TemporaryDirectory() as empty:
+            r = self.run_train("--standalone", "--data-dir", empty)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("dataset-fashion-mnist", r.stderr)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(FMNIST, "t10k-labels-idx1-ubyte.gz")),
+                         "dataset-fashion-mnist is not installed")
+    def test_no_daemon_says_so(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_train("--socket", os.path.join(d, "nothing.sock"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("gossipd is not running", r.stderr)
+        self.assertIn("--standalone", r.stderr)
+
+
+if __name__ == "__main__":
+    BUILD = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)
