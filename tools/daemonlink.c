@@ -63,7 +63,7 @@ int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
 		configured = count(json, "\"peer\":");
 		up = count(json, "\"state\":\"up\"");
 		free(json);
-		if (up >= (n ? n : configured) && up > 0)
+		if (up >= (n ? n : configured))
 			return 0;
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);

@@ -20,8 +20,9 @@ int gsp_link_connect(const char *prog, const char *socket, const char *name,
  * else the errno text.  Returns 1 (an exit status). */
 int gsp_link_fail(const char *prog, gsp_client *c, const char *what, int err);
 
-/* Polls STATUS until n edges are up (n 0: every configured edge, at least
- * one), for at most timeout_s seconds.  0, or -1 after a message. */
+/* Polls STATUS until n edges are up (n 0: every configured edge; none
+ * configured: returns at once), for at most timeout_s seconds.  0, or -1
+ * after a message. */
 int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
 			unsigned timeout_s);
 

@@ -357,8 +357,8 @@ static int setup_model(trainer *t)
 		err = gsp_link_connect(PROG, o->socket, o->name, &t->client);
 		if (err == -ENOENT || err == -ECONNREFUSED)
 			fprintf(stderr, PROG ": start gossipd first (see "
-				"gossipd(8), docs/DAEMON.md), or train without "
-				"it: --standalone\n");
+				"docs/DAEMON.md), or train without it: "
+				"--standalone\n");
 		if (err < 0)
 			return -1;
 		err = gsp_client_register(t->client, tensors, nt, &t->params);
