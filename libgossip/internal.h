@@ -111,6 +111,21 @@ GSP_HIDDEN unsigned gsp__orthonormalize(float *q, size_t rows, unsigned r,
 					const uint8_t seed[GSP_SEED_BYTES],
 					uint64_t tensor, uint64_t round);
 
+/* ---- worker threads (pool.c) ---- */
+#define GSP_POOL_MAX 8
+/* A job's work for worker w (0 = the calling thread). */
+typedef void (*gsp__pool_fn)(const void *job, unsigned w);
+/* Workers, the caller included (starts the pool on first use). */
+GSP_HIDDEN unsigned gsp__pool_size(void);
+/* Takes the pool for this thread; false if another thread has it (then run
+ * alone).  gsp__pool_run() needs it; release it after. */
+GSP_HIDDEN bool gsp__pool_acquire(void);
+GSP_HIDDEN void gsp__pool_release(void);
+/* Calls fn(job, w) for w in [0, nw) (nw capped at the pool's size), on the
+ * caller for w = 0 and on helpers for the others, and returns when all
+ * have. */
+GSP_HIDDEN void gsp__pool_run(unsigned nw, gsp__pool_fn fn, const void *job);
+
 /* ---- fused low-rank kernel (kernel.c) ---- */
 /* On one m x k row-major matrix X, in one blocked pass over its rows:
  *   X  += L R^T        L: m x na, R: k x na           (if na > 0)
@@ -137,6 +152,10 @@ typedef struct gsp__lowrank_job {
 	size_t ldt;
 } gsp__lowrank_job;
 GSP_HIDDEN void gsp__lowrank_run(const gsp__lowrank_job *job);
+/* The same on the calling thread alone, touching no shared state, so
+ * several threads may run jobs at once.  Needs ldt != 0; spare: ldt floats
+ * that stand in for the arrays of a zero count (never read or written). */
+GSP_HIDDEN void gsp__lowrank_alone(const gsp__lowrank_job *job, float *spare);
 
 /* hi - lo of an edge's two messages of n floats into out, oriented by this
  * end's role; with out NULL, only checks that every difference is finite.

@@ -8,11 +8,13 @@
  * once, and while still in registers projected (Mo += X V, Me^T += U^T X).
  * R^T, V^T and the Me^T accumulator are re-read for every block of rows, so
  * the columns are cut into tiles whose slices of them stay in L2, and the
- * next block of rows is prefetched.  Large jobs are shared with a small
- * pool of helper threads (the caller is worker 0): each worker takes a
- * fixed share of the chunks of rows and sums its own Me^T, and the caller
- * adds them up in worker order, so a step's result is reproducible.
- * Small jobs run on the caller alone.
+ * next block of rows is prefetched.  Large jobs are shared with the
+ * engine's worker threads (pool.c; the caller is worker 0): each worker
+ * takes a fixed share of the chunks of rows and sums its own Me^T, and the
+ * caller adds them up in worker order, so a step's result is reproducible.
+ * Small jobs run on the caller alone, and gsp__lowrank_alone() runs a job
+ * on the calling thread with no shared state, for callers that spread
+ * whole jobs over the workers themselves.
  *
  * Cores share little that is written.  Moving a cache line between cores
  * costs far more than reading it, and writing a line another core holds
@@ -34,15 +36,10 @@
  * Fallback.  When another thread is already in the kernel, or a buffer
  * cannot grow, the job runs on the plain OpenBLAS path instead: up to three
  * sgemm calls per block of rows. */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <cblas.h>
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -78,7 +75,7 @@ typedef int v16i __attribute__((vector_size(64)));
 #define SHUF(v, ...) __builtin_shuffle(v, (v16i){__VA_ARGS__})
 #endif
 
-#define MAX_WORKERS 8
+#define MAX_WORKERS GSP_POOL_MAX
 /* Floats of the R^T, V^T and Me^T slices of one column tile: they are
  * re-read for every block of rows and should stay in L2. */
 #define TILE_FLOATS 65536
@@ -352,21 +349,11 @@ static void pick_part(void)
 #endif
 }
 
-/* ---- the worker pool -------------------------------------------------- */
+/* ---- buffers ---------------------------------------------------------- */
 
-/* Helpers spin this long for the next job before they sleep. */
-#define SPIN_NS 50000
-
-/* A counter alone on its cache line. */
-typedef struct {
-	_Alignas(64) atomic_uint_fast64_t v;
-} line_counter;
-
-static struct pool {
-	pthread_mutex_t busy;         /* held by the caller running a job */
-	pthread_mutex_t sleep_lock;
-	pthread_cond_t sleep_cond;
-	unsigned workers;             /* including the caller */
+/* What the kernel keeps between jobs; used only by the thread holding the
+ * pool (gsp__pool_acquire). */
+static struct kbufs {
 	/* Caller-private buffers (helpers never touch them). */
 	float *buf;                   /* R^T, V^T, caller's Me^T when alone */
 	size_t buf_len;
@@ -377,142 +364,12 @@ static struct pool {
 	size_t spare_len;
 	float *ring;                  /* data shared with helpers */
 	size_t ring_len, ring_pos;
-	line_counter gen;             /* bumped once per posted job */
-	const task *cur;              /* the posted job */
-	atomic_uint sleepers;
-	line_counter done[MAX_WORKERS];
-} pool = {
-	.busy = PTHREAD_MUTEX_INITIALIZER,
-	.sleep_lock = PTHREAD_MUTEX_INITIALIZER,
-	.sleep_cond = PTHREAD_COND_INITIALIZER,
-};
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+} pool;
+static pthread_once_t part_once = PTHREAD_ONCE_INIT;
 
-static uint64_t now_ns(void)
+static void run_part(const void *t, unsigned w)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
-/* Waits until pool.gen differs from seen; returns the new value.  Spins
- * for SPIN_NS (jobs of one step come microseconds apart), then sleeps. */
-static uint64_t wait_gen(uint64_t seen)
-{
-	uint64_t g, t0 = 0;
-	for (unsigned n = 0;; n++) {
-		g = atomic_load(&pool.gen.v);
-		if (g != seen)
-			return g;
-		cpu_relax();
-		if ((n & 255) == 255) {
-			uint64_t t = now_ns();
-			if (!t0)
-				t0 = t;
-			else if (t - t0 > SPIN_NS)
-				break;
-		}
-	}
-	pthread_mutex_lock(&pool.sleep_lock);
-	atomic_fetch_add(&pool.sleepers, 1);
-	while ((g = atomic_load(&pool.gen.v)) == seen)
-		pthread_cond_wait(&pool.sleep_cond, &pool.sleep_lock);
-	atomic_fetch_sub(&pool.sleepers, 1);
-	pthread_mutex_unlock(&pool.sleep_lock);
-	return g;
-}
-
-static void *helper_main(void *arg)
-{
-	unsigned w = (unsigned)(uintptr_t)arg;
-	uint64_t seen = 0;
-	for (;;) {
-		seen = wait_gen(seen);
-		const task *t = pool.cur;
-		if (w < t->nw)
-			part(t, w);
-		atomic_store(&pool.done[w].v, seen);
-	}
-	return NULL;
-}
-
-/* A forked child has no helper threads: it runs alone. */
-static void pool_atfork_child(void)
-{
-	pthread_mutex_init(&pool.busy, NULL);
-	pthread_mutex_init(&pool.sleep_lock, NULL);
-	pthread_cond_init(&pool.sleep_cond, NULL);
-	atomic_store(&pool.sleepers, 0);
-	pool.workers = 1;
-}
-
-/* Worker count: GSP_THREADS if set (1..MAX_WORKERS), else the CPUs this
- * process may run on, at most MAX_WORKERS. */
-static unsigned pool_size(void)
-{
-	const char *env = getenv("GSP_THREADS");
-	if (env && *env) {
-		char *end;
-		long v = strtol(env, &end, 10);
-		if (!*end && v >= 1)
-			return v > MAX_WORKERS ? MAX_WORKERS : (unsigned)v;
-	}
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-#ifdef CPU_COUNT
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < n)
-		n = CPU_COUNT(&set);
-#endif
-	if (n < 1)
-		n = 1;
-	return n > MAX_WORKERS ? MAX_WORKERS : (unsigned)n;
-}
-
-static void pool_start(void)
-{
-	unsigned want = pool_size();
-	pick_part();
-	pool.workers = 1;
-	pthread_atfork(NULL, NULL, pool_atfork_child);
-	for (unsigned w = 1; w < want; w++) {
-		pthread_attr_t attr;
-		pthread_t th;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		int err = pthread_create(&th, &attr, helper_main,
-					 (void *)(uintptr_t)w);
-		pthread_attr_destroy(&attr);
-		if (err)
-			break;
-		pool.workers++;
-	}
-}
-
-/* Runs t on t->nw workers: the caller and t->nw - 1 helpers. */
-static void pool_run(const task *t)
-{
-	if (t->nw == 1) {
-		part(t, 0);
-		return;
-	}
-	pool.cur = t;
-	uint64_t g = atomic_fetch_add(&pool.gen.v, 1) + 1;
-	if (atomic_load(&pool.sleepers)) {
-		pthread_mutex_lock(&pool.sleep_lock);
-		pthread_cond_broadcast(&pool.sleep_cond);
-		pthread_mutex_unlock(&pool.sleep_lock);
-	}
-	part(t, 0);
-	for (unsigned w = 1; w < pool.workers; w++)
-		while (atomic_load(&pool.done[w].v) != g)
-			cpu_relax();
+	part(t, w);
 }
 
 /* Grows a 64-byte aligned buffer to at least n floats; false on OOM. */
@@ -690,7 +547,7 @@ static bool run_pool(const gsp__lowrank_job *j, size_t nw)
 			.met = ne ? pool.hbuf[w] + ld * (na + no) : met,
 			.met_out = ne ? ring_take(ld * ne) : NULL,
 		};
-	pool_run(t);
+	gsp__pool_run(t->nw, run_part, t);
 	/* The helpers' Me^T added to the caller's. */
 	for (size_t w = 1; ne && w < nw; w++)
 		for (size_t e = 0; e < ne; e++)
@@ -708,8 +565,8 @@ void gsp__lowrank_run(const gsp__lowrank_job *j)
 	const size_t m = j->m, k = j->k, na = j->na, no = j->no, ne = j->ne;
 	if (m == 0 || k == 0 || na + no + ne == 0)
 		return;
-	pthread_once(&pool_once, pool_start);
-	if (pthread_mutex_trylock(&pool.busy) != 0) {
+	pthread_once(&part_once, pick_part);
+	if (!gsp__pool_acquire()) {
 		lowrank_blas(j);
 		return;
 	}
@@ -717,12 +574,29 @@ void gsp__lowrank_run(const gsp__lowrank_job *j)
 	size_t nw = m * k * (na + no + ne + MEM_COST) / PARALLEL_MIN_COST;
 	if (nw > m / 4)
 		nw = m / 4;
-	if (nw > pool.workers)
-		nw = pool.workers;
+	if (nw > gsp__pool_size())
+		nw = gsp__pool_size();
 	if (nw < 1)
 		nw = 1;
 	bool ok = run_pool(j, nw);
-	pthread_mutex_unlock(&pool.busy);
+	gsp__pool_release();
 	if (!ok)
 		lowrank_blas(j);
+}
+
+void gsp__lowrank_alone(const gsp__lowrank_job *j, float *spare)
+{
+	const size_t m = j->m, k = j->k, na = j->na, no = j->no, ne = j->ne;
+	if (m == 0 || k == 0 || na + no + ne == 0)
+		return;
+	pthread_once(&part_once, pick_part);
+	size_t cb = (TILE_FLOATS / (na + no + ne)) & ~(size_t)31;
+	task t = {
+		.x = j->x, .l = j->l, .u = j->u, .mo = j->mo,
+		.m = m, .k = k, .na = na, .no = no, .ne = ne,
+		.rt = na ? j->rt : spare, .vt = no ? j->vt : spare,
+		.ld = j->ldt, .cb = cb < 32 ? 32 : cb, .chunk = m, .nw = 1,
+		.w[0].met = ne ? j->met : spare,
+	};
+	part(&t, 0);
 }

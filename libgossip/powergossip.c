@@ -95,29 +95,23 @@ static int pg_edge_init(gsp_node *node, gsp__edge *edge)
 	return 0;
 }
 
-/* Next round's projection vectors of one edge into f->q, orthonormal. */
-static void pg_prepare(gsp_node *node, gsp__edge *edge)
+/* Next round's projection vectors of one edge for tensor i into f->q,
+ * orthonormal; returns the columns refilled. */
+static unsigned pg_prepare_tensor(gsp_node *node, gsp__edge *edge, size_t i)
 {
-	const gsp_layout *l = node->layout;
-	pg_edge *pe = edge->priv;
+	const gsp_tensor *t = &node->layout->t[i];
+	if (!t->compressed)
+		return 0;
 	uint64_t round = edge->round + 1;
-	pe->refills = 0;
-	for (size_t i = 0; i < l->n; i++) {
-		const gsp_tensor *t = &l->t[i];
-		if (!t->compressed)
-			continue;
-		unsigned r = tensor_rank(node, t);
-		pg_factor *f = &pe->f[i];
-		size_t rows = round & 1 ? t->k : t->m;
-		if (node->cfg.warm_start)
-			memcpy(f->q, round & 1 ? f->b : f->a,
-			       rows * r * sizeof(float));
-		else
-			gsp__rng_uniform(edge->seed, GSP_RNG_COLD, i, round, 0,
-					 f->q, rows * r, 1);
-		pe->refills += gsp__orthonormalize(f->q, rows, r, edge->seed,
-						     i, round);
-	}
+	unsigned r = tensor_rank(node, t);
+	pg_factor *f = &((pg_edge *)edge->priv)->f[i];
+	size_t rows = round & 1 ? t->k : t->m;
+	if (node->cfg.warm_start)
+		memcpy(f->q, round & 1 ? f->b : f->a, rows * r * sizeof(float));
+	else
+		gsp__rng_uniform(edge->seed, GSP_RNG_COLD, i, round, 0, f->q,
+				 rows * r, 1);
+	return gsp__orthonormalize(f->q, rows, r, edge->seed, i, round);
 }
 
 /* Float offset of tensor `ti` (ti = layout size: the vectors) in a
@@ -221,8 +215,12 @@ static size_t pg_tensor_scratch(const gsp_node *node, const gsp_tensor *t,
  * caches (see kernel.c). */
 #define PG_SLOTS 4
 
+/* Tensor ti's share of the step: gathers the factors into s, runs the
+ * kernel (alone on this thread if spare is set, see gsp__lowrank_alone,
+ * else on the workers) and scatters the projections into the messages. */
 static void pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
-		      size_t na, gsp__edge **proj, size_t np, float *s)
+		      size_t na, gsp__edge **proj, size_t np, float *s,
+		      float *spare)
 {
 	const gsp_tensor *t = &node->layout->t[ti];
 	unsigned r = tensor_rank(node, t);
@@ -257,7 +255,10 @@ static void pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
 		.l = L, .na = ra, .mo = Mo, .no = no, .u = U, .ne = ne,
 		.rt = RT, .vt = VT, .met = MeT, .ldt = ldt,
 	};
-	gsp__lowrank_run(&job);
+	if (spare)
+		gsp__lowrank_alone(&job, spare);
+	else
+		gsp__lowrank_run(&job);
 	for (size_t e = 0, co = 0, ce = 0; e < np; e++) {
 		uint64_t round = proj[e]->round + 1;
 		float *msg = (float *)proj[e]->next_msg +
@@ -298,27 +299,185 @@ static void pg_vectors(gsp_node *node, gsp__edge **apply, size_t na,
 	}
 }
 
-static int pg_run(gsp_node *node, gsp__edge **apply, size_t na,
-		  gsp__edge **proj, size_t np)
+/* Scratch floats of pg_tensor() for the largest compressed tensor. */
+static size_t pg_slot(const gsp_node *node, size_t na, size_t np)
 {
 	const gsp_layout *l = node->layout;
-	for (size_t e = 0; e < np; e++)
-		pg_prepare(node, proj[e]);
 	size_t slot = 0;
 	for (size_t i = 0; i < l->n; i++)
 		if (l->t[i].compressed) {
 			size_t n = pg_tensor_scratch(node, &l->t[i], na, np);
 			slot = n > slot ? n : slot;
 		}
-	float *s = gsp__node_scratch(node, PG_SLOTS * slot + 16);
+	return slot;
+}
+
+/* 64-byte aligned view of n floats of the node's scratch (NULL: OOM). */
+static float *pg_scratch(gsp_node *node, size_t n)
+{
+	float *s = gsp__node_scratch(node, n + 16);
+	if (s)
+		s += (16 - ((uintptr_t)s / sizeof(float)) % 16) % 16;
+	return s;
+}
+
+/* The whole step on the calling thread, tensor after tensor (each large
+ * one shared row-wise with the workers by the kernel). */
+static int pg_run_serial(gsp_node *node, gsp__edge **apply, size_t na,
+			 gsp__edge **proj, size_t np)
+{
+	const gsp_layout *l = node->layout;
+	for (size_t e = 0; e < np; e++) {
+		pg_edge *pe = proj[e]->priv;
+		pe->refills = 0;
+		for (size_t i = 0; i < l->n; i++)
+			pe->refills += pg_prepare_tensor(node, proj[e], i);
+	}
+	size_t slot = pg_slot(node, na, np);
+	float *s = pg_scratch(node, PG_SLOTS * slot);
 	if (!s)
 		return -ENOMEM;
-	s += (16 - ((uintptr_t)s / sizeof(float)) % 16) % 16;   /* 64 bytes */
 	for (size_t i = 0, n = 0; i < l->n; i++)
 		if (l->t[i].compressed)
 			pg_tensor(node, i, apply, na, proj, np,
-				  s + (n++ % PG_SLOTS) * slot);
+				  s + (n++ % PG_SLOTS) * slot, NULL);
 	pg_vectors(node, apply, na, proj, np);
+	return 0;
+}
+
+/* The step spread over the workers by whole tensors: worker w prepares,
+ * gathers, projects and scatters the tensors owner[] gives it (the
+ * vectors are item n), on its own scratch, with the kernel alone.  Which
+ * worker takes which tensor never changes the result. */
+typedef struct pg_job {
+	gsp_node *node;
+	gsp__edge **apply, **proj;
+	size_t na, np;
+	const uint8_t *owner;     /* n + 1 items */
+	float *scratch;           /* per worker: slot + spare floats */
+	size_t per_worker, slot;
+	unsigned *refills;        /* per worker and projected edge */
+} pg_job;
+
+static void pg_worker(const void *arg, unsigned w)
+{
+	const pg_job *j = arg;
+	const gsp_layout *l = j->node->layout;
+	float *s = j->scratch + w * j->per_worker;
+	unsigned *refills = j->refills + w * j->np;
+	for (size_t e = 0; e < j->np; e++)
+		refills[e] = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (j->owner[i] != w || !l->t[i].compressed)
+			continue;
+		for (size_t e = 0; e < j->np; e++)
+			refills[e] += pg_prepare_tensor(j->node, j->proj[e], i);
+		pg_tensor(j->node, i, j->apply, j->na, j->proj, j->np, s,
+			  s + j->slot);
+	}
+	if (j->owner[l->n] == w)
+		pg_vectors(j->node, j->apply, j->na, j->proj, j->np);
+}
+
+/* A step is spread by tensors from this much work on (multiply-adds plus
+ * PG_MEM_COST per element moved), ... */
+#define PG_SPREAD_MIN_COST (1u << 22)
+#define PG_MEM_COST 8
+/* ... when no worker gets more than this many percent of the mean. */
+#define PG_SPREAD_MAX_IMBALANCE 112
+
+/* Assigns tensors (and the vectors, item n) to nw workers, largest first,
+ * each to the least loaded worker (lowest index on ties).  Returns false
+ * if the work is too small or cannot be balanced (one dominant tensor:
+ * the kernel's row split serves it better). */
+static bool pg_assign(const gsp_node *node, size_t na, size_t np,
+		      unsigned nw, uint8_t *owner)
+{
+	const gsp_layout *l = node->layout;
+	uint64_t load[GSP_POOL_MAX] = {0}, total = 0;
+	size_t vec = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->t[i].compressed)
+			vec += l->t[i].numel;
+	/* Selection of the largest unassigned item, n times: the layouts
+	 * this runs on have hundreds of tensors, steps take milliseconds. */
+	for (size_t i = 0; i <= l->n; i++)
+		owner[i] = UINT8_MAX;
+	for (;;) {
+		uint64_t best = 0;
+		size_t pick = SIZE_MAX;
+		for (size_t i = 0; i <= l->n; i++) {
+			if (owner[i] != UINT8_MAX)
+				continue;
+			uint64_t c;
+			if (i == l->n)
+				c = (uint64_t)vec * (na + np + PG_MEM_COST);
+			else if (l->t[i].compressed)
+				c = (uint64_t)l->t[i].numel *
+				    ((na + np) * tensor_rank(node, &l->t[i]) +
+				     PG_MEM_COST);
+			else
+				c = 0;
+			if (pick == SIZE_MAX || c > best) {
+				best = c;
+				pick = i;
+			}
+		}
+		if (pick == SIZE_MAX)
+			break;
+		unsigned w = 0;
+		for (unsigned v = 1; v < nw; v++)
+			if (load[v] < load[w])
+				w = v;
+		owner[pick] = (uint8_t)w;
+		load[w] += best;
+		total += best;
+	}
+	uint64_t max = 0;
+	for (unsigned w = 0; w < nw; w++)
+		max = load[w] > max ? load[w] : max;
+	return total >= PG_SPREAD_MIN_COST &&
+	       max * nw * 100 <= total * PG_SPREAD_MAX_IMBALANCE;
+}
+
+static int pg_run(gsp_node *node, gsp__edge **apply, size_t na,
+		  gsp__edge **proj, size_t np)
+{
+	const gsp_layout *l = node->layout;
+	unsigned nw = gsp__pool_size();
+	if (nw < 2 || !gsp__pool_acquire())
+		return pg_run_serial(node, apply, na, proj, np);
+	size_t slot = pg_slot(node, na, np), spare = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->t[i].compressed && pg_ldt(l->t[i].k) > spare)
+			spare = pg_ldt(l->t[i].k);
+	pg_job j = {
+		.node = node, .apply = apply, .proj = proj, .na = na, .np = np,
+		.slot = slot, .per_worker = (slot + spare + 15) & ~(size_t)15,
+	};
+	/* Scratch: the workers' regions, then refills, then owner. */
+	size_t tail = nw * np + (l->n + 1 + sizeof(float)) / sizeof(float);
+	float *s = pg_scratch(node, nw * j.per_worker + tail);
+	if (!s) {
+		gsp__pool_release();
+		return pg_run_serial(node, apply, na, proj, np);
+	}
+	j.scratch = s;
+	j.refills = (unsigned *)(s + nw * j.per_worker);
+	uint8_t *owner = (uint8_t *)(j.refills + nw * np);
+	j.owner = owner;
+	if (!pg_assign(node, na, np, nw, owner)) {
+		gsp__pool_release();
+		return pg_run_serial(node, apply, na, proj, np);
+	}
+	gsp__pool_run(nw, pg_worker, &j);
+	gsp__pool_release();
+	for (size_t e = 0; e < np; e++) {
+		pg_edge *pe = proj[e]->priv;
+		pe->refills = 0;
+		for (unsigned w = 0; w < nw; w++)
+			pe->refills += j.refills[w * np + e];
+	}
 	return 0;
 }
 

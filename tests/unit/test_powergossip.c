@@ -3,6 +3,11 @@
  * consensus, power iteration on a frozen difference, bit-identical edge
  * buffers, recovery from equal models, exact bit counts, and argument
  * checks that change no state. */
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
 #include "testutil.h"
 
 /* Fills 30x20 D = U diag(s) V^T with s = 8, 4, 2, 1, 1/2, ... using the
@@ -473,6 +478,52 @@ START_TEST(test_edge_generations)
 }
 END_TEST
 
+/* Four nodes of eight 256x512 tensors and a vector, six rounds: every
+ * node's parameters into out (4 x PAR_FLOATS floats). */
+enum { PAR_FLOATS = 8 * 256 * 512 + 512 };
+static void parallel_run(float *out)
+{
+	static const char spec[] = "256x512,256x512,256x512,256x512,"
+				   "256x512,256x512,256x512,256x512,512";
+	gsp_config cfg = config_of(GSP_METHOD_POWERGOSSIP, 2, 0.3);
+	cluster c = cluster_new(GSP_TOPO_RING, 4, NULL, spec, &cfg, 5);
+	cluster_rounds(&c, 6);
+	for (unsigned i = 0; i < 4; i++)
+		memcpy(out + (size_t)i * PAR_FLOATS, gsp_sim_params(c.sim, i),
+		       PAR_FLOATS * sizeof(float));
+	cluster_free(&c);
+}
+
+/* A step large enough to be spread over the workers by whole tensors
+ * (powergossip.c, pg_run) computes, bit for bit, what one thread does. */
+START_TEST(test_threads_do_not_change_results)
+{
+	size_t bytes = 4 * (size_t)PAR_FLOATS * sizeof(float);
+	float *alone = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	float *spread = malloc(bytes);
+	ck_assert(alone != MAP_FAILED && spread);
+	/* The child starts its own pool (this process has not used one
+	 * yet) with one thread. */
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("GSP_THREADS", "1", 1);
+		parallel_run(alone);
+		_exit(gsp__pool_size() == 1 ? 0 : 3);
+	}
+	setenv("GSP_THREADS", "2", 1);
+	parallel_run(spread);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_uint_eq(gsp__pool_size(), 2);
+	ck_assert(memcmp(alone, spread, bytes) == 0);
+	munmap(alone, bytes);
+	free(spread);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("powergossip");
@@ -488,6 +539,7 @@ int main(void)
 	tcase_add_test(tc, test_fused_step_matches_apply_then_project);
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_edge_generations);
+	tcase_add_test(tc, test_threads_do_not_change_results);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
