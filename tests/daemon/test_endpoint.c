@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "endpoint.h"
+#include "testutil.h"
 
 START_TEST(test_numeric)
 {
@@ -90,9 +91,5 @@ int main(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_malformed);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }
