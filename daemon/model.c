@@ -251,6 +251,28 @@ static void step_begin(gsp_daemon *d, uint32_t *applied, uint32_t *skipped)
 }
 
 /* After gsp_node_step returned r: count, send, and fill the reply. */
+
+/* The figures of a STEP reply that describe the model, not the step:
+ * staleness, bytes since REGISTER and the consensus estimate. */
+static void step_totals(const gsp_daemon *d, gsp_api_step_ok *ret)
+{
+	const gsp_model *m = &d->model;
+	ret->step = m->steps;
+	ret->max_staleness = 0;
+	ret->bytes_sent = ret->bytes_received = 0;
+	for (size_t i = 0; i < d->n_peers; i++) {
+		const gsp_peer *p = &d->peers[i];
+		uint64_t stale = p->edge_up ? m->steps - p->last_apply_step : 0;
+		if (stale > ret->max_staleness)
+			ret->max_staleness = (uint32_t)stale;
+		ret->bytes_sent += p->tx_bytes;
+		ret->bytes_received += p->rx_bytes;
+	}
+	ret->bytes_sent -= m->bytes_base_tx;
+	ret->bytes_received -= m->bytes_base_rx;
+	ret->consensus_estimate = gsp_model_estimate(d);
+}
+
 static int step_end(gsp_daemon *d, int r, uint32_t applied, uint32_t skipped,
 		    gsp_api_step_ok *ret)
 {
@@ -267,17 +289,7 @@ static int step_end(gsp_daemon *d, int r, uint32_t applied, uint32_t skipped,
 	ret->edges_applied = applied;
 	ret->edges_projected = (uint32_t)r;
 	ret->edges_skipped = skipped;
-	for (size_t i = 0; i < d->n_peers; i++) {
-		const gsp_peer *p = &d->peers[i];
-		uint64_t stale = p->edge_up ? m->steps - p->last_apply_step : 0;
-		if (stale > ret->max_staleness)
-			ret->max_staleness = (uint32_t)stale;
-		ret->bytes_sent += p->tx_bytes;
-		ret->bytes_received += p->rx_bytes;
-	}
-	ret->bytes_sent -= m->bytes_base_tx;
-	ret->bytes_received -= m->bytes_base_rx;
-	ret->consensus_estimate = gsp_model_estimate(d);
+	step_totals(d, ret);
 	return 0;
 }
 
@@ -431,8 +443,8 @@ static void drain_advance(gsp_daemon *d)
 		gsp_api_reply_error(c, r, gsp_strerror(r));
 		return;
 	}
-	gsp_api_step_ok ok = {.step = m->steps,
-			      .consensus_estimate = gsp_model_estimate(d)};
+	gsp_api_step_ok ok = {0};
+	step_totals(d, &ok);
 	uint8_t buf[128];
 	size_t n;
 	if (gsp_api_step_ok_encode(&ok, buf, sizeof(buf), &n) == 0)

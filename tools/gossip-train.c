@@ -476,11 +476,11 @@ static int finish(trainer *t)
 	r.epoch = o->epochs;
 	r.test_accuracy = test_accuracy(t);
 	if (t->client) {
-		/* Bytes of the training steps (DRAIN's reply may count fewer). */
-		r.sent_mb = (double)t->last.bytes_sent / 1e6;
 		err = gsp_client_step(t->client, GSP_STEP_DRAIN, &t->last);
 		if (err < 0)
 			return -gsp_link_fail(PROG, t->client, "drain", err);
+		/* Bytes of training, the rounds DRAIN settled included. */
+		r.sent_mb = (double)t->last.bytes_sent / 1e6;
 		r.consensus = t->last.consensus_estimate;
 		if (o->average) {
 			gsp_api_average_ok avg;

@@ -65,6 +65,7 @@ class TorchRing(unittest.TestCase):
             self.assertTrue(r["ptr_stable"], "trainer %d: optimizer moved a param" % i)
             self.assertTrue(r["outside_after_detach"], i)
             self.assertTrue(r["kept_values"], "trainer %d: detach changed values" % i)
+            self.assertTrue(r["drain_totals"], "trainer %d: DRAIN's reply lost the totals" % i)
             self.assertLess(r["loss1"], r["loss0"] / 2, "trainer %d did not learn" % i)
             self.assertTrue(any(e == e for e in r["estimates"]),
                             "trainer %d: no edge ever completed a round" % i)

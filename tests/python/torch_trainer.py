@@ -50,10 +50,15 @@ def main(sock, index, steps, out):
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
-        estimates.append(g.step().consensus_estimate)
+        st = g.step()
+        estimates.append(st.consensus_estimate)
     res["ptr_stable"] = ptrs == [p.data_ptr() for p in model.parameters()]
     res["before_average"] = g.client.flat.tolist()
-    g.drain()
+    drained = g.drain()
+    # DRAIN reports the totals since REGISTER, as STEP does.
+    res["drain_totals"] = (drained.step == st.step and
+                           drained.bytes_sent >= st.bytes_sent > 0 and
+                           drained.bytes_received >= st.bytes_received > 0)
     res["average"] = list(g.average(1e-7, time_limit_ms=20000))
     res["final"] = g.client.flat.tolist()
     res["estimates"] = estimates
