@@ -74,14 +74,16 @@ fi
 ok "meson install --destdir"
 
 # ---- the tree -----------------------------------------------------------
-for f in "$SBIN/gossipd" "$BIN/gossipctl" "$BIN/gossip-sim" "$BIN/gossip-bench"; do
+for f in "$SBIN/gossipd" "$BIN/gossipctl" "$BIN/gossip-sim" "$BIN/gossip-bench" \
+	"$BIN/gossip-train"; do
 	if [ -f "$f" ] && [ -x "$f" ]; then ok "installed: ${f#"$D"}"
 	else not_ok "installed: ${f#"$D"}"; fi
 done
 for f in "$LIB/libgossip.so" "$LIB/libgossip.so.0" "$LIB/pkgconfig/libgossip.pc" \
 	"$INC/gossip/client.h" "$INC/gossip/proto.h" "$INC/gossip/gossip.h" \
 	"$INC/gossip/sim.h" "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" \
-	"$MAN/man5/gossipd.conf.5" "$UNIT" "$SYSUSERS" "$EXAMPLE"; do
+	"$MAN/man5/gossipd.conf.5" "$MAN/man1/gossip-train.1" "$UNIT" "$SYSUSERS" \
+	"$EXAMPLE"; do
 	if [ -f "$f" ]; then ok "installed: ${f#"$D"}"
 	else not_ok "installed: ${f#"$D"}"; fi
 done
@@ -192,7 +194,8 @@ fi
 
 # ---- man pages ----------------------------------------------------------
 if need mandoc man; then
-	for page in "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" "$MAN/man5/gossipd.conf.5"; do
+	for page in "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" "$MAN/man5/gossipd.conf.5" \
+		"$MAN/man1/gossip-train.1"; do
 		check "mandoc -T lint -W warning ${page##*/}" mandoc -T lint -W warning "$page"
 		name=$(basename "$page" | sed 's/\.[0-9]$//')
 		if MANPAGER=cat MANWIDTH=80 man -l "$page" >"$T/out" 2>&1 &&
