@@ -44,17 +44,54 @@ static void put(sbuf *b, const char *fmt, ...)
 }
 
 /* A JSON string of trusted-but-escaped text. */
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if there is none
+ * (a stray continuation byte, an overlong form, a surrogate, a value above
+ * U+10FFFF or a truncated sequence). */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t v;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, v = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, v = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, v = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)   /* also stops at the NUL */
+			return 0;
+		v = v << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) ||
+	    (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/* s as a JSON string.  Bytes that are not UTF-8 (a path from the config,
+ * say) become U+FFFD, so the document always parses. */
 static void put_str(sbuf *b, const char *s)
 {
 	put(b, "\"");
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			put(b, "\\%c", ch);
-		else if (ch < 0x20)
-			put(b, "\\u%04x", ch);
-		else
-			put(b, "%c", ch);
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		size_t n = utf8_len(p);
+		if (n == 0) {
+			put(b, "\\ufffd");
+			p++;
+		} else if (*p == '"' || *p == '\\') {
+			put(b, "\\%c", *p++);
+		} else if (*p < 0x20) {
+			put(b, "\\u%04x", *p++);
+		} else {
+			put(b, "%.*s", (int)n, (const char *)p);
+			p += n;
+		}
 	}
 	put(b, "\"");
 }

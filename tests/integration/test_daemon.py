@@ -4,6 +4,7 @@ and configs, real trainers (gossip-testtrainer) on their Unix sockets.
 
 usage: test_daemon.py BUILD_DIR [unittest options]
 """
+import json
 import os
 import signal
 import socket
@@ -252,6 +253,28 @@ class Daemon(unittest.TestCase):
             lambda: all("session up" in c.log(i) for i in range(2))),
             c.tail_logs())
         self.assertIn("Endpoint = localhost:", open(c.write_config(0)).read())
+
+    def test_status_is_utf8_with_a_latin1_socket_path(self):
+        """A socket path that is not UTF-8 still gives a status document
+        that gossipctl (jansson, strict UTF-8) parses, with U+FFFD."""
+        c = self.cluster(1, edges=[])
+        conf = c.write_config(0)
+        path = os.fsencode(c.sockets[0]) + b"\xe9"
+        with open(conf, "rb") as f:
+            text = f.read().replace(os.fsencode(c.sockets[0]), path)
+        with open(conf, "wb") as f:
+            f.write(text)
+        with open(c.logs[0], "ab") as log:
+            c.procs[0] = subprocess.Popen(
+                [c.bin("daemon", "gossipd"), "--config", conf], stdout=log,
+                stderr=log, env=dict(os.environ, NOTIFY_SOCKET=c.notify_path))
+        c.wait_ready(1)
+        out = subprocess.run([os.fsencode(c.bin("tools", "gossipctl", "gossipctl")),
+                              b"status", b"--json", b"--socket", path],
+                             capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        doc = json.loads(out.stdout)
+        self.assertEqual(doc["socket"], c.sockets[0] + "\ufffd")
 
     def test_sigterm(self):
         c = self.cluster(2)
