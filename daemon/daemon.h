@@ -97,7 +97,10 @@ struct gsp_peer {
 	uint64_t rtt_ns;
 	/* Counters (cumulative). */
 	uint64_t tx_bytes, rx_bytes, tx_frames, rx_frames;
-	uint64_t rounds_completed;
+	uint64_t rounds_completed;  /* with the current model */
+	/* Counters that only grow while the daemon runs (metrics): rounds,
+	 * and the engine's byte counts of models already detached. */
+	uint64_t rounds_total, exact_bytes_done, message_bytes_done;
 	uint64_t resyncs;        /* RESYNCs that started a generation */
 };
 

@@ -125,8 +125,10 @@ static int complete(gsp_peer *p, uint64_t round, uint16_t degree,
 		err = gsp_node_complete(node, p->index, round, copy, len);
 		free(copy);
 	}
-	if (!err)
+	if (!err) {
 		p->rounds_completed++;
+		p->rounds_total++;
+	}
 	return err;
 }
 

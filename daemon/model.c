@@ -180,10 +180,16 @@ void gsp_model_detach(gsp_daemon *d)
 		d->model.detach_pending = true;
 		return;
 	}
+	gsp_edge_cache(d);   /* the engine's last counts */
 	for (size_t i = 0; i < d->n_peers; i++) {
-		d->peers[i].edge_up = false;
-		free(d->peers[i].early);
-		d->peers[i].early = NULL;
+		gsp_peer *p = &d->peers[i];
+		p->edge_up = false;
+		free(p->early);
+		p->early = NULL;
+		/* The engine's counts go with it; keep their totals. */
+		p->exact_bytes_done += p->cache.exact_bytes;
+		p->message_bytes_done += p->cache.tx_bytes;
+		memset(&p->cache, 0, sizeof(p->cache));
 	}
 	model_free(&d->model);
 	gsp_info("model detached");

@@ -138,9 +138,9 @@ static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
 	    (unsigned long long)(p->edge_up ? d->model.steps - p->last_apply_step : 0),
 	    (unsigned long long)p->tx_bytes, (unsigned long long)p->rx_bytes,
 	    (unsigned long long)p->tx_frames, (unsigned long long)p->rx_frames,
-	    (unsigned long long)info.exact_bytes,
-	    (unsigned long long)info.tx_bytes,
-	    (unsigned long long)p->rounds_completed,
+	    (unsigned long long)(p->exact_bytes_done + info.exact_bytes),
+	    (unsigned long long)(p->message_bytes_done + info.tx_bytes),
+	    (unsigned long long)p->rounds_total,
 	    (unsigned long long)p->resyncs);
 	put_num(b, p->rtt_ns ? p->rtt_ns / 1e6 : NAN);
 	put(b, ",\"diff_norm\":");

@@ -187,10 +187,16 @@ class Daemon(unittest.TestCase):
         p1 = c.trainer(1, "--data", "random:50x50", "--steps", "100000", "--sync",
                        "--wait-edges", "1")
         self.wait_rounds(c, 0, 10)
+        before = cluster.status(c.sockets[0])["edges"][0]
         cluster.kill(p0)
         cluster.eventually(lambda: "detaching its model" in c.log(0))
         self.assertIn("detaching its model", c.log(0))
-        self.assertFalse(cluster.status(c.sockets[0])["model"]["registered"])
+        st = cluster.status(c.sockets[0])
+        self.assertFalse(st["model"]["registered"])
+        # Counters (metrics) only grow: the detached model's counts stay.
+        for key in ("rounds", "exact_bytes", "message_bytes", "tx_bytes"):
+            self.assertGreaterEqual(st["edges"][0][key], before[key], key)
+            self.assertGreater(st["edges"][0][key], 0, key)
         cluster.kill(p1)
         # A new pair of trainers registers and gossips again.
         outs = c.run_trainers(lambda i: ["--data", "random:50x50", "--steps", "20",
