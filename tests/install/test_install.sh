@@ -8,6 +8,8 @@
 #     with `pkg-config --cflags --libs libgossip` against the DESTDIR links
 #     the installed library and runs (-ENOENT from a missing socket);
 #   - the installed gossipd reads the example configuration;
+#   - the unit reads its configuration from ConfigurationDirectory=
+#     (/etc/gossipd/gossipd.conf whatever the prefix);
 #   - systemd-analyze verify passes on the installed unit (ExecStart
 #     pointed into the DESTDIR) with no message at all, and
 #     `systemd-analyze security --offline` rates it <= 2.0;
@@ -161,6 +163,15 @@ if grep -qx "ExecStart=$(abs "$SBINDIR")/gossipd --config .*" "$UNIT"; then
 	ok "the unit starts $(abs "$SBINDIR")/gossipd"
 else
 	not_ok "the unit starts $(abs "$SBINDIR")/gossipd"
+fi
+# The configuration is read from ConfigurationDirectory= (/etc/gossipd for
+# any prefix), where gossipd(8) and docs/OPERATIONS.md tell to put it.
+grep -E '^(ExecStart|ConfigurationDirectory)=' "$UNIT" >"$T/out"
+if grep -qx 'ExecStart=.* --config \${CONFIGURATION_DIRECTORY}/gossipd\.conf' "$T/out" &&
+	grep -qx 'ConfigurationDirectory=gossipd' "$T/out"; then
+	ok "the unit reads \${CONFIGURATION_DIRECTORY}/gossipd.conf, ConfigurationDirectory=gossipd"
+else
+	not_ok "the unit reads \${CONFIGURATION_DIRECTORY}/gossipd.conf, ConfigurationDirectory=gossipd"
 fi
 if need systemd-analyze; then
 	# verify wants ExecStart on this system: the same unit, pointed into D.
