@@ -194,6 +194,11 @@ for args in "--help" "-h" "help"; do
 			not_ok "gossipctl $args lists $sub"
 		fi
 	done
+	expect_grep "gossipctl $args shows --version" '--version'
+done
+run "$G" edges --help
+for state in down connecting handshake idle up; do
+	expect_grep "gossipctl edges --help names the state $state" "[ (]$state[,:]"
 done
 for sub in status edges metrics genkey pubkey; do
 	run "$G" "$sub" --help
@@ -260,6 +265,7 @@ A = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 B = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
 C = "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8="
 D = "YGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8="
+E = "gIGCg4SFhoeIiYqLjI2Oj5CRkpOUlZaXmJmam5ydnp8="
 DOC = {
     "version": "0.1.0",
     "public_key": "hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=",
@@ -307,12 +313,16 @@ DOC = {
          "tx_bytes": 123456789012, "rx_bytes": 98765432109,
          "tx_frames": 4000000, "rx_frames": 3999999,
          "exact_bytes": 1234567890120, "rtt_ms": 12, "diff_norm": 1.5e-7},
-        # A state gossipctl does not know, and fields it does not read.
         {"peer": D, "endpoint": "127.0.0.1:7004", "state": "idle",
          "generation": 0, "round": 0, "staleness": 0,
          "tx_bytes": 0, "rx_bytes": 0, "tx_frames": 0, "rx_frames": 0,
          "exact_bytes": 0, "message_bytes": 0, "rounds": 0,
          "rtt_ms": None, "diff_norm": None},
+        # A state gossipctl does not know.
+        {"peer": E, "state": "draining",
+         "generation": 1, "round": 2, "staleness": 0,
+         "tx_bytes": 5, "rx_bytes": 6, "tx_frames": 1, "rx_frames": 1,
+         "exact_bytes": 0, "rtt_ms": None, "diff_norm": None},
     ],
 }
 DOC_TEXT = json.dumps(DOC)
@@ -425,6 +435,7 @@ A8=AAECAwQF
 B8=ICEiIyQl
 C8=QEFCQ0RF
 D8=YGFiY2Rl
+E8=gIGCg4SF
 cat >"$T/expect-status" <<EOF
 node:      hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo= (gossipd 0.1.0)
 listen:    127.0.0.1:7000
@@ -432,13 +443,14 @@ socket:    /run/gossipd/gossipd.sock
 method:    powergossip, rank 4, gamma 1
 model:     powergossip r4, 3 tensors, 40064 floats "q" \\ ?[31m; step 123; fingerprint 0011223344556677
 counters:  rx_malformed 1, hs_refused 2, hs_replayed 3, links_closed 4, api_malformed 5, version_mismatch 6, a-b c 7, a_b_c 8
-edges:     4 (1 up)
+edges:     5 (1 up)
 
 PEER      STATE        ROUND    SENT_MB   RECV_MB   RATIO
 $A8  up              57       0.00      0.00  160.0x
 $B8  connecting       0       0.00      0.00       -
 $C8  handshake   123456  123456.79  98765.43   10.0x
 $D8  idle             0       0.00      0.00       -
+$E8  draining         2       0.00      0.00       -
 EOF
 run "$G" --socket "$S" status
 expect "status exits 0" 0 ""
@@ -459,12 +471,14 @@ A=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
 B=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=
 C=QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=
 D=YGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8=
+E=gIGCg4SFhoeIiYqLjI2Oj5CRkpOUlZaXmJmam5ydnp8=
 cat >"$T/expect-edges" <<EOF
 PEER                                          ENDPOINT        STATE       GEN   ROUND  STALE      TX_BYTES     RX_BYTES  TX_FRAMES  RX_FRAMES   RATIO  RTT_MS  DIFF_NORM
 $A  127.0.0.1:7001  up            1      57      0          1000         1000         10         10  160.0x   0.210       0.05
 $B  [::1]:7002      connecting    2       0      3           109            0          2          0       -       -          -
 $C  -               handshake     7  123456      1  123456789012  98765432109    4000000    3999999   10.0x  12.000    1.5e-07
 $D  127.0.0.1:7004  idle          0       0      0             0            0          0          0       -       -          -
+$E  -               draining      1       2      0             5            6          1          1       -       -          -
 EOF
 run "$G" --socket "$S" edges
 expect "edges exits 0" 0 ""
@@ -508,8 +522,13 @@ for line in \
 	'gossipd_edges{state="up"} 1' \
 	'gossipd_edges{state="down"} 0' \
 	'gossipd_edges{state="idle"} 1' \
+	'gossipd_edges{state="handshake"} 1' \
+	'gossipd_edges{state="draining"} 1' \
 	"gossipd_edge_state{peer=\"$D\",state=\"idle\"} 1" \
 	"gossipd_edge_state{peer=\"$D\",state=\"up\"} 0" \
+	"gossipd_edge_state{peer=\"$A\",state=\"idle\"} 0" \
+	"gossipd_edge_state{peer=\"$E\",state=\"draining\"} 1" \
+	"gossipd_edge_state{peer=\"$E\",state=\"idle\"} 0" \
 	'# TYPE gossipd_rx_malformed_total counter' \
 	'gossipd_rx_malformed_total 1' \
 	'gossipd_api_malformed_total 5' \
@@ -529,6 +548,7 @@ for line in \
 	fi
 done
 for absent in 'gossipd_a_b_c_total 8' 'note' \
+	"gossipd_edge_state{peer=\"$A\",state=\"draining\"}" \
 	"gossipd_edge_resyncs_total{peer=\"$B\"}" \
 	"gossipd_edge_rtt_seconds{peer=\"$B\"}" \
 	"gossipd_edge_compression_ratio{peer=\"$B\"}" \
@@ -539,6 +559,18 @@ for absent in 'gossipd_a_b_c_total 8' 'note' \
 		ok "metrics leaves out: $absent"
 	fi
 done
+
+# gossipd_edges: the daemon's five states in lifecycle order, then the
+# state gossipctl does not know.
+grep '^gossipd_edges{' "$T/out" >"$T/states"
+printf 'gossipd_edges{state="%s"} %s\n' down 0 connecting 1 handshake 1 idle 1 \
+	up 1 draining 1 >"$T/expect-states"
+if cmp -s "$T/states" "$T/expect-states"; then
+	ok "gossipd_edges: down, connecting, handshake, idle, up, then others"
+else
+	not_ok "gossipd_edges: down, connecting, handshake, idle, up, then others"
+	diff -u "$T/expect-states" "$T/states" | sed 's/^/#   /'
+fi
 
 # A minimal document: no model, no edges.
 S=$T/min.sock
@@ -558,6 +590,14 @@ else
 	not_ok "metrics of an idle daemon is valid"
 fi
 expect_grep "metrics of an idle daemon counts no edges" '^gossipd_edges\{state="up"\} 0$'
+grep '^gossipd_edges{' "$T/out" >"$T/states"
+printf 'gossipd_edges{state="%s"} 0\n' down connecting handshake idle up >"$T/expect-states"
+if cmp -s "$T/states" "$T/expect-states"; then
+	ok "metrics without edges has each of the five known states, 0"
+else
+	not_ok "metrics without edges has each of the five known states, 0"
+	diff -u "$T/expect-states" "$T/states" | sed 's/^/#   /'
+fi
 
 # Failures from the daemon: exit 1 with a message.
 for case in \

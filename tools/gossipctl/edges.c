@@ -12,12 +12,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: %s edges [--socket PATH]\n\n"
 		"Shows one line per edge: the peer's public key and endpoint; the\n"
-		"state (down, connecting, handshake, up, or another the daemon adds);\n"
-		"the generation, round and staleness (in steps); the bytes and frames\n"
-		"sent and received; the compression ratio against exact gossip (the\n"
-		"bytes exact gossip would have sent over the bytes sent); the\n"
-		"round-trip time in milliseconds; and the norm of the last projected\n"
-		"difference.  \"-\" marks a value the daemon does not know yet.\n"
+		"state (down, connecting, handshake, idle: the link is up but one\n"
+		"end has no model registered, up: rounds flow; or another state a\n"
+		"newer daemon adds); the generation, round and staleness (in steps);\n"
+		"the bytes and frames sent and received; the compression ratio\n"
+		"against exact gossip (the bytes exact gossip would have sent over\n"
+		"the bytes sent); the round-trip time in milliseconds; and the norm\n"
+		"of the last projected difference.  \"-\" marks a value the daemon\n"
+		"does not know yet.\n"
 		"Without edges, only the header is printed.\n\n"
 		"%s",
 		PROG_NAME, GCTL_SOCKET_HELP);

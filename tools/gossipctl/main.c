@@ -34,13 +34,15 @@ static const struct {
 
 static void show_usage(FILE *f)
 {
-	fprintf(f, "Usage: %s [--socket PATH] <cmd> [<args>]\n\n", PROG_NAME);
+	fprintf(f, "Usage: %s [--socket PATH] <cmd> [<args>]\n"
+		   "       %s --version | --help\n\n", PROG_NAME, PROG_NAME);
 	fprintf(f, "Available subcommands:\n");
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", subcommands[i].name,
 			subcommands[i].description);
 	fprintf(f, "\nWithout a subcommand, status is assumed.  --socket PATH names the\n"
 		   "daemon's socket (default: $GOSSIPD_SOCKET, else %s).\n"
+		   "--version prints the version, --help this text.\n"
 		   "Pass --help to any subcommand for its usage.  Exit status: 0 on\n"
 		   "success, 1 on a runtime failure, 2 on a usage error.\n",
 		GCTL_DEFAULT_SOCKET);

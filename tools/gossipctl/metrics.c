@@ -242,13 +242,20 @@ static int print_counters(const gctl_status *st)
 
 /* ---- edges ------------------------------------------------------------- */
 
+/* The states the daemon reports (daemon/status.c), in lifecycle order:
+ * each is always exported, with 0 when no edge is in it. */
+static const char *const known_states[] = {
+	"down", "connecting", "handshake", "idle", "up",
+};
+
+#define N_KNOWN_STATES (sizeof(known_states) / sizeof(known_states[0]))
+
 /* The known states, then the state of each edge: the candidates for
  * gossipd_edges{state=...}.  NULL for an edge without a state. */
 static const char *state_candidate(const gctl_status *st, size_t k)
 {
-	size_t n_known = sizeof(gctl_edge_states) / sizeof(gctl_edge_states[0]);
-
-	return k < n_known ? gctl_edge_states[k] : st->edges[k - n_known].state;
+	return k < N_KNOWN_STATES ? known_states[k]
+				  : st->edges[k - N_KNOWN_STATES].state;
 }
 
 static void print_edge_states(const gctl_status *st)
@@ -256,10 +263,9 @@ static void print_edge_states(const gctl_status *st)
 	family edges = { "gossipd_edges", "gauge", "Edges by state.", false };
 	family state = { "gossipd_edge_state", "gauge",
 		"1 for the edge's current state, 0 for the others.", false };
-	size_t n_known = sizeof(gctl_edge_states) / sizeof(gctl_edge_states[0]);
 
 	/* Every known state (0 included), then each other state once. */
-	for (size_t k = 0; k < n_known + st->n_edges; k++) {
+	for (size_t k = 0; k < N_KNOWN_STATES + st->n_edges; k++) {
 		const char *name = state_candidate(st, k);
 		const char *const labels[] = { "state", name };
 		bool repeated = false;
@@ -285,11 +291,11 @@ static void print_edge_states(const gctl_status *st)
 
 		if (!e->peer)
 			continue;
-		for (size_t k = 0; k < n_known; k++) {
+		for (size_t k = 0; k < N_KNOWN_STATES; k++) {
 			const char *const labels[] = {
-				"peer", e->peer, "state", gctl_edge_states[k],
+				"peer", e->peer, "state", known_states[k],
 			};
-			bool is = e->state && !strcmp(e->state, gctl_edge_states[k]);
+			bool is = e->state && !strcmp(e->state, known_states[k]);
 			known = known || is;
 			sample_u64(&state, labels, 2, is);
 		}
