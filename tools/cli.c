@@ -34,6 +34,9 @@ int gsp_cli_float(const char *s, float *ret)
 
 int gsp_cli_die(const char *prog, const char *what, const char *arg)
 {
-	fprintf(stderr, "%s: %s: '%s' (see --help)\n", prog, what, arg);
+	if (arg)
+		fprintf(stderr, "%s: %s: '%s' (see --help)\n", prog, what, arg);
+	else
+		fprintf(stderr, "%s: %s (see --help)\n", prog, what);
 	return 2;
 }

@@ -176,7 +176,7 @@ static int parse_args(int argc, char **argv, opts *o)
 	if (optind < argc)
 		return die("unexpected argument", argv[optind]);
 	if (!o->socket)
-		return die("--socket is required", "");
+		return die("--socket is required", NULL);
 	if (o->average && o->average_ms == 0 && o->average_rounds == 0)
 		return die("--average needs a time or round limit",
 			   "--average-time 0");

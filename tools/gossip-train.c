@@ -275,11 +275,11 @@ static int parse_args(int argc, char **argv, opts *o)
 	if (optind < argc)
 		return die("unexpected argument", argv[optind]);
 	if (!o->socket && !o->standalone)
-		return die("--socket is required (or --standalone)", "");
+		return die("--socket is required (or --standalone)", NULL);
 	if (o->socket && o->standalone)
 		return die("--standalone takes no --socket", o->socket);
 	if (o->node >= o->nodes)
-		return die("--node must be below --nodes", "");
+		return die("--node must be below --nodes", NULL);
 	if (o->average && o->average_ms == 0 && o->average_rounds == 0)
 		return die("AVERAGE needs a time or round limit",
 			   "--average-time 0");

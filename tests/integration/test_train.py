@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """gossip-train integration tests: 4 real gossipd on loopback (a ring,
 PowerGossip), one gossip-train per node learning Fashion-MNIST from its
-own shard; plus gossip-train's error messages.
+own shard; plus gossip-train's error messages, and tools/gossip-cluster
+(the quick start's main job): its argument checks and a short run.
 
 usage: test_train.py BUILD_DIR [unittest options]
 """
@@ -20,6 +21,8 @@ import gossipcluster as cluster  # noqa: E402
 BUILD = None
 FMNIST = "/usr/share/datasets/fashion-mnist"
 RING4 = "Method = powergossip\nRank = 4\nGamma = auto\nTopology = ring\nNodes = 4\n"
+CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                       "tools", "gossip-cluster")
 # A small network keeps the run short on 2 cores and the dumps cheap to
 # compare in Python.
 LAYERS = "784-128-10"
@@ -104,6 +107,12 @@ class Errors(unittest.TestCase):
             r = self.run_train(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertIn("gossip-train:", r.stderr)
+        # Errors without an offending value name none (no stray '').
+        for args, text in (([], "--socket is required (or --standalone)"),
+                           (["--node", "4", "--nodes", "4", "--standalone"],
+                            "--node must be below --nodes")):
+            r = self.run_train(*args)
+            self.assertEqual(r.stderr, "gossip-train: %s (see --help)\n" % text)
         r = self.run_train("--help")
         self.assertEqual(r.returncode, 0)
         self.assertIn("--standalone", r.stdout)
@@ -122,6 +131,50 @@ class Errors(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("gossipd is not running", r.stderr)
         self.assertIn("--standalone", r.stderr)
+
+
+class GossipCluster(unittest.TestCase):
+    """tools/gossip-cluster, with TMPDIR pointed at an empty directory so
+    that whatever it leaves behind is seen."""
+
+    def run_cluster(self, *args):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        # A later --build wins over this one.
+        r = subprocess.run([CLUSTER, "--build", BUILD] + list(args),
+                           capture_output=True, text=True, timeout=240,
+                           env=dict(os.environ, TMPDIR=tmp.name))
+        return r, os.listdir(tmp.name)
+
+    def test_bad_arguments_exit_2_and_create_nothing(self):
+        for args, text in ((["--topology", "torus"], "invalid choice: 'torus'"),
+                           (["--method", "sgd"], "invalid choice: 'sgd'"),
+                           (["--rank", "0"], "--rank needs 1..1024"),
+                           (["--nodes", "1"], "--nodes needs 2..4096"),
+                           (["--layers", "784-0-10"], "--layers:"),
+                           (["--momentum", "1"], "--momentum 0 <= M < 1"),
+                           (["--build", "/nonexistent"], "no daemon/gossipd")):
+            r, left = self.run_cluster(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(text, r.stderr, args)
+            self.assertEqual(left, [], args)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(FMNIST, "t10k-labels-idx1-ubyte.gz")),
+                         "dataset-fashion-mnist is not installed")
+    def test_one_epoch_run_labels_its_figures(self):
+        r, left = self.run_cluster("--nodes", "2", "--epochs", "1",
+                                   "--layers", "784-16-10", "--compare")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(left, [])
+        self.assertIn("gossip-train 784-16-10, 1 epoch\n", r.stderr)
+        self.assertNotIn("1 epochs", r.stderr + r.stdout)
+        head = r.stdout.split("\n")[1].split()
+        self.assertEqual(head[-4:], ["MB", "total", "payload", "seconds"], r.stdout)
+        for text in ("MB: wire bytes sent per node, framing and handshakes included",
+                     "MB total with the final AVERAGE",
+                     "payload: exact gossip's message bytes over the message bytes sent",
+                     "fewer while training (", "fewer including the final AVERAGE ("):
+            self.assertIn(text, r.stdout)
 
 
 if __name__ == "__main__":
