@@ -96,7 +96,7 @@ class Attach(unittest.TestCase):
         rng = g.client.buffer_range
         g.step()
         values = {n: p.detach().clone() for n, p in m.named_parameters()}
-        g.detach()
+        self.assertIs(g.detach(), True)            # Client.detach()'s result
         self.assertEqual(self.fake.types()[-1], P.DETACH)
         for n, p in m.named_parameters():
             self.assertFalse(p.numel() and inside(p, rng), n)
@@ -104,7 +104,16 @@ class Attach(unittest.TestCase):
         self.assertTrue(g.client.closed)
         m(torch.randn(5, 4)).sum().backward()     # forward and backward work
         self.assertIsNotNone(m.fc1.weight.grad)
-        g.detach()                                 # idempotent
+        self.assertIs(g.detach(), True)            # idempotent, same result
+
+    def test_detach_returns_false_while_an_array_keeps_the_mapping(self):
+        m = Net()
+        g = self.attach(m)
+        held = g.client.arrays[0]                  # a view of the mapping
+        self.assertIs(g.detach(), False)
+        self.assertEqual(self.fake.types()[-1], P.DETACH)
+        self.assertIs(g.detach(), False)
+        held[...] = 1.0                            # still valid memory
 
     def test_detach_after_the_daemon_went_away_keeps_the_model(self):
         m = Net()

@@ -112,6 +112,7 @@ class Attachment:
         self.client = client
         self.names = [n for n, _ in tensors]
         self.tensors = [t for _, t in tensors]
+        self._unmapped = None                  # detach()'s result
 
     def step(self, flags=0, *, sync=False):
         """After each optimizer.step(): one gossip step, in place."""
@@ -143,15 +144,21 @@ class Attachment:
     def detach(self):
         """Copies the parameters into private memory, then DETACHes and
         closes the connection.  The model stays usable even if the daemon
-        is gone (the error is raised after the copy).  Idempotent."""
+        is gone (the error is raised after the copy).  Returns what
+        Client.detach() returns: True if the buffer was unmapped at once,
+        False if arrays held elsewhere (such as client.arrays) keep it
+        alive.  Idempotent: a second call returns the first one's result."""
         if not self.tensors:
-            return
+            return self._unmapped
         self._copy_back()
+        unmapped = None
         try:
             if not self.client.closed:
-                self.client.detach()
+                unmapped = self.client.detach()
         finally:
-            self.client.close()
+            released = self.client.close()     # unmaps if detach() did not run
+            self._unmapped = released if unmapped is None else unmapped
+        return self._unmapped
 
     close = detach
 
