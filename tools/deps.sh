@@ -4,16 +4,26 @@
 # build directory.  Functions print what they do and return non-zero on
 # failure; callers run with set -euo pipefail.
 
-# What a build on a fresh Debian 12 needs: toolchain, the engine's
-# libraries, Check for the unit tests, the Fashion-MNIST data set the
-# simulator and tests read, gnuplot for plots and python3 for scripts.
+# What building and running the main job (tools/quickstart) needs on a
+# fresh Debian 12: the toolchain, the libraries of the engine, gossipd and
+# gossipctl, python3 for tools/gossip-cluster and the Fashion-MNIST data
+# set gossip-train learns.
 GSP_BASE_PACKAGES=(
 	meson ninja-build pkg-config gcc
-	libuv1-dev libsodium-dev libopenblas-dev zlib1g-dev check libinih-dev
+	libuv1-dev libsodium-dev libopenblas-dev zlib1g-dev libinih-dev
 	libsystemd-dev libjansson-dev
-	dataset-fashion-mnist gnuplot-nox python3
+	dataset-fashion-mnist python3
+)
+
+# What tools/run-tests adds: every tool a test needs, and gnuplot for
+# tools/consensus-experiment's plots.
+GSP_TEST_PACKAGES=(
+	check                             # the C unit tests (tests/unit, tests/daemon)
+	python3-numpy python3-torch       # suite python: the NumPy and PyTorch client
+	clang libclang-rt-14-dev          # build-fuzz/: libFuzzer harnesses
 	# tests/install/ (suite deploy): unit, man page, filter and metrics checks
 	systemd mandoc man-db strace python3-prometheus-client
+	gnuplot-nox
 )
 
 gsp_log() {
@@ -25,8 +35,9 @@ gsp_log() {
 }
 
 # gsp_install_deps [extra packages...]: installs the base packages and the
-# extra ones, calling apt-get only for those not installed yet (and
-# apt-get update once, first).  Without root it prints the command to run.
+# extra ones (tools/run-tests passes GSP_TEST_PACKAGES), calling apt-get
+# only for those not installed yet (and apt-get update once, first).
+# Without root it prints the command to run.
 gsp_install_deps() {
 	local missing=() p status
 	for p in "${GSP_BASE_PACKAGES[@]}" "$@"; do
