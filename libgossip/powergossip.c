@@ -1,4 +1,4 @@
-/* PowerGossip (ALGORITHM.md): per-edge shared factors A (m x r) and
+/* PowerGossip (docs/ALGORITHM.md): per-edge shared factors A (m x r) and
  * B (k x r) per compressed tensor, warm-started power iteration on the
  * model difference, and exact gossip of the 0/1-dim tensors.
  *

@@ -6,7 +6,7 @@
  * is tools/mlp.c, the optimizer tools/sgd.c, the data shards
  * tools/trainset.c and the report lines tools/train_report.c.
  *
- * Each step follows ALGORITHM.md section 5 (D-PSGD): the gradient of a
+ * Each step follows docs/ALGORITHM.md section 5 (D-PSGD): the gradient of a
  * batch of this node's shard at the current model, then a gossip STEP
  * (gossipd mixes the model with the neighbours' in the shared buffer),
  * then the momentum-SGD step with that gradient on the gossiped model.

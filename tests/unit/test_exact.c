@@ -62,7 +62,7 @@ START_TEST(test_consensus_and_bytes)
 	double e0 = cluster_stats(&c).error;
 	cluster_rounds(&c, 15);
 	gsp_sim_stats st = cluster_stats(&c);
-	/* ALGORITHM.md section 8: 15 steps and 9.6 Mbit to 1e-4. */
+	/* docs/ALGORITHM.md section 8: 15 steps and 9.6 Mbit to 1e-4. */
 	ck_assert_msg(st.error <= 1e-4 * e0, "error %g of initial", st.error / e0);
 	ck_assert_uint_eq(st.bits_worker0, 15u * 2 * 32 * 10000);
 	ck_assert(st.mean_drift <= 1e-6);

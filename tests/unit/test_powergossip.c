@@ -1,4 +1,4 @@
-/* PowerGossip properties (ALGORITHM.md section 6): conservation of the
+/* PowerGossip properties (docs/ALGORITHM.md section 6): conservation of the
  * network average, equivalence with exact gossip at full rank, monotone
  * consensus, power iteration on a frozen difference, bit-identical edge
  * buffers, recovery from equal models, exact bit counts, and argument
