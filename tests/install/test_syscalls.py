@@ -116,8 +116,10 @@ def main():
             init = [os.path.join(c.dir, "init%d" % i) for i in range(2)]
             final = [os.path.join(c.dir, "final%d" % i) for i in range(2)]
             c.run_trainers(lambda i: [
+                # SYNC steps: every step completes a round, so progress
+                # does not depend on how busy the machine is.
                 "--data", "random:512x512,512", "--seed", "3", "--steps", "200",
-                "--wait-edges", "1", "--dump-initial", init[i], "--dump", final[i]],
+                "--sync", "--wait-edges", "1", "--dump-initial", init[i], "--dump", final[i]],
                 timeout=600)
             drift, e0, e1 = cluster.network_stats(
                 [cluster.read_floats(p) for p in init],
