@@ -33,6 +33,8 @@ struct gsp_api_client {
 
 static int listen_fd = -1;
 static uv_poll_t listen_poll;
+static dev_t bound_dev;      /* the socket file we created, to remove */
+static ino_t bound_ino;      /* only that one at exit */
 
 static void client_poll(uv_poll_t *h, int status, int events);
 
@@ -53,6 +55,9 @@ static void client_close(gsp_api_client *c)
 	if (d->model.owner == c) {
 		gsp_info("trainer '%s' went away: detaching its model", c->name);
 		gsp_model_detach(d);
+		/* A detach that waits for a running step: no owner meanwhile. */
+		if (d->model.owner == c)
+			d->model.owner = NULL;
 	}
 	if (d->model.waiting == c)
 		d->model.waiting = NULL;
@@ -124,6 +129,11 @@ void gsp_api_reply_error(gsp_api_client *c, int code, const char *text)
 		e.text_len = GSP_API_ERROR_TEXT_MAX;
 	if (gsp_api_error_encode(&e, buf, sizeof(buf), &n) == 0)
 		gsp_api_reply(c, buf, n);
+}
+
+const char *gsp_api_client_name(const gsp_api_client *c)
+{
+	return c->name;
 }
 
 static void reply_ok(gsp_api_client *c)
@@ -346,6 +356,48 @@ static void on_accept(uv_poll_t *h, int status, int events)
 	update_events(c);
 }
 
+/* Makes sure nothing lives at path before we bind it.  A socket that
+ * nobody accepts on (ECONNREFUSED: its daemon died) is removed; a socket
+ * that accepts belongs to a live process and is left alone, as is
+ * anything that is not a socket. */
+static int socket_free(const char *path, const struct sockaddr_un *sa)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		gsp_err("%s exists and is not a socket; remove it or choose "
+			"another Socket", path);
+		return -EEXIST;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	int e = rc == 0 ? 0 : errno;
+	close(fd);
+	if (e == ENOENT)        /* gone meanwhile */
+		return 0;
+	if (e == ECONNREFUSED) {
+		gsp_info("removing the stale socket %s (no process serves it)", path);
+		if (unlink(path) != 0 && errno != ENOENT) {
+			gsp_err("cannot remove the stale socket %s: %s", path,
+				strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	if (e == 0 || e == EAGAIN || e == EINPROGRESS) {
+		/* EAGAIN: a live listener whose backlog is full. */
+		gsp_err("another process is serving %s; stop it or choose another "
+			"Socket", path);
+		return -EADDRINUSE;
+	}
+	gsp_err("cannot tell whether another process serves %s (%s); "
+		"leaving it alone", path, strerror(e));
+	return -e;
+}
+
 int gsp_api_start(gsp_daemon *d)
 {
 	const char *path = d->cfg.socket_path;
@@ -356,14 +408,9 @@ int gsp_api_start(gsp_daemon *d)
 		return -ENAMETOOLONG;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	/* A socket left by a dead daemon is replaced; anything else stays. */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			gsp_err("%s exists and is not a socket", path);
-			return -EEXIST;
-		}
-		unlink(path);
-	}
+	int err = socket_free(path, &sa);
+	if (err)
+		return err;
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0)
 		return -errno;
@@ -371,11 +418,17 @@ int gsp_api_start(gsp_daemon *d)
 	int rc = bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
 	if (rc != 0 || chmod(path, 0660) != 0 || listen(listen_fd, 16) != 0) {
-		int err = -errno;
-		gsp_err("cannot listen on %s: %s", path, strerror(errno));
+		err = -errno;
+		gsp_err("cannot listen on %s: %s", path, strerror(-err));
+		if (rc == 0)
+			unlink(path);   /* the file our bind() just made */
 		close(listen_fd);
 		listen_fd = -1;
 		return err;
+	}
+	if (lstat(path, &st) == 0) {
+		bound_dev = st.st_dev;
+		bound_ino = st.st_ino;
 	}
 	uv_poll_init(d->loop, &listen_poll, listen_fd);
 	listen_poll.data = d;
@@ -391,7 +444,11 @@ void gsp_api_stop(gsp_daemon *d)
 		uv_poll_stop(&listen_poll);
 		uv_close((uv_handle_t *)&listen_poll, NULL);
 		close(listen_fd);
-		unlink(d->cfg.socket_path);
+		/* Only our own socket: never one another process put there. */
+		struct stat st;
+		if (lstat(d->cfg.socket_path, &st) == 0 && st.st_dev == bound_dev &&
+		    st.st_ino == bound_ino)
+			unlink(d->cfg.socket_path);
 		listen_fd = -1;
 	}
 }

@@ -37,6 +37,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:0");
 	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "gossipd.sock");
 	gsp_config_default(&cfg->engine);
+	cfg->engine.rank = GSP_DAEMON_DEFAULT_RANK;
 	cfg->topology = GSP_TOPO_RING;
 	cfg->max_staleness = 4;
 	cfg->log_level = GSP_LOG_INFO;

@@ -72,8 +72,12 @@ typedef struct gsp_daemon_config {
 	size_t n_peers;
 } gsp_daemon_config;
 
+/* The daemon's default Rank: the quick start's measured choice
+ * (docs/BENCHMARKS.md); the engine's own default stays 1. */
+#define GSP_DAEMON_DEFAULT_RANK 4
+
 /* Fills cfg with defaults (no peers, listen 127.0.0.1:0, socket
- * gossipd.sock, powergossip rank 1, gamma 1). */
+ * gossipd.sock, powergossip rank GSP_DAEMON_DEFAULT_RANK, gamma 1). */
 void gsp_daemon_config_default(gsp_daemon_config *cfg);
 
 /* Parses INI text; `path` names it in messages.  On error returns a

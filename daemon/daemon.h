@@ -29,6 +29,9 @@
 #define GSP_DEAD_MS 10000
 #define GSP_BACKOFF_MIN_MS 100
 #define GSP_BACKOFF_MAX_MS 5000
+/* A peer's last error (STATUS "last_error"): room for a mismatch text
+ * with both summaries. */
+#define GSP_PEER_ERROR_MAX (2 * GSP_MODEL_SUMMARY_MAX + 64)
 /* Unsent bytes a link may queue before it is closed as too slow. */
 #define GSP_LINK_MAX_QUEUED (256u << 20)
 
@@ -75,7 +78,8 @@ struct gsp_peer {
 	bool dialing;            /* resolving or connecting */
 	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
 	uv_timer_t retry;
-	unsigned backoff_ms;
+	unsigned backoff_ms;     /* reset once MODEL is accepted, not before */
+	char last_error[GSP_PEER_ERROR_MAX];  /* why the edge is down; "" */
 	uint8_t last_ts[GSP_TAI64N_BYTES];  /* newest handshake timestamp */
 	/* Edge state on top of the engine edge. */
 	bool edge_up;            /* engine edge active for this session */
@@ -107,6 +111,7 @@ struct gsp_peer {
 typedef struct gsp_model {
 	bool registered;
 	gsp_api_client *owner;
+	char trainer[GSP_API_NAME_MAX + 1];  /* the owner's HELLO name */
 	int fd;
 	float *params;
 	size_t map_bytes;
@@ -160,6 +165,12 @@ int gsp_links_start(gsp_daemon *d);
 void gsp_link_send(gsp_link *l, const uint8_t *pt, size_t len);
 void gsp_link_close(gsp_link *l, uint16_t reason, const char *text);
 void gsp_peer_dial_later(gsp_peer *p);
+/* Records why p's edge is down (STATUS "last_error"); cleared when a
+ * session's MODEL is accepted. */
+void gsp_peer_error(gsp_peer *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Closes every session so it redials with the new MODEL; nothing while
+ * the daemon stops (gsp_links_stop says GOODBYE shutdown instead). */
 void gsp_links_reconnect_all(gsp_daemon *d, uint16_t reason, const char *text);
 void gsp_links_stop(gsp_daemon *d);
 /* Applies a re-read configuration's [Peer] list (SIGHUP). */
@@ -196,6 +207,8 @@ double gsp_model_estimate(const gsp_daemon *d);
 int gsp_api_start(gsp_daemon *d);
 void gsp_api_reply(gsp_api_client *c, const uint8_t *body, size_t len);
 void gsp_api_reply_error(gsp_api_client *c, int code, const char *text);
+/* The client's HELLO name ("client" before HELLO). */
+const char *gsp_api_client_name(const gsp_api_client *c);
 void gsp_api_stop(gsp_daemon *d);
 
 /* status.c */

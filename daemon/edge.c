@@ -3,6 +3,7 @@
  * heartbeats (PROTOCOL.md sections 4.1, 4.4, 4.6, 4.7). */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,6 +164,48 @@ void gsp_edge_send_rounds(gsp_daemon *d)
 	}
 }
 
+/* The peer's MODEL is accepted (the edge starts, or idles because one
+ * end has no model): the session works, so the dial backoff starts over
+ * and the last error is forgotten. */
+static void model_accepted(gsp_peer *p)
+{
+	p->backoff_ms = GSP_BACKOFF_MIN_MS;
+	p->last_error[0] = '\0';
+}
+
+/* The 8 hex digits after `key` (", layout ") in a summary, or "". */
+static void summary_digest(const char *s, size_t len, const char *key,
+			   char out[9])
+{
+	size_t k = strlen(key);
+	out[0] = '\0';
+	for (size_t i = 0; i + k + 8 <= len; i++)
+		if (!memcmp(s + i, key, k)) {
+			memcpy(out, s + i + k, 8);
+			out[8] = '\0';
+			return;
+		}
+}
+
+/* Which part of two models differs, from their summaries' digests. */
+static const char *mismatch_kind(const char *ours, const char *theirs,
+				 size_t theirs_len)
+{
+	char l1[9], l2[9], s1[9], s2[9];
+	summary_digest(ours, strlen(ours), ", layout ", l1);
+	summary_digest(theirs, theirs_len, ", layout ", l2);
+	summary_digest(ours, strlen(ours), ", settings ", s1);
+	summary_digest(theirs, theirs_len, ", settings ", s2);
+	if (!l1[0] || !l2[0] || !s1[0] || !s2[0])
+		return "models differ";
+	bool layout = strcmp(l1, l2) != 0, settings = strcmp(s1, s2) != 0;
+	if (layout && settings)
+		return "layouts and settings differ";
+	if (layout)
+		return "layouts differ";
+	return settings ? "settings differ" : "models differ";
+}
+
 static int on_model(gsp_link *l, const uint8_t *pt, size_t len)
 {
 	gsp_daemon *d = l->d;
@@ -175,16 +218,19 @@ static int on_model(gsp_link *l, const uint8_t *pt, size_t len)
 		return -EBADMSG;
 	if (!d->model.registered || msg.n_tensors == 0) {
 		l->state = GSP_LINK_IDLE;
+		model_accepted(p);
 		gsp_debug("peer %s: no model at %s end yet", p->name,
 			  d->model.registered ? "its" : "our");
 		return 0;
 	}
 	if (memcmp(msg.fingerprint, d->model.fingerprint, GSP_FINGERPRINT_BYTES) != 0) {
-		char text[GSP_GOODBYE_TEXT_MAX + 1];
-		snprintf(text, sizeof(text), "model mismatch: ours %s; theirs %.*s",
+		char text[GSP_PEER_ERROR_MAX];   /* GOODBYE takes its first 256 bytes */
+		snprintf(text, sizeof(text), "model mismatch (%s): ours %s; theirs %.*s",
+			 mismatch_kind(d->model.summary, msg.summary, msg.summary_len),
 			 d->model.summary, (int)msg.summary_len, msg.summary);
 		d->counters.fingerprint_mismatch++;
 		gsp_err("peer %s: refused: %s", p->name, text);
+		gsp_peer_error(p, "%s", text);
 		gsp_link_close(l, GSP_BYE_FINGERPRINT, text);
 		return 0;
 	}
@@ -195,6 +241,7 @@ static int on_model(gsp_link *l, const uint8_t *pt, size_t len)
 		return -EINVAL;
 	gsp_link_send(l, buf, n);
 	l->state = GSP_LINK_RESYNC;
+	model_accepted(p);
 	return 0;
 }
 
@@ -358,6 +405,25 @@ static int on_round(gsp_link *l, const uint8_t *pt, size_t len)
 	return 0;
 }
 
+/* GOODBYE reasons as PROTOCOL.md 4.4 names them, for logs. */
+static const char *bye_name(uint16_t reason)
+{
+	static const char *const names[] = {
+		[GSP_BYE_UNSPECIFIED] = "unspecified",
+		[GSP_BYE_SHUTDOWN] = "shutdown",
+		[GSP_BYE_RESTART] = "restart",
+		[GSP_BYE_VERSION] = "version",
+		[GSP_BYE_FINGERPRINT] = "fingerprint",
+		[GSP_BYE_MALFORMED] = "malformed",
+		[GSP_BYE_NOT_ALLOWED] = "not allowed",
+		[GSP_BYE_REPLACED] = "replaced",
+		[GSP_BYE_TIMEOUT] = "timeout",
+		[GSP_BYE_MODEL_CHANGED] = "model changed",
+		[GSP_BYE_INTERNAL] = "internal",
+	};
+	return reason < sizeof(names) / sizeof(*names) ? names[reason] : "unknown";
+}
+
 int gsp_edge_on_frame(gsp_link *l, const uint8_t *pt, size_t len)
 {
 	uint8_t type;
@@ -396,8 +462,15 @@ int gsp_edge_on_frame(gsp_link *l, const uint8_t *pt, size_t len)
 		gsp_msg_goodbye bye;
 		if ((err = gsp_msg_goodbye_decode(pt, len, &bye)) != 0)
 			return err;
-		gsp_info("peer %s: GOODBYE (reason %u): %.*s", l->peer->name,
-			 bye.reason, (int)bye.text_len, bye.text);
+		gsp_info("peer %s: GOODBYE %s (reason %u): %.*s", l->peer->name,
+			 bye_name(bye.reason), bye.reason, (int)bye.text_len, bye.text);
+		/* Why the edge went down, unless it comes straight back (a
+		 * model change, a newer session) or we saw it ourselves (its
+		 * MODEL came first: the mismatch is already recorded). */
+		if (bye.reason != GSP_BYE_MODEL_CHANGED && bye.reason != GSP_BYE_REPLACED &&
+		    bye.reason != GSP_BYE_FINGERPRINT && l->peer->link == l)
+			gsp_peer_error(l->peer, "the peer said GOODBYE %s: %.*s",
+				       bye_name(bye.reason), (int)bye.text_len, bye.text);
 		gsp_link_close(l, GSP_BYE_UNSPECIFIED, "");
 		return 0;
 	}

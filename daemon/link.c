@@ -3,6 +3,8 @@
  * frame after it, heartbeats, and closing with GOODBYE.  A malformed or
  * unauthenticated frame closes only its own link and bumps a counter. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,38 @@ static void peer_forget_addrs(gsp_peer *p);
 uint64_t gsp_now_ms(const gsp_daemon *d)
 {
 	return uv_now(d->loop);
+}
+
+static void peer_verror(gsp_peer *p, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void peer_verror(gsp_peer *p, const char *fmt, va_list ap)
+{
+	vsnprintf(p->last_error, sizeof(p->last_error), fmt, ap);
+}
+
+void gsp_peer_error(gsp_peer *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	peer_verror(p, fmt, ap);
+	va_end(ap);
+}
+
+/* An error of link l for its peer's last_error, unless another session
+ * of that peer is the established one. */
+static void link_error(gsp_link *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void link_error(gsp_link *l, const char *fmt, ...)
+{
+	gsp_peer *p = l->peer;
+	if (!p || (p->link && p->link != l))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	peer_verror(p, fmt, ap);
+	va_end(ap);
 }
 
 /* ---- writing ---------------------------------------------------------- */
@@ -214,9 +248,12 @@ static void on_connect(uv_connect_t *req, int status)
 	if (p)
 		p->dialing = false;
 	if (status < 0 || l->state == GSP_LINK_CLOSING) {
-		if (p)
+		if (p && status < 0) {
 			gsp_debug("peer %s: connect to %s: %s", p->name,
 				  p->cfg.endpoint, uv_strerror(status));
+			link_error(l, "connect to %s: %s", p->cfg.endpoint,
+				   uv_strerror(status));
+		}
 		l->peer = NULL;   /* not its session: keep the peer free */
 		link_destroy(l);
 		if (p)
@@ -303,6 +340,9 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 							   : GSP_LOG_DEBUG,
 			"peer %s: cannot resolve Endpoint '%s': %s", p->name,
 			p->cfg.endpoint, uv_strerror(status));
+		if (!p->link)
+			gsp_peer_error(p, "cannot resolve Endpoint '%s': %s",
+				       p->cfg.endpoint, uv_strerror(status));
 		gsp_peer_dial_later(p);
 		return;
 	}
@@ -414,7 +454,8 @@ static void session_ready(gsp_link *l)
 		 l->initiator ? "we connected" : "it connected");
 	l->state = GSP_LINK_MODEL;
 	l->max_frame = GSP_PROTO_CONTROL_MAX;
-	l->peer->backoff_ms = GSP_BACKOFF_MIN_MS;
+	/* The backoff resets only once MODEL is accepted (edge.c): a session
+	 * that a model mismatch closes at once must not redial at 100 ms. */
 	gsp_edge_session_up(l);
 }
 
@@ -432,6 +473,8 @@ static int version_refused(gsp_link *l, const uint8_t *body, size_t len,
 	gsp_warn("%s: handshake refused: it speaks protocol %u.%u, we %u.%u",
 		 l->peer ? l->peer->name : "unauthenticated peer", v >> 8,
 		 v & 0xff, GSP_PROTO_VERSION >> 8, GSP_PROTO_VERSION & 0xff);
+	link_error(l, "handshake refused: it speaks protocol %u.%u, we %u.%u",
+		   v >> 8, v & 0xff, GSP_PROTO_VERSION >> 8, GSP_PROTO_VERSION & 0xff);
 	return -EACCES;
 }
 
@@ -460,6 +503,8 @@ static int on_hs_init(gsp_link *l, const uint8_t *body, size_t len)
 	if (memcmp(ts, p->last_ts, sizeof(ts)) <= 0) {
 		d->counters.hs_replayed++;
 		gsp_warn("peer %s: handshake refused: replayed or old timestamp", p->name);
+		if (!p->link)
+			gsp_peer_error(p, "handshake refused: replayed or old timestamp");
 		return -EACCES;
 	}
 	memcpy(p->last_ts, ts, sizeof(ts));
@@ -486,6 +531,8 @@ static int on_hs_resp(gsp_link *l, const uint8_t *body, size_t len)
 		l->d->counters.hs_refused++;
 		gsp_warn("peer %s: handshake response does not authenticate",
 			 l->peer->name);
+		link_error(l, "handshake response does not authenticate (is its "
+			   "PublicKey right?)");
 		return -EACCES;
 	}
 	session_ready(l);
@@ -543,6 +590,12 @@ static void link_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		if (l->peer && l->peer->link == l)
 			gsp_info("peer %s: link closed (%s)", l->peer->name,
 				 uv_strerror((int)n));
+		if (l->state == GSP_LINK_HANDSHAKE)
+			link_error(l, "the peer closed the connection during the "
+				   "handshake (does it list this node's public "
+				   "key? same protocol version?)");
+		else
+			link_error(l, "link closed: %s", uv_strerror((int)n));
 		gsp_link_close(l, GSP_BYE_UNSPECIFIED, "");
 		return;
 	}
@@ -564,6 +617,8 @@ static void link_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 				l->d->counters.rx_malformed++;
 			const char *who = l->peer ? l->peer->name : "unauthenticated peer";
 			gsp_warn("%s: closing link: %s", who, gsp_strerror(err));
+			if (err != -EACCES)
+				link_error(l, "closed the link: %s", gsp_strerror(err));
 			gsp_link_close(l, err == -EACCES ? GSP_BYE_NOT_ALLOWED
 							 : GSP_BYE_MALFORMED,
 				       gsp_strerror(err));
@@ -584,13 +639,16 @@ static void link_heartbeat(uv_timer_t *t)
 	if (l->state == GSP_LINK_CLOSING)
 		return;
 	if (l->state == GSP_LINK_HANDSHAKE) {
-		if (now - l->last_rx_ms > GSP_HS_TIMEOUT_MS)
+		if (now - l->last_rx_ms > GSP_HS_TIMEOUT_MS) {
+			link_error(l, "handshake timed out");
 			gsp_link_close(l, GSP_BYE_UNSPECIFIED, "");
+		}
 		return;
 	}
 	if (now - l->last_rx_ms > GSP_DEAD_MS) {
 		gsp_warn("peer %s: no frame for %u ms, closing", l->peer->name,
 			 GSP_DEAD_MS);
+		link_error(l, "no frame for %u ms", GSP_DEAD_MS);
 		gsp_link_close(l, GSP_BYE_TIMEOUT, "no frame received in time");
 		return;
 	}
@@ -717,6 +775,8 @@ void gsp_peers_update(gsp_daemon *d, const gsp_daemon_config *cfg)
 
 void gsp_links_reconnect_all(gsp_daemon *d, uint16_t reason, const char *text)
 {
+	if (d->stopping)
+		return;
 	for (gsp_link *l = d->links, *next; l; l = next) {
 		next = l->next;
 		if (l->state != GSP_LINK_HANDSHAKE)

@@ -88,9 +88,16 @@ int gsp_model_register(gsp_daemon *d, gsp_api_client *c, const uint8_t *body,
 		snprintf(err_text, err_len, "malformed REGISTER");
 		return err;
 	}
+	if (m->registered && m->owner == c) {
+		snprintf(err_text, err_len, "this connection already registered "
+			 "a model; DETACH it first");
+		return -EBUSY;
+	}
 	if (m->registered) {
-		snprintf(err_text, err_len, "a model is already registered "
-			 "(one model per daemon; DETACH it first)");
+		snprintf(err_text, err_len, "a model is already registered, held "
+			 "by trainer '%s'; one model per daemon: that trainer must "
+			 "detach or exit first",
+			 m->trainer);
 		return -EBUSY;
 	}
 	if (fd < 0) {
@@ -147,6 +154,7 @@ int gsp_model_register(gsp_daemon *d, gsp_api_client *c, const uint8_t *body,
 	free(wire);
 	m->registered = true;
 	m->owner = c;
+	snprintf(m->trainer, sizeof(m->trainer), "%s", gsp_api_client_name(c));
 	m->steps = 0;
 	m->bytes_base_tx = m->bytes_base_rx = 0;
 	for (size_t i = 0; i < d->n_peers; i++) {
@@ -155,7 +163,8 @@ int gsp_model_register(gsp_daemon *d, gsp_api_client *c, const uint8_t *body,
 		d->peers[i].edge_up = false;
 		d->peers[i].rounds_completed = 0;
 	}
-	gsp_info("model registered: %s", m->summary);
+	gsp_info("model registered by trainer '%s': %s",
+		 gsp_api_client_name(c), m->summary);
 	gsp_links_reconnect_all(d, GSP_BYE_MODEL_CHANGED, "model registered");
 	return 0;
 fail:

@@ -145,6 +145,11 @@ static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
 	put_num(b, p->rtt_ns ? p->rtt_ns / 1e6 : NAN);
 	put(b, ",\"diff_norm\":");
 	put_num(b, p->rounds_completed ? p->diff_norm : NAN);
+	put(b, ",\"last_error\":");
+	if (p->last_error[0])
+		put_str(b, p->last_error);
+	else
+		put(b, "null");
 	put(b, "}");
 }
 
@@ -172,6 +177,8 @@ char *gsp_status_json(const gsp_daemon *d)
 		    (unsigned long long)gsp_layout_floats(m->layout), fp,
 		    (unsigned long long)m->steps);
 		put_str(&b, m->summary);
+		put(&b, ",\"trainer\":");
+		put_str(&b, m->trainer);
 		put(&b, ",\"consensus_estimate\":");
 		put_num(&b, gsp_model_estimate(d));
 	}

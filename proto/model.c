@@ -1,5 +1,6 @@
 /* Model descriptions: validation, the fingerprint both ends of an edge
- * compare, and the one-line summary (PROTOCOL.md, "Model fingerprint"). */
+ * compare, and the one-line summary with short digests of the layout and
+ * of the settings (PROTOCOL.md, "Model fingerprint"). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -85,6 +86,27 @@ static int canonical(const gsp_model_desc *d, uint16_t *rank, uint8_t *warm,
 	return 0;
 }
 
+/* The tensors' part of the fingerprint: per tensor its name and shape. */
+static void hash_tensors(crypto_generichash_state *st, const gsp_model_desc *desc)
+{
+	for (uint32_t i = 0; i < desc->n_tensors; i++) {
+		const gsp_wire_tensor *t = &desc->tensors[i];
+		uint8_t b[1 + 1 + 8 * GSP_WIRE_MAX_DIMS];
+		size_t n = 0;
+
+		b[n++] = t->name_len;
+		crypto_generichash_update(st, b, n);
+		if (t->name_len)
+			crypto_generichash_update(st, (const uint8_t *)t->name,
+						  t->name_len);
+		n = 0;
+		b[n++] = t->ndim;
+		for (unsigned d = 0; d < t->ndim; d++, n += 8)
+			put_u64(b + n, t->dims[d]);
+		crypto_generichash_update(st, b, n);
+	}
+}
+
 int gsp_model_fingerprint(const gsp_model_desc *desc,
 			  uint8_t ret_fp[GSP_FINGERPRINT_BYTES])
 {
@@ -115,30 +137,44 @@ int gsp_model_fingerprint(const gsp_model_desc *desc,
 	crypto_generichash_init(&st, NULL, 0, sizeof(fp));
 	crypto_generichash_update(&st, (const uint8_t *)tag, sizeof(tag) - 1);
 	crypto_generichash_update(&st, head, sizeof(head));
-	for (uint32_t i = 0; i < desc->n_tensors; i++) {
-		const gsp_wire_tensor *t = &desc->tensors[i];
-		uint8_t b[1 + 1 + 8 * GSP_WIRE_MAX_DIMS];
-		size_t n = 0;
-
-		b[n++] = t->name_len;
-		crypto_generichash_update(&st, b, n);
-		if (t->name_len)
-			crypto_generichash_update(&st, (const uint8_t *)t->name,
-						  t->name_len);
-		n = 0;
-		b[n++] = t->ndim;
-		for (unsigned d = 0; d < t->ndim; d++, n += 8)
-			put_u64(b + n, t->dims[d]);
-		crypto_generichash_update(&st, b, n);
-	}
+	hash_tensors(&st, desc);
 	crypto_generichash_final(&st, fp, sizeof(fp));
 	memcpy(ret_fp, fp, sizeof(fp));
 	return 0;
 }
 
+/* The first 4 bytes of BLAKE2b-128(tag || part) as 8 hex digits: the
+ * layout (n_tensors, then names and shapes as in the fingerprint) or the
+ * settings (method, rank, warm start, gamma, fraction as canonical()
+ * gives them).  Two models whose fingerprints differ differ in one digest
+ * or both (up to a 2^-32 chance). */
+static void short_digest(const gsp_model_desc *desc, bool layout,
+			 const uint8_t *settings, size_t settings_len,
+			 char out[9])
+{
+	static const char ltag[] = "gossipd layout v1", stag[] = "gossipd settings v1";
+	crypto_generichash_state st;
+	uint8_t h[16], n[4];
+
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	if (layout) {
+		crypto_generichash_update(&st, (const uint8_t *)ltag, sizeof(ltag) - 1);
+		put_u32(n, desc->n_tensors);
+		crypto_generichash_update(&st, n, sizeof(n));
+		hash_tensors(&st, desc);
+	} else {
+		crypto_generichash_update(&st, (const uint8_t *)stag, sizeof(stag) - 1);
+		crypto_generichash_update(&st, settings, settings_len);
+	}
+	crypto_generichash_final(&st, h, sizeof(h));
+	for (int i = 0; i < 4; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
 int gsp_model_summary(const gsp_model_desc *desc, char *buf, size_t cap)
 {
-	char tmp[GSP_MODEL_SUMMARY_MAX + 1], rank[16] = "";
+	char tmp[GSP_MODEL_SUMMARY_MAX + 1], rank[16] = "", ld[9], sd[9];
+	uint8_t settings[1 + 2 + 1 + 4 + 4];
 	uint32_t gamma_bits, fraction_bits;
 	uint64_t floats;
 	uint16_t r16;
@@ -155,12 +191,20 @@ int gsp_model_summary(const gsp_model_desc *desc, char *buf, size_t cap)
 		return r;
 	if (desc->method == GSP_WIRE_METHOD_POWERGOSSIP)
 		snprintf(rank, sizeof(rank), " r%u", (unsigned)r16);
+	settings[0] = desc->method;
+	put_u16(settings + 1, r16);
+	settings[3] = warm;
+	put_u32(settings + 4, gamma_bits);
+	put_u32(settings + 8, fraction_bits);
+	short_digest(desc, true, NULL, 0, ld);
+	short_digest(desc, false, settings, sizeof(settings), sd);
 	n = snprintf(tmp, sizeof(tmp), "%s%s, %" PRIu32 " tensor%s, %" PRIu64
-		     " float%s", gsp_wire_method_name(desc->method), rank,
-		     desc->n_tensors, desc->n_tensors == 1 ? "" : "s", floats,
-		     floats == 1 ? "" : "s");
+		     " float%s, layout %s, settings %s",
+		     gsp_wire_method_name(desc->method), rank, desc->n_tensors,
+		     desc->n_tensors == 1 ? "" : "s", floats,
+		     floats == 1 ? "" : "s", ld, sd);
 	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return -EINVAL; /* cannot happen: at most ~80 bytes */
+		return -EINVAL; /* cannot happen: at most ~110 bytes */
 	if ((size_t)n >= cap)
 		return -ENOBUFS;
 	memcpy(buf, tmp, (size_t)n + 1);

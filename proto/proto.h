@@ -217,9 +217,12 @@ int gsp_wire_tensors_floats(const gsp_wire_tensor *tensors, uint32_t n,
  * fingerprint").  -EINVAL for an invalid description or method. */
 int gsp_model_fingerprint(const gsp_model_desc *desc,
 			  uint8_t ret_fp[GSP_FINGERPRINT_BYTES]) GSP_MUST_CHECK;
-/* A one-line summary such as "powergossip r4, 3 tensors, 40064 floats"
- * into buf (NUL-terminated, at most GSP_MODEL_SUMMARY_MAX bytes without
- * the NUL).  Returns the length, or -EINVAL / -ENOBUFS. */
+/* A one-line summary such as "powergossip r4, 3 tensors, 40064 floats,
+ * layout 3f2a9c1b, settings 0a1b2c3d" into buf (NUL-terminated, at most
+ * GSP_MODEL_SUMMARY_MAX bytes without the NUL): the layout digest covers
+ * the tensor names and shapes, the settings digest the method and its
+ * settings, so two summaries tell which part of a mismatch differs.
+ * Returns the length, or -EINVAL / -ENOBUFS. */
 int gsp_model_summary(const gsp_model_desc *desc, char *buf,
 		      size_t cap) GSP_MUST_CHECK;
 

@@ -63,6 +63,22 @@ START_TEST(test_valid)
 }
 END_TEST
 
+/* An empty [Node] gets the documented defaults: Rank 4 (the quick
+ * start's measured choice), not the engine's rank 1. */
+START_TEST(test_defaults)
+{
+	gsp_daemon_config cfg;
+	char err[256] = "";
+	ck_assert_msg(parse("[Node]\n", &cfg, err) == 0, "%s", err);
+	ck_assert_int_eq(cfg.engine.method, GSP_METHOD_POWERGOSSIP);
+	ck_assert_uint_eq(cfg.engine.rank, 4);
+	ck_assert_uint_eq(cfg.max_staleness, 4);
+	ck_assert_str_eq(cfg.listen, "127.0.0.1:0");
+	ck_assert_str_eq(cfg.socket_path, "gossipd.sock");
+	gsp_daemon_config_clear(&cfg);
+}
+END_TEST
+
 START_TEST(test_errors_name_the_line)
 {
 	static const struct {
@@ -150,6 +166,7 @@ int main(void)
 	Suite *s = suite_create("daemon-config");
 	TCase *tc = tcase_create("config");
 	tcase_add_test(tc, test_valid);
+	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_errors_name_the_line);
 	tcase_add_test(tc, test_long_line_and_nul);
 	tcase_add_test(tc, test_keys);

@@ -35,6 +35,33 @@ def poke(s, data):
             pass
 
 
+def register_raw(path, name, tensors):
+    """HELLO as `name` and REGISTER `tensors` ((name, shape) pairs) with a
+    zeroed memfd, standard library only; returns (socket, reply body).
+    The registration lasts while the socket is open."""
+    P = cluster.gossipd.protocol
+    ts, floats = P.tensor_list(tensors)
+    fd = os.memfd_create("params", os.MFD_CLOEXEC)
+    os.ftruncate(fd, 4 * floats)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+
+    def reply():
+        head = b""
+        while len(head) < 4:
+            head += s.recv(4 - len(head))
+        body, (n,) = b"", struct.unpack("<I", head)
+        while len(body) < n:
+            body += s.recv(n - len(body))
+        return body
+    s.sendall(P.frame(P.encode_hello(name)))
+    reply()
+    socket.send_fds(s, [P.frame(P.encode_register(4 * floats, ts))], [fd])
+    os.close(fd)
+    return s, reply()
+
+
 def dumps(c, tag):
     return [os.path.join(c.dir, "%s%d" % (tag, i)) for i in range(c.n)]
 
@@ -108,6 +135,12 @@ class Daemon(unittest.TestCase):
         self.assertGreaterEqual(st["counters"]["hs_refused"], 1)
         self.assertIn("is not a configured peer", c.log(0))
         self.assertEqual([e["state"] for e in st["edges"]], ["idle"])
+        self.assertIsNone(st["edges"][0]["last_error"])
+        # The refused node sees why its edge stays down.
+        self.assertTrue(cluster.eventually(
+            lambda: "during the handshake (does it list this node's public key?"
+            in (cluster.status(c.sockets[2])["edges"][0]["last_error"] or "")),
+            cluster.status(c.sockets[2])["edges"])
 
     def test_fingerprint_mismatch_refused(self):
         c = self.cluster(2)
@@ -115,13 +148,58 @@ class Daemon(unittest.TestCase):
         c.start(nodes=[1], node_conf="Rank = 3\n")
         procs = [c.trainer(i, "--data", "random:30x30", "--steps", "1",
                            "--wait-edges", "1") for i in range(2)]
+        self.addCleanup(lambda: [cluster.kill(p) for p in procs])
         cluster.eventually(lambda: all("model mismatch" in c.log(i) for i in range(2)))
         for i in range(2):
-            self.assertIn("model mismatch", c.log(i))
+            self.assertIn("model mismatch (settings differ)", c.log(i))
         self.assertIn("powergossip r1", c.log(0))
         self.assertIn("powergossip r3", c.log(0))
-        for p in procs:
-            cluster.kill(p)
+        # The refused sessions redial with exponential backoff (100 ms
+        # doubling to 5 s, +-25%), not every 100 ms: over 4 s each end
+        # dials at most ~6 times, so at most ~12 sessions are refused.
+        start = c.log(0).count("refused: model mismatch")
+        time.sleep(4)
+        refused = c.log(0).count("refused: model mismatch") - start
+        self.assertLessEqual(refused, 14, "%d refused sessions in 4 s" % refused)
+        # Why the edge is down: in the status document and in the Python
+        # client's timeout.
+        st = cluster.status(c.sockets[0])
+        self.assertNotEqual(st["edges"][0]["state"], "up")
+        why = st["edges"][0]["last_error"]
+        self.assertRegex(why, r"^model mismatch \(settings differ\): ours "
+                         r"powergossip r1, .*; theirs powergossip r3, ")
+        out = subprocess.run([c.bin("tools", "gossipctl", "gossipctl"), "status",
+                              "--socket", c.sockets[0]], capture_output=True,
+                             text=True, timeout=10)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"; trainer gossip-testtrainer\n")
+        self.assertRegex(out.stdout, r"\n%s: model mismatch \(settings differ\)"
+                         % st["edges"][0]["peer"][:8].replace("+", r"\+"))
+        with cluster.gossipd.Client(c.sockets[1], "probe", timeout=10) as api:
+            with self.assertRaises(cluster.gossipd.Timeout) as cm:
+                api.wait_edges(1, timeout=0.2)
+        self.assertIn("model mismatch (settings differ): ours powergossip r3",
+                      str(cm.exception))
+
+    def test_layout_mismatch_named(self):
+        """Sequential(Linear(4,3)) against Linear(4,3): same shapes, other
+        names.  The summaries' layout digests differ and the log says so."""
+        c = self.cluster(2)
+        c.start()
+        a, ra = register_raw(c.sockets[0], "seq", [("0.weight", (3, 4)), ("0.bias", (3,))])
+        b, rb = register_raw(c.sockets[1], "lin", [("weight", (3, 4)), ("bias", (3,))])
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        self.assertEqual((ra[0], rb[0]), (0xC1, 0xC1))   # OK
+        self.assertTrue(cluster.eventually(
+            lambda: all("layouts differ" in c.log(i) for i in range(2))), c.tail_logs())
+        line = [x for x in c.log(0).splitlines() if "refused: model mismatch" in x][0]
+        ours, theirs = line.split(": ours ")[1].split("; theirs ")
+        for summary in (ours, theirs):
+            self.assertRegex(summary, r"^powergossip r4, 2 tensors, 15 floats, "
+                             r"layout [0-9a-f]{8}, settings [0-9a-f]{8}$")
+        self.assertNotEqual(ours.split("layout ")[1][:8], theirs.split("layout ")[1][:8])
+        self.assertEqual(ours.split("settings ")[1], theirs.split("settings ")[1])
 
     def test_garbage_closes_only_that_connection(self):
         c = self.cluster(3, node_conf="Gamma = 1\n")
@@ -207,17 +285,24 @@ class Daemon(unittest.TestCase):
         c = self.cluster(2, node_conf="Rank = 2\n")
         c.start()
         init, final = dumps(c, "init"), dumps(c, "final")
-        first = [c.trainer(i, "--data", "random:40x30", "--steps", "5", "--sync",
+        first = [c.trainer(i, "--name", "first-%d" % i, "--data", "random:40x30",
+                           "--steps", "5", "--sync",
                            "--wait-edges", "1", "--average", "1e-4",
                            "--average-time", "20000", "--dump-initial", init[i],
                            "--dump", final[i]) for i in range(2)]
         # A second trainer on a daemon that already has a model is refused.
+        model = {}
         cluster.eventually(
-            lambda: cluster.status(c.sockets[0])["model"]["registered"])
+            lambda: model.update(cluster.status(c.sockets[0])["model"])
+            or model["registered"])
+        self.assertEqual(model["trainer"], "first-0")
         second = c.trainer(0, "--data", "random:40x30", "--steps", "1")
         out, err = second.communicate(timeout=30)
         self.assertEqual(second.returncode, 1)
-        self.assertIn("already registered", err)
+        self.assertIn("already registered, held by trainer 'first-0'; one model "
+                      "per daemon: that trainer must detach or exit first", err)
+        self.assertIn("model registered by trainer 'first-0': powergossip r2",
+                      c.log(0))
         for p in first:
             out, err = p.communicate(timeout=60)
             self.assertEqual(p.returncode, 0, err)
@@ -247,7 +332,8 @@ class Daemon(unittest.TestCase):
         c.write_config(0)
         c.procs[0].send_signal(signal.SIGHUP)
         self.assertTrue(cluster.eventually(lambda: states(0) == ["idle"]), states(0))
-        self.assertTrue(cluster.eventually(lambda: "GOODBYE (reason 6)" in c.log(1)))
+        self.assertTrue(cluster.eventually(
+            lambda: "GOODBYE not allowed (reason 6)" in c.log(1)))
 
     def test_endpoint_by_name(self):
         """Endpoints may be DNS names: "localhost" resolves through
@@ -286,11 +372,86 @@ class Daemon(unittest.TestCase):
         c = self.cluster(2)
         c.start()
         cluster.eventually(lambda: "session up" in c.log(1))
+        self.assertEqual(cluster.status(c.sockets[0])["rank"], 4)  # the default
         rc, seconds = c.stop(0)
         self.assertEqual(rc, 0)
         self.assertLess(seconds, 2.0)
-        cluster.eventually(lambda: "GOODBYE (reason 1)" in c.log(1), 5)
-        self.assertIn("GOODBYE (reason 1)", c.log(1))
+        cluster.eventually(lambda: "GOODBYE shutdown (reason 1)" in c.log(1), 5)
+        self.assertIn("GOODBYE shutdown (reason 1): gossipd is stopping", c.log(1))
+
+    def test_sigterm_with_trainers_says_shutdown(self):
+        """Stopping detaches the model, but the peers hear "shutdown", not
+        "model changed" (which would make them redial at once)."""
+        c = self.cluster(2)
+        c.start()
+        procs = [c.trainer(i, "--data", "random:30x20", "--steps", "100000",
+                           "--sync", "--wait-edges", "1") for i in range(2)]
+        self.addCleanup(lambda: [cluster.kill(p) for p in procs])
+        self.wait_rounds(c, 0, 5)
+        seen = len(c.log(1))
+        rc, _ = c.stop(0)
+        self.assertEqual(rc, 0)
+        self.assertTrue(cluster.eventually(
+            lambda: "GOODBYE shutdown (reason 1)" in c.log(1)[seen:], 5),
+            c.log(1)[seen:])
+        self.assertNotIn("reason 9", c.log(1)[seen:])
+        # Why the edge is down: the GOODBYE, until a redial is refused.
+        self.assertRegex(cluster.status(c.sockets[1])["edges"][0]["last_error"],
+                         r"^(the peer said GOODBYE shutdown: gossipd is stopping|"
+                         r"connect to 127\.0\.0\.1:\d+: connection refused)$")
+
+    def second_daemon(self, c, socket_path):
+        """Another gossipd (its own key and port) on socket_path, expected
+        to refuse to start; returns (exit code, or None if it still runs
+        after 10 s, and its log)."""
+        key, _ = c.make_key(9)
+        conf = os.path.join(c.dir, "second.conf")
+        log = os.path.join(c.dir, "second.log")
+        with open(conf, "w") as f:
+            f.write("[Node]\nListenAddress = 127.0.0.1:0\nPrivateKeyFile = %s\n"
+                    "Socket = %s\n" % (key, socket_path))
+        with open(log, "w") as out:
+            p = subprocess.Popen([c.bin("daemon", "gossipd"), "--config", conf],
+                                 stdout=out, stderr=out)
+        try:
+            rc = p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            rc = None
+        with open(log) as f:
+            return rc, f.read()
+
+    def test_socket_in_use_refused(self):
+        """A second gossipd on a live daemon's Socket refuses to start and
+        leaves the socket alone; a stale socket is replaced; a file that
+        is not a socket is refused."""
+        c = self.cluster(1, edges=[])
+        c.start()
+        before = os.stat(c.sockets[0]).st_ino
+        rc, log = self.second_daemon(c, c.sockets[0])
+        self.assertEqual(rc, 1, log)
+        self.assertIn("another process is serving %s; stop it or choose another "
+                      "Socket" % c.sockets[0], log)
+        self.assertEqual(os.stat(c.sockets[0]).st_ino, before)
+        self.assertEqual(cluster.status(c.sockets[0])["public_key"], c.keys[0][1])
+        # A socket nobody serves (its daemon was killed) is taken over.
+        c.procs[0].kill()
+        c.procs[0].wait()
+        c.procs[0] = None
+        self.assertTrue(os.path.exists(c.sockets[0]))
+        c.start()
+        self.assertIn("removing the stale socket", c.log(0))
+        self.assertEqual(cluster.status(c.sockets[0])["public_key"], c.keys[0][1])
+        # Anything but a socket stays, and the daemon says so.
+        other = os.path.join(c.dir, "not-a-socket")
+        with open(other, "w") as f:
+            f.write("keep me\n")
+        rc, log = self.second_daemon(c, other)
+        self.assertEqual(rc, 1, log)
+        self.assertIn("exists and is not a socket", log)
+        with open(other) as f:
+            self.assertEqual(f.read(), "keep me\n")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ error path and its exception class, local validation.  Needs NumPy
 """
 import errno
 import fcntl
+import json
 import os
 import socket
 import sys
@@ -72,6 +73,24 @@ class Requests(Base):
         with self.assertRaises(gossipd.Timeout):
             c.wait_edges(2, timeout=0.05)
         c.status()                       # a wait timeout leaves it usable
+
+    def test_wait_edges_timeout_names_last_error(self):
+        """The timeout says why the edges that are not up are down."""
+        why = "model mismatch (layouts differ): ours a; theirs b"
+        self.fake.replies[P.STATUS] = P.encode_status_ok(json.dumps({
+            "edges": [{"peer": "AAAABBBBCCCC=", "state": "up", "last_error": None},
+                      {"peer": "DDDDEEEEFFFF=", "state": "connecting",
+                       "last_error": why},
+                      {"peer": "GGGGHHHHIIII=", "state": "down",
+                       "last_error": None}]}))
+        c = self.client()
+        with self.assertRaises(gossipd.Timeout) as cm:
+            c.wait_edges(3, timeout=0.05)
+        msg = str(cm.exception)
+        self.assertIn("only 1 of 3 edges up", msg)
+        self.assertIn("peer DDDDEEEE (connecting): " + why, msg)
+        self.assertNotIn("AAAABBBB", msg)
+        self.assertNotIn("GGGGHHHH", msg)
 
     def test_default_name_and_env_socket(self):
         old = os.environ.get("GOSSIPD_SOCKET")

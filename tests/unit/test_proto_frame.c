@@ -426,11 +426,71 @@ START_TEST(test_fingerprint_invalid)
 }
 END_TEST
 
+/* The part of a summary after "layout " (8 hex digits) and after
+ * "settings ". */
+static void digests(const gsp_model_desc *d, char layout[9], char settings[9])
+{
+	char buf[GSP_MODEL_SUMMARY_MAX + 1];
+	ck_assert_int_gt(gsp_model_summary(d, buf, sizeof(buf)), 0);
+	const char *l = strstr(buf, ", layout "), *s = strstr(buf, ", settings ");
+	ck_assert_ptr_nonnull(l);
+	ck_assert_ptr_nonnull(s);
+	snprintf(layout, 9, "%s", l + 9);
+	snprintf(settings, 9, "%s", s + 11);
+}
+
+/* Models that differ only in tensor names (Sequential(Linear) against
+ * Linear: "0.weight" against "weight") or only in a setting have equal
+ * counts; the digests tell which part differs. */
+START_TEST(test_summary_digests)
+{
+	char l0[9], s0[9], l1[9], s1[9];
+	gsp_model_desc d = desc_of(GSP_WIRE_METHOD_POWERGOSSIP);
+
+	digests(&d, l0, s0);
+	tensors[0].name = "0.t0";
+	tensors[0].name_len = 4;
+	digests(&d, l1, s1);
+	ck_assert_str_ne(l0, l1);
+	ck_assert_str_eq(s0, s1);
+
+	d = desc_of(GSP_WIRE_METHOD_POWERGOSSIP);
+	d.rank = 2;
+	digests(&d, l1, s1);
+	ck_assert_str_eq(l0, l1);
+	ck_assert_str_ne(s0, s1);
+	d.rank = 4;
+	d.gamma = 0.5f;
+	digests(&d, l1, s1);
+	ck_assert_str_eq(l0, l1);
+	ck_assert_str_ne(s0, s1);
+	/* Settings that do not apply to the method do not count. */
+	d = desc_of(GSP_WIRE_METHOD_EXACT);
+	digests(&d, l0, s0);
+	d.rank = 9;
+	d.choco_fraction = 0.5f;
+	digests(&d, l1, s1);
+	ck_assert_str_eq(s0, s1);
+	/* Shapes count, and so does the order. */
+	d = desc_of(GSP_WIRE_METHOD_EXACT);
+	tensors[2].dims[0] = 65;
+	digests(&d, l1, s1);
+	ck_assert_str_ne(l0, l1);
+	d = desc_of(GSP_WIRE_METHOD_EXACT);
+	gsp_wire_tensor t = tensors[0];
+	tensors[0] = tensors[1];
+	tensors[1] = t;
+	digests(&d, l1, s1);
+	ck_assert_str_ne(l0, l1);
+}
+END_TEST
+
 START_TEST(test_summary)
 {
 	char buf[GSP_MODEL_SUMMARY_MAX + 1];
 	gsp_model_desc d = desc_of(GSP_WIRE_METHOD_POWERGOSSIP);
-	const char *want = "powergossip r4, 3 tensors, 29264 floats";
+	const char *want = "powergossip r4, 3 tensors, 29264 floats, "
+			   "layout 07f9cc92, settings 1a1fa1a6";
 
 	ck_assert_int_eq(gsp_model_summary(&d, buf, sizeof(buf)), (int)strlen(want));
 	ck_assert_str_eq(buf, want);
@@ -443,7 +503,8 @@ START_TEST(test_summary)
 	d.n_tensors = 1;
 	tensors[0].ndim = 0;
 	ck_assert_int_gt(gsp_model_summary(&d, buf, sizeof(buf)), 0);
-	ck_assert_str_eq(buf, "choco-sign, 1 tensor, 1 float");
+	ck_assert_str_eq(buf, "choco-sign, 1 tensor, 1 float, layout d83c423d, "
+			 "settings 5a32f6cf");
 	d.method = 9;
 	ck_assert_int_eq(gsp_model_summary(&d, buf, sizeof(buf)), -EINVAL);
 
@@ -490,6 +551,7 @@ static Suite *proto_frame_suite(void)
 	tcase_add_test(tc, test_fingerprint_canonical);
 	tcase_add_test(tc, test_fingerprint_invalid);
 	tcase_add_test(tc, test_summary);
+	tcase_add_test(tc, test_summary_digests);
 	suite_add_tcase(s, tc);
 	return s;
 }

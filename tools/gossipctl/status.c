@@ -101,6 +101,10 @@ static void print_model(const gctl_status *st)
 		printf("; fingerprint ");
 		gctl_print_text(stdout, fp);
 	}
+	if (m->trainer && m->trainer[0]) {
+		printf("; trainer ");
+		gctl_print_text(stdout, m->trainer);
+	}
 	putchar('\n');
 }
 
@@ -156,6 +160,19 @@ static int print_edges(const gctl_status *st)
 	}
 	gctl_table_print(&t, stdout);
 	gctl_table_free(&t);
+	/* Why the edges that are not up are down, when the daemon knows. */
+	for (size_t i = 0; i < st->n_edges; i++) {
+		const gctl_edge *e = &st->edges[i];
+		char peer[PEER_SHOWN + 1] = "-";
+
+		if (!e->last_error || (e->state && !strcmp(e->state, "up")))
+			continue;
+		if (e->peer)
+			snprintf(peer, sizeof(peer), "%s", e->peer);
+		printf("%s: ", peer);
+		gctl_print_text(stdout, e->last_error);
+		putchar('\n');
+	}
 	return 0;
 }
 

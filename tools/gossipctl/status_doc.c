@@ -40,6 +40,7 @@ static const field model_fields[] = {
 	FIELD(F_UINT, "steps", gctl_model, steps),
 	FIELD(F_STR, "fingerprint", gctl_model, fingerprint),
 	FIELD(F_STR, "summary", gctl_model, summary),
+	FIELD(F_STR, "trainer", gctl_model, trainer),
 	FIELD(F_REAL, "consensus_estimate", gctl_model, consensus_estimate),
 };
 
@@ -60,6 +61,7 @@ static const field edge_fields[] = {
 	FIELD(F_UINT, "resyncs", gctl_edge, resyncs),
 	FIELD(F_REAL, "rtt_ms", gctl_edge, rtt_ms),
 	FIELD(F_REAL, "diff_norm", gctl_edge, diff_norm),
+	FIELD(F_STR, "last_error", gctl_edge, last_error),
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

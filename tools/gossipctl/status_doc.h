@@ -10,14 +10,15 @@
  *   rank                                             integer >= 0
  *   gamma                                            number
  *   model { registered: bool, tensors, floats, steps: integers >= 0,
- *           fingerprint, summary: strings, consensus_estimate: number }
+ *           fingerprint, summary, trainer: strings,
+ *           consensus_estimate: number }
  *   counters { <name>: integer >= 0, ... }           members of other types
  *                                                    are ignored
  *   edges [ { peer, endpoint, state: strings,
  *             generation, round, staleness, tx_bytes, rx_bytes, tx_frames,
  *             rx_frames, exact_bytes, message_bytes, rounds,
  *             resyncs: integers >= 0,
- *             rtt_ms, diff_norm: numbers }, ... ]
+ *             rtt_ms, diff_norm: numbers, last_error: string }, ... ]
  */
 #ifndef GOSSIPCTL_STATUS_DOC_H
 #define GOSSIPCTL_STATUS_DOC_H
@@ -55,6 +56,7 @@ typedef struct gctl_edge {
 	gctl_uint rounds;             /* rounds completed */
 	gctl_uint resyncs;            /* RESYNCs (new generations) */
 	gctl_real rtt_ms, diff_norm;
+	const char *last_error;       /* why the edge is down, or NULL */
 } gctl_edge;
 
 typedef struct gctl_counter {
@@ -66,6 +68,7 @@ typedef struct gctl_model {
 	gctl_bool registered;
 	gctl_uint tensors, floats, steps;
 	const char *fingerprint, *summary;
+	const char *trainer;          /* the registered trainer's name */
 	gctl_real consensus_estimate;
 } gctl_model;
 

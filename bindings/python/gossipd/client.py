@@ -58,6 +58,17 @@ def shared_buffer(nbytes):
     return fd, mm
 
 
+def _down_edges(st):
+    """"; peer ABCDEFGH (connecting): <last_error>" for each edge of a
+    status document that is not up and has a last_error."""
+    out = ""
+    for e in st.get("edges", []):
+        if e.get("state") != "up" and e.get("last_error"):
+            out += "; peer %s (%s): %s" % (str(e.get("peer", "?"))[:8],
+                                          e.get("state"), e["last_error"])
+    return out
+
+
 def _is_socket(path):
     try:
         return stat.S_ISSOCK(os.stat(path).st_mode)
@@ -306,7 +317,9 @@ class Client:
     def wait_edges(self, n, timeout=30.0, interval=0.01):
         """Polls STATUS until at least n edges are "up" (the neighbours
         registered the same model); returns the status.  Timeout after
-        `timeout` seconds (the client stays usable)."""
+        `timeout` seconds (the client stays usable); its message gives
+        each edge that is not up with the daemon's last_error for it (a
+        model mismatch, a refused key...)."""
         deadline = time.monotonic() + timeout
         while True:
             st = self.status()
@@ -314,7 +327,8 @@ class Client:
             if up >= n:
                 return st
             if time.monotonic() >= deadline:
-                raise Timeout("only %d of %d edges up after %gs" % (up, n, timeout),
+                raise Timeout("only %d of %d edges up after %gs%s"
+                              % (up, n, timeout, _down_edges(st)),
                               -errno.ETIMEDOUT)
             time.sleep(interval)
 
