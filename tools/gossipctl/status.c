@@ -18,11 +18,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s status [--json] [--socket PATH]\n\n"
-		"Shows the daemon's key, address and method, its model, its counters\n"
-		"and one line per edge: the peer (the first %d characters of its key),\n"
-		"the state, the round, the megabytes sent and received and the\n"
-		"compression ratio against exact gossip.  `%s edges` shows every\n"
-		"field of every edge.\n\n"
+		"Shows the daemon's key, address and method, its model and the trainer\n"
+		"that registered it, its counters and one line per edge: the peer (the\n"
+		"first %d characters of its key), the state, the round, the megabytes\n"
+		"sent and received and the compression ratio against exact gossip;\n"
+		"then why each edge that is not up was last refused or closed, if\n"
+		"known.  `%s edges` shows every field of every edge.\n\n"
 		"  --json         print the daemon's status document (JSON) as it came\n"
 		"%s",
 		PROG_NAME, PEER_SHOWN, PROG_NAME, GCTL_SOCKET_HELP);

@@ -10,8 +10,6 @@
 #include "status_doc.h"
 #include "subcommands.h"
 
-const char *const gctl_edge_states[4] = { "down", "connecting", "handshake", "up" };
-
 enum field_type { F_STR, F_UINT, F_REAL, F_BOOL };
 
 typedef struct field {

@@ -101,7 +101,4 @@ int gctl_status_load(const char *socket_override, gctl_status *ret);
  * handshake and control traffic only). */
 bool gctl_edge_ratio(const gctl_edge *e, double *ret);
 
-/* The state names the daemon uses, in lifecycle order. */
-extern const char *const gctl_edge_states[4];
-
 #endif
