@@ -96,6 +96,7 @@ struct gsp_peer {
 	size_t deferred_len[2];
 	unsigned n_deferred;
 	bool down_deferred;      /* the session ended while busy */
+	uint32_t down_generation; /* that session's generation */
 	uint64_t last_apply_step;
 	double diff_norm;        /* norm of the last completed difference */
 	uint64_t rtt_ns;

@@ -47,13 +47,19 @@ void gsp_edge_session_up(gsp_link *l)
 void gsp_edge_session_down(gsp_peer *p)
 {
 	gsp_daemon *d = p->d;
-	if (p->edge_up && d->model.busy)
+	if (p->edge_up && d->model.busy) {
+		/* The ROUNDs that came before the end are still to be used
+		 * (gsp_edge_after_busy): the peer may have completed the
+		 * round with ours already, so we must complete it too. */
 		p->down_deferred = true;
-	else if (p->edge_up && d->model.registered)
-		gsp_node_edge_disable(d->model.node, p->index);
-	for (unsigned i = 0; i < p->n_deferred; i++)
-		free(p->deferred[i]);
-	p->n_deferred = 0;
+		p->down_generation = p->generation;
+	} else {
+		if (p->edge_up && d->model.registered)
+			gsp_node_edge_disable(d->model.node, p->index);
+		for (unsigned i = 0; i < p->n_deferred; i++)
+			free(p->deferred[i]);
+		p->n_deferred = 0;
+	}
 	p->edge_up = false;
 	p->start_pending = false;
 	free(p->early);
@@ -293,14 +299,42 @@ static int start_generation(gsp_peer *p)
 
 static int on_round(gsp_link *l, const uint8_t *pt, size_t len);
 
+/* A session ended while the engine was busy: the ROUNDs of its
+ * generation that arrived before the end complete the round in flight,
+ * as they would have if they had been read at once; then the edge is
+ * disabled (a completed update still lands at the next STEP).  ROUNDs of
+ * a newer session stay for the replay. */
+static void finish_ended_session(gsp_peer *p)
+{
+	gsp_daemon *d = p->d;
+	unsigned kept = 0;
+	for (unsigned k = 0; k < p->n_deferred; k++) {
+		gsp_msg_round msg;
+		gsp_edge_info info;
+		if (gsp_msg_round_decode(p->deferred[k], p->deferred_len[k], &msg) != 0 ||
+		    msg.generation != p->down_generation) {
+			p->deferred[kept] = p->deferred[k];
+			p->deferred_len[kept++] = p->deferred_len[k];
+			continue;
+		}
+		if (gsp_node_edge_info(d->model.node, p->index, &info) == 0 &&
+		    info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round &&
+		    complete(p, msg.round, msg.degree, msg.payload,
+			     msg.payload_len) != 0)
+			d->counters.rx_malformed++;
+		free(p->deferred[k]);
+	}
+	p->n_deferred = kept;
+	p->down_deferred = false;
+	gsp_node_edge_disable(d->model.node, p->index);
+}
+
 void gsp_edge_after_busy(gsp_daemon *d, bool replay)
 {
 	for (size_t i = 0; i < d->n_peers; i++) {
 		gsp_peer *p = &d->peers[i];
-		if (p->down_deferred) {
-			p->down_deferred = false;
-			gsp_node_edge_disable(d->model.node, p->index);
-		}
+		if (p->down_deferred)
+			finish_ended_session(p);
 		for (unsigned k = 0; replay && k < p->n_deferred; k++) {
 			int err = p->link ? on_round(p->link, p->deferred[k],
 						     p->deferred_len[k]) : 0;

@@ -339,13 +339,24 @@ typedef struct step_work {
 	uv_work_t req;
 	gsp_daemon *d;
 	uint32_t applied, skipped;
+	unsigned delay_ms;
 	int result;
 } step_work;
+
+/* Test hook: GSP_TEST_STEP_DELAY_MS makes every offloaded step take at
+ * least that long, so tests can land peer messages inside the window. */
+static unsigned test_step_delay_ms(void)
+{
+	const char *v = getenv("GSP_TEST_STEP_DELAY_MS");
+	return v ? (unsigned)strtoul(v, NULL, 10) : 0;
+}
 
 static void step_work_run(uv_work_t *req)
 {
 	step_work *w = req->data;
 	w->result = gsp_node_step(w->d->model.node);
+	if (w->delay_ms)
+		usleep(w->delay_ms * 1000u);
 }
 
 static void average_finish(gsp_daemon *d);
@@ -402,6 +413,7 @@ static bool step_offload(gsp_daemon *d)
 		return false;
 	w->req.data = w;
 	w->d = d;
+	w->delay_ms = test_step_delay_ms();
 	step_begin(d, &w->applied, &w->skipped);
 	m->busy = true;
 	if (uv_queue_work(d->loop, &w->req, step_work_run, step_work_done) == 0)

@@ -257,6 +257,36 @@ class Daemon(unittest.TestCase):
             self.fail("edges of node %d did not reach round %d:\n%s"
                       % (i, rounds, c.tail_logs()))
 
+    def test_neighbour_leaving_during_offloaded_step_conserves(self):
+        """Steps on the thread pool (GSP_OFFLOAD_FLOATS=0), each held for
+        60 ms (GSP_TEST_STEP_DELAY_MS): node 0 stops after 15 steps,
+        drains and detaches while node 1's step runs.  Its last ROUND and
+        its GOODBYE arrive in that window; the ROUND must still complete
+        node 1's round, which node 0 has applied, or the average moves."""
+        env = {"GSP_OFFLOAD_FLOATS": "0", "GSP_TEST_STEP_DELAY_MS": "60"}
+        saved = {k: os.environ.get(k) for k in env}
+        self.addCleanup(lambda: [os.environ.pop(k, None) if v is None else
+                                 os.environ.__setitem__(k, v)
+                                 for k, v in saved.items()])
+        os.environ.update(env)
+        # The race is timing-dependent: three runs (the bug this guards
+        # against moved the average in about one run of three).
+        for run in range(3):
+            c = self.cluster(2, node_conf="Gamma = 1\n")
+            c.start()
+            init, final = dumps(c, "init"), dumps(c, "final")
+            outs = c.run_trainers(lambda i: [
+                "--data", "random:60x50,50", "--seed", str(7 + run),
+                "--steps", str(15 + 25 * i), "--wait-edges", "1",
+                "--dump-initial", init[i], "--dump", final[i]])
+            self.assertTrue(all(rc == 0 for rc, _, _ in outs), outs)
+            drift, e0, e1 = cluster.network_stats(
+                [cluster.read_floats(p) for p in init],
+                [cluster.read_floats(p) for p in final])
+            self.assertLessEqual(drift, 1e-6, "run %d: network average moved" % run)
+            self.assertLess(e1, e0)
+            c.close()
+
     def test_trainer_death_then_new_trainer(self):
         c = self.cluster(2)
         c.start()
