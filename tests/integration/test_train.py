@@ -8,6 +8,7 @@ usage: test_train.py BUILD_DIR [unittest options]
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -175,6 +176,45 @@ class GossipCluster(unittest.TestCase):
                      "payload: exact gossip's message bytes over the message bytes sent",
                      "fewer while training (", "fewer including the final AVERAGE ("):
             self.assertIn(text, r.stdout)
+
+    def test_ctrl_c_stops_everything(self):
+        """Ctrl-C (SIGINT to the whole process group, as a terminal sends
+        it) while training: gossip-cluster exits 130 within seconds, and
+        no daemon, trainer or temporary directory of its run is left."""
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        p = subprocess.Popen([CLUSTER, "--build", BUILD, "--nodes", "2",
+                              "--epochs", "50", "--layers", "784-16-10"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env=dict(os.environ, TMPDIR=tmp.name),
+                             start_new_session=True)
+        self.addCleanup(lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
+
+        def ours():
+            """PIDs of processes whose command line names our TMPDIR."""
+            found = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        if tmp.name.encode() in f.read():
+                            found.append(int(pid))
+                except OSError:
+                    pass
+            return found
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(ours()) < 4:   # 2 daemons, 2 trainers
+            time.sleep(0.1)
+        self.assertGreaterEqual(len(ours()), 4, "the cluster did not start")
+        time.sleep(1)
+        os.killpg(p.pid, signal.SIGINT)
+        try:
+            rc = p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.fail("gossip-cluster still running 20 s after Ctrl-C")
+        p.stderr.close()
+        self.assertEqual(rc, 130)
+        self.assertEqual(ours(), [])
+        self.assertEqual(os.listdir(tmp.name), [])
 
 
 if __name__ == "__main__":
