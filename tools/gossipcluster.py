@@ -53,6 +53,7 @@ class Cluster:
         self.node_conf = node_conf
         self.sim_seed = sim_seed
         self.endpoint_host = "127.0.0.1"   # or a name, e.g. "localhost"
+        self.listen_only = set()           # nodes that never dial
         self.procs = [None] * n
         self.logs = [os.path.join(self.dir, "gossipd%d.log" % i) for i in range(n)]
         self.sockets = [os.path.join(self.dir, "s%d" % i) for i in range(n)]
@@ -92,8 +93,9 @@ class Cluster:
             if self.sim_seed is not None:
                 f.write("SimSeed = %d\nIndex = %d\n" % (self.sim_seed, i))
             for j in self.neighbours(i):
-                f.write("[Peer]\nPublicKey = %s\nEndpoint = %s:%d\n"
-                        % (self.keys[j][1], self.endpoint_host, self.ports[j]))
+                f.write("[Peer]\nPublicKey = %s\n" % self.keys[j][1])
+                if i not in self.listen_only:
+                    f.write("Endpoint = %s:%d\n" % (self.endpoint_host, self.ports[j]))
                 if self.sim_seed is not None:
                     f.write("Index = %d\n" % j)
             for pub, endpoint in extra_peers:

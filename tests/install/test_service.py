@@ -13,6 +13,7 @@ and exit 0.
 usage: test_service.py BUILD_DIR [unittest options]
 """
 import os
+import select
 import shutil
 import signal
 import socket
@@ -26,6 +27,24 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK_PROM = os.path.join(HERE, "..", "unit", "check_prom.py")
 BUILD = None
+
+
+def until(cond, timeout=15.0):
+    """Polls cond() until it returns a true value (returned) or the
+    timeout passes (None): a bounded wait for a state, not a delay."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        select.select([], [], [], 0.02)
+    return None
+
+
+def is_stopped(pid):
+    """True once the kernel shows pid in state T (stopped)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
 def free_port():
@@ -150,7 +169,7 @@ class Service(unittest.TestCase):
         self.assertIn("watchdog: WATCHDOG=1 every 200 ms", n.read_log())
         # A stopped process sends nothing; pings resume after SIGCONT.
         n.proc.send_signal(signal.SIGSTOP)
-        time.sleep(0.3)
+        self.assertTrue(until(lambda: is_stopped(n.proc.pid), 5))
         n.messages(0.05)                          # drop what was in flight
         stopped = [m for m in n.messages(1.0) if "WATCHDOG=1" in m[1]]
         n.proc.send_signal(signal.SIGCONT)
@@ -193,16 +212,13 @@ class Service(unittest.TestCase):
         a.wait_for("READY=1")
         b.wait_for("READY=1")
         gossipctl = os.path.join(BUILD, "tools", "gossipctl", "gossipctl")
-        deadline = time.monotonic() + 15
-        while True:
+        def linked():
             out = subprocess.run([gossipctl, "--socket", a.socket_path, "metrics"],
                                  capture_output=True, text=True)
             self.assertEqual(out.returncode, 0, out.stderr)
-            if 'gossipd_edges{state="idle"} 1' in out.stdout.split("\n"):
-                break
-            self.assertLess(time.monotonic(), deadline,
-                            "the link did not come up:\n" + out.stdout + a.read_log())
-            time.sleep(0.1)
+            return out if 'gossipd_edges{state="idle"} 1' in out.stdout.split("\n") else None
+        out = until(linked)
+        self.assertIsNotNone(out, "the link did not come up:\n" + a.read_log())
         check = subprocess.run([sys.executable, CHECK_PROM], input=out.stdout,
                                capture_output=True, text=True)
         self.assertEqual(check.returncode, 0, check.stdout + check.stderr)

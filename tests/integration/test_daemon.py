@@ -144,6 +144,7 @@ class Daemon(unittest.TestCase):
 
     def test_fingerprint_mismatch_refused(self):
         c = self.cluster(2)
+        c.listen_only = {1}           # only node 0 dials: one backoff to watch
         c.start(nodes=[0], node_conf="Rank = 1\n")
         c.start(nodes=[1], node_conf="Rank = 3\n")
         procs = [c.trainer(i, "--data", "random:30x30", "--steps", "1",
@@ -154,13 +155,18 @@ class Daemon(unittest.TestCase):
             self.assertIn("model mismatch (settings differ)", c.log(i))
         self.assertIn("powergossip r1", c.log(0))
         self.assertIn("powergossip r3", c.log(0))
-        # The refused sessions redial with exponential backoff (100 ms
-        # doubling to 5 s, +-25%), not every 100 ms: over 4 s each end
-        # dials at most ~6 times, so at most ~12 sessions are refused.
-        start = c.log(0).count("refused: model mismatch")
-        time.sleep(4)
-        refused = c.log(0).count("refused: model mismatch") - start
-        self.assertLessEqual(refused, 14, "%d refused sessions in 4 s" % refused)
+        # Node 0 redials the refused session with exponential backoff
+        # (100 ms doubling to 5 s, +-25%), not every 100 ms: after its
+        # first refusal, five more dials wait at least 150 + 300 + 600 +
+        # 1200 + 2400 ms, so they cannot all come within 2 s (at a fixed
+        # 100 ms they would take about 0.5 s).
+        def refused():
+            return c.log(0).count("refused: model mismatch")
+        start, t0 = refused(), time.monotonic()
+        self.assertTrue(cluster.eventually(lambda: refused() >= start + 5, 30),
+                        "only %d more refused sessions in 30 s" % (refused() - start))
+        self.assertGreaterEqual(time.monotonic() - t0, 2.0,
+                                "5 refused sessions within 2 s: no backoff")
         # Why the edge is down: in the status document and in the Python
         # client's timeout.
         st = cluster.status(c.sockets[0])

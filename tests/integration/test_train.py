@@ -201,11 +201,17 @@ class GossipCluster(unittest.TestCase):
                 except OSError:
                     pass
             return found
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(ours()) < 4:   # 2 daemons, 2 trainers
-            time.sleep(0.1)
-        self.assertGreaterEqual(len(ours()), 4, "the cluster did not start")
-        time.sleep(1)
+        def training():
+            """Both daemons have a trainer's model registered."""
+            socks = [os.path.join(tmp.name, d, "s%d" % i)
+                     for d in os.listdir(tmp.name) for i in range(2)]
+            try:
+                return len(socks) == 2 and all(
+                    cluster.status(s)["model"]["registered"] for s in socks)
+            except (OSError, cluster.gossipd.GossipdError):   # not up yet
+                return False
+        self.assertTrue(cluster.eventually(training, 60), "the cluster did not start")
+        self.assertGreaterEqual(len(ours()), 4)   # 2 daemons, 2 trainers
         os.killpg(p.pid, signal.SIGINT)
         try:
             rc = p.wait(timeout=20)
