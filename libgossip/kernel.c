@@ -481,6 +481,22 @@ static void transpose(float *dst, size_t ld, const float *src, size_t rows,
 			dst[c * ld + i] = src[i * cols + c];
 }
 
+/* The task of job j on nw workers with R^T, V^T and the caller's Me^T at
+ * rt, vt, met (row stride ld), rows claimed chunk at a time; the helpers'
+ * shares are the caller's to fill. */
+static task task_of(const gsp__lowrank_job *j, const float *rt,
+		    const float *vt, float *met, size_t ld, size_t chunk,
+		    unsigned nw)
+{
+	size_t cb = (TILE_FLOATS / (j->na + j->no + j->ne)) & ~(size_t)31;
+	return (task){
+		.x = j->x, .l = j->l, .u = j->u, .mo = j->mo,
+		.m = j->m, .k = j->k, .na = j->na, .no = j->no, .ne = j->ne,
+		.rt = rt, .vt = vt, .ld = ld, .cb = cb < 32 ? 32 : cb,
+		.chunk = chunk, .nw = nw, .w[0].met = met,
+	};
+}
+
 /* Sets up and runs the job on nw workers; false if a buffer could not
  * grow (nothing was changed then). */
 static bool run_pool(const gsp__lowrank_job *j, size_t nw)
@@ -528,20 +544,13 @@ static bool run_pool(const gsp__lowrank_job *j, size_t nw)
 				return false;
 		t = (task *)ring_take(sizeof(task) / sizeof(float) + 1);
 	}
-	size_t cb = (TILE_FLOATS / (na + no + ne)) & ~(size_t)31;
 	/* Chunks of about CHUNK_FLOATS of X, and at least four per worker,
 	 * of at least 4 rows. */
 	size_t chunk = CHUNK_FLOATS / k;
 	if (chunk > m / (4 * nw))
 		chunk = m / (4 * nw);
 	chunk &= ~(size_t)3;
-	*t = (task){
-		.x = j->x, .l = j->l, .u = j->u, .mo = j->mo,
-		.m = m, .k = k, .na = na, .no = no, .ne = ne,
-		.rt = rt, .vt = vt, .ld = ld, .cb = cb < 32 ? 32 : cb,
-		.chunk = chunk < 4 ? 4 : chunk, .nw = (unsigned)nw,
-		.w[0].met = met,
-	};
+	*t = task_of(j, rt, vt, met, ld, chunk < 4 ? 4 : chunk, (unsigned)nw);
 	for (size_t w = 1; w < nw; w++)
 		t->w[w] = (share){
 			.copy = pool.hbuf[w],
@@ -591,13 +600,7 @@ void gsp__lowrank_alone(const gsp__lowrank_job *j, float *spare)
 	if (m == 0 || k == 0 || na + no + ne == 0)
 		return;
 	pthread_once(&part_once, pick_part);
-	size_t cb = (TILE_FLOATS / (na + no + ne)) & ~(size_t)31;
-	task t = {
-		.x = j->x, .l = j->l, .u = j->u, .mo = j->mo,
-		.m = m, .k = k, .na = na, .no = no, .ne = ne,
-		.rt = na ? j->rt : spare, .vt = no ? j->vt : spare,
-		.ld = j->ldt, .cb = cb < 32 ? 32 : cb, .chunk = m, .nw = 1,
-		.w[0].met = ne ? j->met : spare,
-	};
+	task t = task_of(j, na ? j->rt : spare, no ? j->vt : spare,
+			 ne ? j->met : spare, j->ldt, m, 1);
 	part(&t, 0);
 }

@@ -386,52 +386,50 @@ static void pg_worker(const void *arg, unsigned w)
 /* ... when no worker gets more than this many percent of the mean. */
 #define PG_SPREAD_MAX_IMBALANCE 112
 
+/* A unit of work for pg_assign: tensor i, or the vectors (i = n). */
+typedef struct pg_item {
+	uint64_t cost;
+	size_t i;
+} pg_item;
+
+/* Largest first; equal costs in index order. */
+static int pg_item_order(const void *pa, const void *pb)
+{
+	const pg_item *a = pa, *b = pb;
+	if (a->cost != b->cost)
+		return a->cost < b->cost ? 1 : -1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
 /* Assigns tensors (and the vectors, item n) to nw workers, largest first,
- * each to the least loaded worker (lowest index on ties).  Returns false
- * if the work is too small or cannot be balanced (one dominant tensor:
- * the kernel's row split serves it better). */
+ * each to the least loaded worker (lowest index on ties); items: n + 1
+ * entries of room.  Returns false if the work is too small or cannot be
+ * balanced (one dominant tensor: the kernel's row split serves it
+ * better). */
 static bool pg_assign(const gsp_node *node, size_t na, size_t np,
-		      unsigned nw, uint8_t *owner)
+		      unsigned nw, pg_item *items, uint8_t *owner)
 {
 	const gsp_layout *l = node->layout;
-	uint64_t load[GSP_POOL_MAX] = {0}, total = 0;
-	size_t vec = 0;
-	for (size_t i = 0; i < l->n; i++)
-		if (!l->t[i].compressed)
-			vec += l->t[i].numel;
-	/* Selection of the largest unassigned item, n times: the layouts
-	 * this runs on have hundreds of tensors, steps take milliseconds. */
-	for (size_t i = 0; i <= l->n; i++)
-		owner[i] = UINT8_MAX;
-	for (;;) {
-		uint64_t best = 0;
-		size_t pick = SIZE_MAX;
-		for (size_t i = 0; i <= l->n; i++) {
-			if (owner[i] != UINT8_MAX)
-				continue;
-			uint64_t c;
-			if (i == l->n)
-				c = (uint64_t)vec * (na + np + PG_MEM_COST);
-			else if (l->t[i].compressed)
-				c = (uint64_t)l->t[i].numel *
-				    ((na + np) * tensor_rank(node, &l->t[i]) +
-				     PG_MEM_COST);
-			else
-				c = 0;
-			if (pick == SIZE_MAX || c > best) {
-				best = c;
-				pick = i;
-			}
-		}
-		if (pick == SIZE_MAX)
-			break;
+	uint64_t load[GSP_POOL_MAX] = {0}, total = 0, vec = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		const gsp_tensor *t = &l->t[i];
+		items[i] = (pg_item){.i = i};
+		if (!t->compressed)
+			vec += t->numel;
+		else
+			items[i].cost = (uint64_t)t->numel *
+					((na + np) * tensor_rank(node, t) + PG_MEM_COST);
+	}
+	items[l->n] = (pg_item){.cost = vec * (na + np + PG_MEM_COST), .i = l->n};
+	qsort(items, l->n + 1, sizeof(*items), pg_item_order);
+	for (size_t k = 0; k <= l->n; k++) {
 		unsigned w = 0;
 		for (unsigned v = 1; v < nw; v++)
 			if (load[v] < load[w])
 				w = v;
-		owner[pick] = (uint8_t)w;
-		load[w] += best;
-		total += best;
+		owner[items[k].i] = (uint8_t)w;
+		load[w] += items[k].cost;
+		total += items[k].cost;
 	}
 	uint64_t max = 0;
 	for (unsigned w = 0; w < nw; w++)
@@ -455,18 +453,22 @@ static int pg_run(gsp_node *node, gsp__edge **apply, size_t na,
 		.node = node, .apply = apply, .proj = proj, .na = na, .np = np,
 		.slot = slot, .per_worker = (slot + spare + 15) & ~(size_t)15,
 	};
-	/* Scratch: the workers' regions, then refills, then owner. */
-	size_t tail = nw * np + (l->n + 1 + sizeof(float)) / sizeof(float);
+	/* Scratch: the workers' regions (64-byte multiples), pg_assign's
+	 * items, refills, owner. */
+	size_t n_items = l->n + 1, item_floats = sizeof(pg_item) / sizeof(float);
+	size_t tail = n_items * item_floats + nw * np +
+		      (n_items + sizeof(float)) / sizeof(float);
 	float *s = pg_scratch(node, nw * j.per_worker + tail);
 	if (!s) {
 		gsp__pool_release();
 		return pg_run_serial(node, apply, na, proj, np);
 	}
 	j.scratch = s;
-	j.refills = (unsigned *)(s + nw * j.per_worker);
+	pg_item *items = (pg_item *)(s + nw * j.per_worker);
+	j.refills = (unsigned *)(s + nw * j.per_worker + n_items * item_floats);
 	uint8_t *owner = (uint8_t *)(j.refills + nw * np);
 	j.owner = owner;
-	if (!pg_assign(node, na, np, nw, owner)) {
+	if (!pg_assign(node, na, np, nw, items, owner)) {
 		gsp__pool_release();
 		return pg_run_serial(node, apply, na, proj, np);
 	}

@@ -13,7 +13,6 @@ and exit 0.
 usage: test_service.py BUILD_DIR [unittest options]
 """
 import os
-import select
 import shutil
 import signal
 import socket
@@ -25,20 +24,10 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+import gossipcluster as cluster  # noqa: E402
 CHECK_PROM = os.path.join(HERE, "..", "unit", "check_prom.py")
 BUILD = None
-
-
-def until(cond, timeout=15.0):
-    """Polls cond() until it returns a true value (returned) or the
-    timeout passes (None): a bounded wait for a state, not a delay."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        select.select([], [], [], 0.02)
-    return None
 
 
 def is_stopped(pid):
@@ -169,7 +158,7 @@ class Service(unittest.TestCase):
         self.assertIn("watchdog: WATCHDOG=1 every 200 ms", n.read_log())
         # A stopped process sends nothing; pings resume after SIGCONT.
         n.proc.send_signal(signal.SIGSTOP)
-        self.assertTrue(until(lambda: is_stopped(n.proc.pid), 5))
+        self.assertTrue(cluster.eventually(lambda: is_stopped(n.proc.pid), 5))
         n.messages(0.05)                          # drop what was in flight
         stopped = [m for m in n.messages(1.0) if "WATCHDOG=1" in m[1]]
         n.proc.send_signal(signal.SIGCONT)
@@ -217,7 +206,7 @@ class Service(unittest.TestCase):
                                  capture_output=True, text=True)
             self.assertEqual(out.returncode, 0, out.stderr)
             return out if 'gossipd_edges{state="idle"} 1' in out.stdout.split("\n") else None
-        out = until(linked)
+        out = cluster.eventually(linked)
         self.assertIsNotNone(out, "the link did not come up:\n" + a.read_log())
         check = subprocess.run([sys.executable, CHECK_PROM], input=out.stdout,
                                capture_output=True, text=True)
