@@ -22,13 +22,3 @@ const char *gsp_strerror(int err)
 		return "unknown error";
 	}
 }
-
-bool gsp__all_finite(const float *x, size_t n)
-{
-	/* Accumulating x*0 keeps the loop branch-free and vectorizable: the
-	 * sum stays 0 unless some x is NaN or infinite. */
-	float acc = 0.0f;
-	for (size_t i = 0; i < n; i++)
-		acc += x[i] * 0.0f;
-	return acc == 0.0f;
-}

@@ -6,6 +6,8 @@
 #ifndef GOSSIP_INTERNAL_H
 #define GOSSIP_INTERNAL_H
 
+#include <string.h>
+
 #include "gossip.h"
 
 #define GSP_HIDDEN __attribute__((visibility("hidden")))
@@ -38,8 +40,10 @@ typedef struct gsp__method_ops {
 	/* Node-level methods (choco) apply only when every edge completed the
 	 * round and project only when every edge is idle. */
 	bool synchronous;
-	/* Messages are float32 arrays (checked for finiteness by node.c). */
+	/* Messages are float32 arrays, checked for finiteness by node.c
+	 * unless run() checks what it writes itself (run_checks_finite). */
 	bool float_messages;
+	bool run_checks_finite;
 	int (*node_init)(gsp_node *node);
 	void (*node_free)(gsp_node *node);
 	int (*edge_init)(gsp_node *node, gsp__edge *edge);
@@ -50,7 +54,8 @@ typedef struct gsp__method_ops {
 	 * proj[] into edge->next_msg.  Projection state is committed only by
 	 * commit(), which node.c calls once every message checked finite.
 	 * Returns 0, or a negative code if projecting failed (the applies
-	 * still count). */
+	 * still count), GSP_ENONFINITE for a message that is not finite if
+	 * run_checks_finite. */
 	int (*run)(gsp_node *node, gsp__edge **apply, size_t n_apply,
 		   gsp__edge **proj, size_t n_proj);
 	void (*commit)(gsp_node *node, gsp__edge *edge);
@@ -110,6 +115,13 @@ GSP_HIDDEN int gsp__rng_words(const uint8_t seed[GSP_SEED_BYTES],
 GSP_HIDDEN unsigned gsp__orthonormalize(float *q, size_t rows, unsigned r,
 					const uint8_t seed[GSP_SEED_BYTES],
 					uint64_t tensor, uint64_t round);
+/* The same into q from src (rows x r, not overlapping q): the result
+ * gsp__orthonormalize() would give on a copy of src, with one pass less
+ * at rank 1. */
+GSP_HIDDEN unsigned gsp__orthonormalize_copy(float *q, const float *src,
+					     size_t rows, unsigned r,
+					     const uint8_t seed[GSP_SEED_BYTES],
+					     uint64_t tensor, uint64_t round);
 
 /* ---- worker threads (pool.c) ---- */
 #define GSP_POOL_MAX 8
@@ -162,7 +174,18 @@ GSP_HIDDEN void gsp__lowrank_alone(const gsp__lowrank_job *job, float *spare);
  * Both ends compute the stored buffers with this one loop. */
 GSP_HIDDEN bool gsp__edge_diff(const float *mine, const float *peer,
 			       gsp_role role, float *out, size_t n);
-/* True if all n floats are finite. */
+/* True if all n floats are finite (finite.c). */
 GSP_HIDDEN bool gsp__all_finite(const float *x, size_t n);
+/* True if all n differences hi[i] - lo[i] are finite. */
+GSP_HIDDEN bool gsp__diff_finite(const float *hi, const float *lo, size_t n);
+/* The bits of |f|; at least GSP_INF_BITS if and only if f is infinite or
+ * NaN. */
+#define GSP_INF_BITS 0x7f800000u
+static inline uint32_t gsp__abs_bits(float f)
+{
+	uint32_t b;
+	memcpy(&b, &f, sizeof(b));
+	return b & 0x7fffffffu;
+}
 
 #endif

@@ -153,12 +153,8 @@ bool gsp__edge_diff(const float *mine, const float *peer, gsp_role role,
 {
 	const float *lo = role == GSP_ROLE_LO ? mine : peer;
 	const float *hi = role == GSP_ROLE_LO ? peer : mine;
-	if (!out) {
-		float acc = 0.0f;
-		for (size_t i = 0; i < n; i++)
-			acc += (hi[i] - lo[i]) * 0.0f;
-		return acc == 0.0f;
-	}
+	if (!out)
+		return gsp__diff_finite(hi, lo, n);
 	for (size_t i = 0; i < n; i++)
 		out[i] = hi[i] - lo[i];
 	return true;
@@ -333,7 +329,7 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 	for (size_t i = 0; !err && i < np; i++) {
 		gsp__edge *e = proj[i];
 		size_t len = node->ops->msg_size(node, e->round + 1);
-		if (node->ops->float_messages &&
+		if (node->ops->float_messages && !node->ops->run_checks_finite &&
 		    !gsp__all_finite((const float *)e->next_msg, len / 4))
 			err = GSP_ENONFINITE;
 	}

@@ -6,6 +6,7 @@
  * compressed tensor X (m x k) the projection X V (m x r) if t is odd or
  * X^T U (k x r) if t is even; then every uncompressed tensor's values. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,10 +108,10 @@ static unsigned pg_prepare_tensor(gsp_node *node, gsp__edge *edge, size_t i)
 	pg_factor *f = &((pg_edge *)edge->priv)->f[i];
 	size_t rows = round & 1 ? t->k : t->m;
 	if (node->cfg.warm_start)
-		memcpy(f->q, round & 1 ? f->b : f->a, rows * r * sizeof(float));
-	else
-		gsp__rng_uniform(edge->seed, GSP_RNG_COLD, i, round, 0, f->q,
-				 rows * r, 1);
+		return gsp__orthonormalize_copy(f->q, round & 1 ? f->b : f->a,
+						rows, r, edge->seed, i, round);
+	gsp__rng_uniform(edge->seed, GSP_RNG_COLD, i, round, 0, f->q,
+			 rows * r, 1);
 	return gsp__orthonormalize(f->q, rows, r, edge->seed, i, round);
 }
 
@@ -217,8 +218,9 @@ static size_t pg_tensor_scratch(const gsp_node *node, const gsp_tensor *t,
 
 /* Tensor ti's share of the step: gathers the factors into s, runs the
  * kernel (alone on this thread if spare is set, see gsp__lowrank_alone,
- * else on the workers) and scatters the projections into the messages. */
-static void pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
+ * else on the workers) and scatters the projections into the messages.
+ * Returns whether the projections are all finite. */
+static bool pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
 		      size_t na, gsp__edge **proj, size_t np, float *s,
 		      float *spare)
 {
@@ -259,6 +261,11 @@ static void pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
 		gsp__lowrank_alone(&job, spare);
 	else
 		gsp__lowrank_run(&job);
+	/* Checked here, while still in cache, rather than in every
+	 * message. */
+	bool finite = gsp__all_finite(Mo, m * no);
+	for (size_t c = 0; c < ne; c++)
+		finite = finite && gsp__all_finite(MeT + c * ldt, k);
 	for (size_t e = 0, co = 0, ce = 0; e < np; e++) {
 		uint64_t round = proj[e]->round + 1;
 		float *msg = (float *)proj[e]->next_msg +
@@ -271,32 +278,50 @@ static void pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
 			ce += r;
 		}
 	}
+	return finite;
 }
 
-static void pg_vectors(gsp_node *node, gsp__edge **apply, size_t na,
+/* The uncompressed tensors: every pending difference added, then the
+ * values copied into every message.  Edge by edge, so each edge's
+ * difference and message are one sequential run; the values, about a
+ * quarter of a MB for ResNet-50, stay in cache. */
+static bool pg_vectors(gsp_node *node, gsp__edge **apply, size_t na,
 		       gsp__edge **proj, size_t np)
 {
 	const gsp_layout *l = node->layout;
-	size_t v = 0;
-	for (size_t i = 0; i < l->n; i++) {
-		const gsp_tensor *t = &l->t[i];
-		if (t->compressed)
-			continue;
-		float *x = node->params + t->offset;
-		for (size_t e = 0; e < na; e++) {
-			const float *d = ((pg_edge *)apply[e]->priv)->vdiff + v;
-			float c = gsp__edge_coef(node, apply[e]);
+	bool finite = true;
+	for (size_t e = 0; e < na; e++) {
+		const float *d = ((pg_edge *)apply[e]->priv)->vdiff;
+		float c = gsp__edge_coef(node, apply[e]);
+		for (size_t i = 0; i < l->n; i++) {
+			const gsp_tensor *t = &l->t[i];
+			if (t->compressed)
+				continue;
+			float *x = node->params + t->offset;
 			for (size_t j = 0; j < t->numel; j++)
 				x[j] += c * d[j];
+			d += t->numel;
 		}
-		for (size_t e = 0; e < np; e++) {
-			uint64_t round = proj[e]->round + 1;
-			float *msg = (float *)proj[e]->next_msg +
-				     msg_offset(node, l->n, round) + v;
-			memcpy(msg, x, t->numel * sizeof(float));
-		}
-		v += t->numel;
 	}
+	/* Every message carries these same values: checked once. */
+	for (size_t i = 0; np && i < l->n; i++)
+		if (!l->t[i].compressed)
+			finite = finite && gsp__all_finite(node->params + l->t[i].offset,
+							   l->t[i].numel);
+	for (size_t e = 0; e < np; e++) {
+		uint64_t round = proj[e]->round + 1;
+		float *msg = (float *)proj[e]->next_msg +
+			     msg_offset(node, l->n, round);
+		for (size_t i = 0; i < l->n; i++) {
+			const gsp_tensor *t = &l->t[i];
+			if (t->compressed)
+				continue;
+			memcpy(msg, node->params + t->offset,
+			       t->numel * sizeof(float));
+			msg += t->numel;
+		}
+	}
+	return finite;
 }
 
 /* Scratch floats of pg_tensor() for the largest compressed tensor. */
@@ -337,26 +362,40 @@ static int pg_run_serial(gsp_node *node, gsp__edge **apply, size_t na,
 	float *s = pg_scratch(node, PG_SLOTS * slot);
 	if (!s)
 		return -ENOMEM;
+	bool finite = true;
 	for (size_t i = 0, n = 0; i < l->n; i++)
-		if (l->t[i].compressed)
-			pg_tensor(node, i, apply, na, proj, np,
-				  s + (n++ % PG_SLOTS) * slot, NULL);
-	pg_vectors(node, apply, na, proj, np);
-	return 0;
+		if (l->t[i].compressed &&
+		    !pg_tensor(node, i, apply, na, proj, np,
+			       s + (n++ % PG_SLOTS) * slot, NULL))
+			finite = false;
+	if (!pg_vectors(node, apply, na, proj, np))
+		finite = false;
+	return finite ? 0 : GSP_ENONFINITE;
 }
 
-/* The step spread over the workers by whole tensors: worker w prepares,
- * gathers, projects and scatters the tensors owner[] gives it (the
- * vectors are item n), on its own scratch, with the kernel alone.  Which
- * worker takes which tensor never changes the result. */
+/* A unit of a step spread by tensors: tensor i, or the vectors (i = n). */
+typedef struct pg_item {
+	uint64_t cost;
+	size_t i;
+} pg_item;
+
+/* The step spread over the workers by whole tensors: each worker claims
+ * the next item of the list (largest first, see pg_items) and
+ * prepares, gathers, projects and scatters it on its own scratch, with
+ * the kernel alone.  Claiming by timing balances the load as it really
+ * is; it never changes the result, because an item's work does not depend
+ * on which worker does it. */
 typedef struct pg_job {
 	gsp_node *node;
 	gsp__edge **apply, **proj;
 	size_t na, np;
-	const uint8_t *owner;     /* n + 1 items */
-	float *scratch;           /* per worker: slot + spare floats */
+	const pg_item *items;         /* in claiming order (pg_items) */
+	size_t n_items;
+	atomic_size_t *next;          /* index of the next item to claim */
+	float *scratch;               /* per worker: slot + spare floats */
 	size_t per_worker, slot;
-	unsigned *refills;        /* per worker and projected edge */
+	unsigned *refills;            /* per worker and projected edge */
+	bool *finite;                 /* per worker: its messages finite */
 } pg_job;
 
 static void pg_worker(const void *arg, unsigned w)
@@ -365,18 +404,27 @@ static void pg_worker(const void *arg, unsigned w)
 	const gsp_layout *l = j->node->layout;
 	float *s = j->scratch + w * j->per_worker;
 	unsigned *refills = j->refills + w * j->np;
+	bool finite = true;
 	for (size_t e = 0; e < j->np; e++)
 		refills[e] = 0;
-	for (size_t i = 0; i < l->n; i++) {
-		if (j->owner[i] != w || !l->t[i].compressed)
+	for (;;) {
+		size_t k = atomic_fetch_add_explicit(j->next, 1,
+						     memory_order_relaxed);
+		if (k >= j->n_items)
+			break;
+		size_t i = j->items[k].i;
+		if (i == l->n) {
+			if (!pg_vectors(j->node, j->apply, j->na, j->proj, j->np))
+				finite = false;
 			continue;
+		}
 		for (size_t e = 0; e < j->np; e++)
 			refills[e] += pg_prepare_tensor(j->node, j->proj[e], i);
-		pg_tensor(j->node, i, j->apply, j->na, j->proj, j->np, s,
-			  s + j->slot);
+		if (!pg_tensor(j->node, i, j->apply, j->na, j->proj, j->np, s,
+			       s + j->slot))
+			finite = false;
 	}
-	if (j->owner[l->n] == w)
-		pg_vectors(j->node, j->apply, j->na, j->proj, j->np);
+	j->finite[w] = finite;
 }
 
 /* A step is spread by tensors from this much work on (multiply-adds plus
@@ -385,12 +433,6 @@ static void pg_worker(const void *arg, unsigned w)
 #define PG_MEM_COST 8
 /* ... when no worker gets more than this many percent of the mean. */
 #define PG_SPREAD_MAX_IMBALANCE 112
-
-/* A unit of work for pg_assign: tensor i, or the vectors (i = n). */
-typedef struct pg_item {
-	uint64_t cost;
-	size_t i;
-} pg_item;
 
 /* Largest first; equal costs in index order. */
 static int pg_item_order(const void *pa, const void *pb)
@@ -401,41 +443,57 @@ static int pg_item_order(const void *pa, const void *pb)
 	return (a->i > b->i) - (a->i < b->i);
 }
 
-/* Assigns tensors (and the vectors, item n) to nw workers, largest first,
- * each to the least loaded worker (lowest index on ties); items: n + 1
- * entries of room.  Returns false if the work is too small or cannot be
- * balanced (one dominant tensor: the kernel's row split serves it
+/* The items of a step spread by tensors, largest first: every compressed
+ * tensor, then the vectors as item n if there are any; items: n + 1
+ * entries of room.  Returns their number, or 0 if the work is too small
+ * or would not balance even when placed largest first on the least
+ * loaded worker (one dominant tensor: the kernel's row split serves it
  * better). */
-static bool pg_assign(const gsp_node *node, size_t na, size_t np,
-		      unsigned nw, pg_item *items, uint8_t *owner)
+static size_t pg_items(const gsp_node *node, size_t na, size_t np,
+		       unsigned nw, pg_item *items)
 {
 	const gsp_layout *l = node->layout;
-	uint64_t load[GSP_POOL_MAX] = {0}, total = 0, vec = 0;
+	uint64_t load[GSP_POOL_MAX] = {0}, total = 0;
+	size_t n = 0;
 	for (size_t i = 0; i < l->n; i++) {
 		const gsp_tensor *t = &l->t[i];
-		items[i] = (pg_item){.i = i};
-		if (!t->compressed)
-			vec += t->numel;
-		else
-			items[i].cost = (uint64_t)t->numel *
-					((na + np) * tensor_rank(node, t) + PG_MEM_COST);
+		if (t->compressed)
+			items[n++] = (pg_item){
+				.cost = (uint64_t)t->numel *
+					((na + np) * tensor_rank(node, t) + PG_MEM_COST),
+				.i = i,
+			};
 	}
-	items[l->n] = (pg_item){.cost = vec * (na + np + PG_MEM_COST), .i = l->n};
-	qsort(items, l->n + 1, sizeof(*items), pg_item_order);
-	for (size_t k = 0; k <= l->n; k++) {
+	if (l->vec_floats)
+		items[n++] = (pg_item){
+			.cost = l->vec_floats * (na + np + PG_MEM_COST), .i = l->n,
+		};
+	qsort(items, n, sizeof(*items), pg_item_order);
+	/* The vectors first: their work is all per-edge data, cold at the
+	 * start of a step, and takes far longer than its multiply-adds say;
+	 * claimed among the last it would keep one worker busy at the end. */
+	if (l->vec_floats) {
+		size_t v = 0;
+		while (items[v].i != l->n)
+			v++;
+		pg_item vec = items[v];
+		memmove(items + 1, items, v * sizeof(*items));
+		items[0] = vec;
+	}
+	for (size_t k = 0; k < n; k++) {
 		unsigned w = 0;
 		for (unsigned v = 1; v < nw; v++)
 			if (load[v] < load[w])
 				w = v;
-		owner[items[k].i] = (uint8_t)w;
 		load[w] += items[k].cost;
 		total += items[k].cost;
 	}
 	uint64_t max = 0;
 	for (unsigned w = 0; w < nw; w++)
 		max = load[w] > max ? load[w] : max;
-	return total >= PG_SPREAD_MIN_COST &&
-	       max * nw * 100 <= total * PG_SPREAD_MAX_IMBALANCE;
+	bool spread = total >= PG_SPREAD_MIN_COST &&
+		      max * nw * 100 <= total * PG_SPREAD_MAX_IMBALANCE;
+	return spread ? n : 0;
 }
 
 static int pg_run(gsp_node *node, gsp__edge **apply, size_t na,
@@ -449,38 +507,41 @@ static int pg_run(gsp_node *node, gsp__edge **apply, size_t na,
 	for (size_t i = 0; i < l->n; i++)
 		if (l->t[i].compressed && pg_ldt(l->t[i].k) > spare)
 			spare = pg_ldt(l->t[i].k);
+	/* The claim counter alone on its cache line. */
+	_Alignas(64) atomic_size_t next = 0;
 	pg_job j = {
 		.node = node, .apply = apply, .proj = proj, .na = na, .np = np,
-		.slot = slot, .per_worker = (slot + spare + 15) & ~(size_t)15,
+		.next = &next, .slot = slot,
+		.per_worker = (slot + spare + 15) & ~(size_t)15,
 	};
-	/* Scratch: the workers' regions (64-byte multiples), pg_assign's
-	 * items, refills, owner. */
-	size_t n_items = l->n + 1, item_floats = sizeof(pg_item) / sizeof(float);
-	size_t tail = n_items * item_floats + nw * np +
-		      (n_items + sizeof(float)) / sizeof(float);
+	/* Scratch: the workers' regions (64-byte multiples), the items,
+	 * refills. */
+	size_t item_floats = sizeof(pg_item) / sizeof(float);
+	size_t tail = (l->n + 1) * item_floats + nw * np + nw;
 	float *s = pg_scratch(node, nw * j.per_worker + tail);
-	if (!s) {
+	pg_item *items = s ? (pg_item *)(s + nw * j.per_worker) : NULL;
+	size_t n_items = s ? pg_items(node, na, np, nw, items) : 0;
+	if (!n_items) {
 		gsp__pool_release();
 		return pg_run_serial(node, apply, na, proj, np);
 	}
 	j.scratch = s;
-	pg_item *items = (pg_item *)(s + nw * j.per_worker);
-	j.refills = (unsigned *)(s + nw * j.per_worker + n_items * item_floats);
-	uint8_t *owner = (uint8_t *)(j.refills + nw * np);
-	j.owner = owner;
-	if (!pg_assign(node, na, np, nw, items, owner)) {
-		gsp__pool_release();
-		return pg_run_serial(node, apply, na, proj, np);
-	}
+	j.items = items;
+	j.n_items = n_items;
+	j.refills = (unsigned *)(s + nw * j.per_worker + (l->n + 1) * item_floats);
+	j.finite = (bool *)(j.refills + nw * np);
 	gsp__pool_run(nw, pg_worker, &j);
 	gsp__pool_release();
+	bool finite = true;
+	for (unsigned w = 0; w < nw; w++)
+		finite = finite && j.finite[w];
 	for (size_t e = 0; e < np; e++) {
 		pg_edge *pe = proj[e]->priv;
 		pe->refills = 0;
 		for (unsigned w = 0; w < nw; w++)
 			pe->refills += j.refills[w * np + e];
 	}
-	return 0;
+	return finite ? 0 : GSP_ENONFINITE;
 }
 
 static void swap(float **a, float **b)
@@ -546,6 +607,7 @@ int gsp_node_edge_factors(const gsp_node *node, size_t edge, size_t tensor,
 const gsp__method_ops gsp__powergossip_ops = {
 	.synchronous = false,
 	.float_messages = true,
+	.run_checks_finite = true,
 	.node_init = pg_node_init,
 	.node_free = pg_node_free,
 	.edge_init = pg_edge_init,

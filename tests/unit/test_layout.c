@@ -1,5 +1,9 @@
 /* Layouts (parsing, matrix views, limits), error texts, method names, the
- * deterministic edge RNG and the orthonormalization with refill. */
+ * deterministic edge RNG, the orthonormalization with refill and the
+ * finiteness checks. */
+#include <float.h>
+#include <math.h>
+
 #include "internal.h"
 #include "testutil.h"
 
@@ -139,6 +143,87 @@ START_TEST(test_orthonormalize)
 }
 END_TEST
 
+/* The copying form gives the in-place result bit for bit (both ends of an
+ * edge may take either path), for one and several columns, on lengths
+ * around the summation's lane count, and on columns that need refills. */
+START_TEST(test_orthonormalize_copy)
+{
+	uint8_t seed[GSP_SEED_BYTES] = {7};
+	static const size_t lengths[] = {1, 2, 7, 8, 9, 15, 16, 17, 50, 1001};
+	enum { MAXN = 1001 * 3 };
+	static float src[MAXN], keep[MAXN], q1[MAXN], q2[MAXN];
+	for (unsigned r = 1; r <= 3; r += 2)
+		for (size_t li = 0; li < sizeof(lengths) / sizeof(*lengths); li++)
+			for (unsigned kind = 0; kind < 3; kind++) {
+				size_t rows = lengths[li], n = rows * r;
+				if (rows < r)
+					continue;
+				ck_assert_int_eq(gsp__rng_uniform(seed, GSP_RNG_INIT_A, li, r,
+								  kind, src, n, 1), 0);
+				if (kind == 1)          /* zero: refilled */
+					memset(src, 0, n * sizeof(float));
+				if (kind == 2)          /* NaN: refilled */
+					src[n / 2] = NAN;
+				memcpy(keep, src, n * sizeof(float));
+				unsigned a = gsp__orthonormalize_copy(q1, src, rows, r,
+								      seed, li, 3);
+				memcpy(q2, src, n * sizeof(float));
+				unsigned b = gsp__orthonormalize(q2, rows, r, seed, li, 3);
+				ck_assert_uint_eq(a, b);
+				ck_assert_msg(memcmp(q1, q2, n * sizeof(float)) == 0,
+					      "rows %zu r %u kind %u", rows, r, kind);
+				ck_assert(memcmp(src, keep, n * sizeof(float)) == 0);
+				if (kind == 0)
+					ck_assert_uint_eq(a, 0);
+				else if (kind == 1)
+					ck_assert_uint_eq(a, r);
+				else
+					ck_assert_uint_ge(a, 1);
+				if (rows > r)
+					assert_orthonormal(q1, rows, r);
+			}
+}
+END_TEST
+
+/* Every position of a non-finite value is found, in lengths that end in
+ * every lane of the vector loop, and differences that overflow are
+ * caught though both inputs are finite. */
+START_TEST(test_finite_checks)
+{
+	enum { N = 70 };
+	float a[N], b[N];
+	const float bad[] = {NAN, INFINITY, -INFINITY};
+	for (size_t n = 0; n <= N; n++) {
+		for (size_t i = 0; i < N; i++) {
+			a[i] = (float)i - 30.5f;
+			b[i] = -a[i];
+		}
+		ck_assert(gsp__all_finite(a, n));
+		ck_assert(gsp__diff_finite(a, b, n));
+		for (size_t i = 0; i < n; i++)
+			for (size_t v = 0; v < 3; v++) {
+				float old = a[i];
+				a[i] = bad[v];
+				ck_assert_msg(!gsp__all_finite(a, n), "n %zu i %zu", n, i);
+				ck_assert(!gsp__diff_finite(a, b, n));
+				ck_assert(!gsp__diff_finite(b, a, n));
+				a[i] = old;
+			}
+		if (n) {
+			a[n - 1] = FLT_MAX;
+			b[n - 1] = -FLT_MAX;
+			ck_assert(gsp__all_finite(a, n) && gsp__all_finite(b, n));
+			ck_assert(!gsp__diff_finite(a, b, n));
+			/* The largest finite magnitude itself passes. */
+			b[n - 1] = 0.0f;
+			ck_assert(gsp__diff_finite(a, b, n));
+			a[n - 1] = -FLT_MAX;
+			ck_assert(gsp__diff_finite(a, b, n));
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("layout");
@@ -148,6 +233,8 @@ int main(void)
 	tcase_add_test(tc, test_names_and_errors);
 	tcase_add_test(tc, test_rng_streams);
 	tcase_add_test(tc, test_orthonormalize);
+	tcase_add_test(tc, test_orthonormalize_copy);
+	tcase_add_test(tc, test_finite_checks);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -378,6 +378,12 @@ START_TEST(test_bad_arguments)
 	params[100] = INFINITY;
 	ck_assert_int_eq(gsp_node_step(node), GSP_ENONFINITE);
 	params[100] = 1.0f;
+	params[64 * 48 + 3] = NAN;  /* in the 1-D tensor */
+	ck_assert_int_eq(gsp_node_project(node), GSP_ENONFINITE);
+	snap(node, params, n, &after);
+	params[64 * 48 + 3] = before.params[64 * 48 + 3];
+	ck_assert(memcmp(before.a, after.a, sizeof(before.a)) == 0);
+	ck_assert(memcmp(&before.info, &after.info, sizeof(before.info)) == 0);
 	params[64 * 48] = 3e38f;   /* the 1-D tensor travels as is */
 	ck_assert_int_eq(gsp_node_project(node), 1);
 	snap(node, params, n, &before);
@@ -524,6 +530,47 @@ START_TEST(test_threads_do_not_change_results)
 }
 END_TEST
 
+/* A step spread over two threads by tensors refuses non-finite
+ * parameters in any tensor, whichever thread projects it, and then
+ * commits nothing. */
+START_TEST(test_nonfinite_refused_when_spread)
+{
+	setenv("GSP_THREADS", "2", 1);
+	static const char spec[] = "256x512,256x512,256x512,256x512,"
+				   "256x512,256x512,256x512,256x512,512";
+	gsp_layout *layout;
+	ck_assert_int_eq(gsp_layout_parse(spec, &layout), 0);
+	static float params[PAR_FLOATS];
+	for (size_t i = 0; i < PAR_FLOATS; i++)
+		params[i] = (float)(i % 17) - 8.0f;
+	gsp_config cfg = config_of(GSP_METHOD_POWERGOSSIP, 1, 0.5);
+	gsp_node *node;
+	ck_assert_int_eq(gsp_node_new(layout, params, &cfg, &node), 0);
+	for (unsigned e = 0; e < 4; e++) {
+		uint8_t seed[GSP_SEED_BYTES] = {(uint8_t)(e + 1)};
+		ck_assert_int_eq(gsp_node_add_edge(node, 0.2f, e & 1 ? GSP_ROLE_HI
+							       : GSP_ROLE_LO,
+						   seed, sizeof(seed)), (int)e);
+	}
+	static const size_t bad[] = {0, 3 * 256 * 512 + 77, PAR_FLOATS - 1};
+	for (size_t b = 0; b < sizeof(bad) / sizeof(*bad); b++) {
+		float keep = params[bad[b]];
+		params[bad[b]] = b == 1 ? INFINITY : NAN;
+		ck_assert_int_eq(gsp_node_project(node), GSP_ENONFINITE);
+		for (unsigned e = 0; e < 4; e++) {
+			gsp_edge_info info;
+			ck_assert_int_eq(gsp_node_edge_info(node, e, &info), 0);
+			ck_assert_uint_eq(info.round, 0);
+		}
+		params[bad[b]] = keep;
+	}
+	ck_assert_uint_eq(gsp__pool_size(), 2);
+	ck_assert_int_eq(gsp_node_project(node), 4);
+	gsp_node_free(node);
+	gsp_layout_free(layout);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("powergossip");
@@ -540,6 +587,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_edge_generations);
 	tcase_add_test(tc, test_threads_do_not_change_results);
+	tcase_add_test(tc, test_nonfinite_refused_when_spread);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
