@@ -110,7 +110,7 @@ static void hash_tensors(crypto_generichash_state *st, const gsp_model_desc *des
 int gsp_model_fingerprint(const gsp_model_desc *desc,
 			  uint8_t ret_fp[GSP_FINGERPRINT_BYTES])
 {
-	static const char tag[] = "gossipd model v1";
+	static const char tag[] = "gossipd model v2";
 	crypto_generichash_state st;
 	uint8_t head[1 + 2 + 1 + 4 + 4 + 4], fp[GSP_FINGERPRINT_BYTES];
 	uint32_t gamma_bits, fraction_bits;
@@ -152,7 +152,7 @@ static void short_digest(const gsp_model_desc *desc, bool layout,
 			 const uint8_t *settings, size_t settings_len,
 			 char out[9])
 {
-	static const char ltag[] = "gossipd layout v1", stag[] = "gossipd settings v1";
+	static const char ltag[] = "gossipd layout v1", stag[] = "gossipd settings v2";
 	crypto_generichash_state st;
 	uint8_t h[16], n[4];
 

@@ -139,7 +139,7 @@ static void compute_usage(FILE *f)
 "                    %s)\n"
 "  --edges LIST      edge counts k (default 1,2,4,8)\n"
 "  --ranks LIST      powergossip ranks (default 1,4)\n"
-"  --repeat N        timed repetitions per row; medians reported (default 15)\n"
+"  --repeat N        timed repetitions per row; medians reported (default 31)\n"
 "  --csv FILE        write k,rank,step_ms,pass_ms,ratio,sscal_ms,ratio_inplace\n"
 "  --threads N       OpenBLAS threads (default: as configured)\n"
 "  --help            this text\n"
@@ -330,7 +330,7 @@ static int cmd_compute(int argc, char **argv)
 	compute_opts o = {
 		.edges = {1, 2, 4, 8}, .n_edges = 4,
 		.ranks = {1, 4}, .n_ranks = 2,
-		.repeat = 15,
+		.repeat = 31,
 	};
 	o.shapes = getenv("GSP_SHAPES");
 	if (!o.shapes || !*o.shapes)

@@ -300,7 +300,7 @@ START_TEST(test_fingerprint_sensitive)
 	/* A known answer pins the canonical encoding across releases. */
 	uint8_t msg[16 + 16 + 3 * (1 + 2 + 1) + 2 * 16 + 8];
 	size_t n = 0;
-	memcpy(msg, "gossipd model v1", 16);
+	memcpy(msg, "gossipd model v2", 16);
 	n = 16;
 	const uint8_t head[16] = { 0, 4, 0, 1, 0x00, 0x00, 0x80, 0x3f,
 				   0, 0, 0, 0, 3, 0, 0, 0 };
@@ -490,7 +490,7 @@ START_TEST(test_summary)
 	char buf[GSP_MODEL_SUMMARY_MAX + 1];
 	gsp_model_desc d = desc_of(GSP_WIRE_METHOD_POWERGOSSIP);
 	const char *want = "powergossip r4, 3 tensors, 29264 floats, "
-			   "layout 07f9cc92, settings 1a1fa1a6";
+			   "layout 07f9cc92, settings a94925d8";
 
 	ck_assert_int_eq(gsp_model_summary(&d, buf, sizeof(buf)), (int)strlen(want));
 	ck_assert_str_eq(buf, want);
@@ -504,7 +504,7 @@ START_TEST(test_summary)
 	tensors[0].ndim = 0;
 	ck_assert_int_gt(gsp_model_summary(&d, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "choco-sign, 1 tensor, 1 float, layout d83c423d, "
-			 "settings 5a32f6cf");
+			 "settings b2adc4a3");
 	d.method = 9;
 	ck_assert_int_eq(gsp_model_summary(&d, buf, sizeof(buf)), -EINVAL);
 
