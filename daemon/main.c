@@ -294,9 +294,10 @@ int main(int argc, char **argv)
 	if (gsp_links_start(&d) != 0 || gsp_api_start(&d) != 0)
 		return 1;
 	gsp_info("listening on %s, socket %s, public key %s, %zu peer(s), %s "
-		 "rank %u gamma %.4g", d.listen_addr, d.cfg.socket_path, d.key_b64,
-		 d.n_peers, gsp_method_name(d.cfg.engine.method),
-		 d.cfg.engine.rank, d.cfg.engine.gamma);
+		 "rank %u gamma %.4g, kernel %s", d.listen_addr,
+		 d.cfg.socket_path, d.key_b64, d.n_peers,
+		 gsp_method_name(d.cfg.engine.method), d.cfg.engine.rank,
+		 d.cfg.engine.gamma, gsp_kernel_name());
 	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d.listen_addr);
 	watchdog_start(&d);
 	uv_run(d.loop, UV_RUN_DEFAULT);

@@ -185,6 +185,11 @@ GSP_API int gsp_node_project_edge(gsp_node *node, size_t edge) GSP_MUST_CHECK;
 /* apply + project fused into one pass over params.  Returns the number of
  * edges projected.  The apply part commits even if projecting fails. */
 GSP_API int gsp_node_step(gsp_node *node) GSP_MUST_CHECK;
+/* The instruction set the step's kernel runs on: "avx512", "avx2" or
+ * "generic" (4-float vectors).  The widest the CPU runs; the environment
+ * variable GSP_KERNEL may name a narrower one (for tests and
+ * benchmarks). */
+GSP_API const char *gsp_kernel_name(void);
 
 /* The retained outgoing message of an IN_FLIGHT (or later) edge: bytes,
  * length and round.  Valid until the edge is next projected. */

@@ -169,6 +169,7 @@ GSP_HIDDEN void gsp__lowrank_run(const gsp__lowrank_job *job);
  * that stand in for the arrays of a zero count (never read or written). */
 GSP_HIDDEN void gsp__lowrank_alone(const gsp__lowrank_job *job, float *spare);
 
+
 /* hi - lo of an edge's two messages of n floats into out, oriented by this
  * end's role; with out NULL, only checks that every difference is finite.
  * Both ends compute the stored buffers with this one loop. */

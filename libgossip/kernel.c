@@ -30,8 +30,9 @@
  * derived from exchanged messages elsewhere (gsp__edge_diff), so this file
  * may use fused multiply-add and any summation order.  The project builds
  * with -ffp-contract=off; the kernel functions opt in to contraction
- * explicitly (KERNEL_FN), and the kernel is compiled for AVX-512, AVX2+FMA
- * and baseline C, picked once at start-up.
+ * explicitly (KERNEL_FN).  The register kernel (kernel_body.h) is compiled
+ * for AVX-512, AVX2+FMA and baseline C, each on vectors of its register
+ * width, and the widest the CPU runs is picked once at start-up.
  *
  * Fallback.  When another thread is already in the kernel, or a buffer
  * cannot grow, the job runs on the plain OpenBLAS path instead: up to three
@@ -45,16 +46,6 @@
 
 /* ---- compiler plumbing ------------------------------------------------ */
 
-/* 16 floats; unaligned loads and stores through an aligned(4) type (a
- * vector of float aliases float only, so pointers and sizes read from the
- * task can stay in registers across stores). */
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
-#define LD(p) ((v16) * (const v16u *)(p))
-#define ST(p, v) (*(v16u *)(p) = (v))
-#define SPLAT(f) __extension__({ float f_ = (f); \
-	(v16){f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_}; })
-
 /* Contraction of a * b + c into fused multiply-adds, for this file only. */
 #if defined(__clang__)
 #define FP_CONTRACT _Pragma("clang fp contract(fast)")
@@ -67,13 +58,6 @@ typedef float v16u __attribute__((vector_size(64), aligned(4)));
 /* Small constant loops must be unrolled for their arrays to become
  * registers. */
 #define UNROLL _Pragma("GCC unroll 4")
-
-#if defined(__clang__)
-#define SHUF(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
-#else
-typedef int v16i __attribute__((vector_size(64)));
-#define SHUF(v, ...) __builtin_shuffle(v, (v16i){__VA_ARGS__})
-#endif
 
 #define MAX_WORKERS GSP_POOL_MAX
 /* Floats of the R^T, V^T and Me^T slices of one column tile: they are
@@ -113,241 +97,96 @@ typedef struct task {
 	share w[MAX_WORKERS];
 } task;
 
-KERNEL_FN float hsum(const v16 *p)
-{
-	FP_CONTRACT
-	v16 v = *p;
-	v += SHUF(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-	v += SHUF(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-	v += SHUF(v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-	v += SHUF(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-	return v[0];
-}
+/* The register kernel for each vector width (kernel_body.h). */
+#define KB(name) name##_w4
+#define KB_W 4
+#include "kernel_body.h"
+#undef KB
+#undef KB_W
 
-/* One nr x (16 cv) block of X at x (row stride k), held in registers:
- *   X += L R^T                         na terms (na may be 0)
- *   acc[t][b] += X[t] . V^T[b]         g columns of V (from vt)
- *   Me^T[c] += sum_t U[t][c] X[t]      ne terms (ne may be 0)
- * l, u: the block's first row of L and U (row strides lda, ne); rt, vt,
- * met: R^T, V^T, Me^T at the block's first column (row stride ld); pf:
- * offset of the next block of rows to prefetch (0: none).  nr, cv and g
- * are constants after inlining, so xv and acc live in registers. */
-KERNEL_FN void block(float *x, size_t k, size_t pf, const float *l,
-		     size_t lda, size_t na, const float *rt, const float *vt,
-		     const float *u, size_t ne, float *met, size_t ld,
-		     v16 acc[4][4], const int nr, const int cv, const int g)
-{
-	FP_CONTRACT
-	v16 xv[4][2];
-	/* Fetch the same columns of the next block of rows (pf floats on):
-	 * rows are too short for the hardware prefetchers to get ahead. */
-	UNROLL for (int t = 0; t < nr; t++)
-		UNROLL for (int c = 0; c < cv; c++)
-			__builtin_prefetch(x + pf + t * k + 16 * c, 1, 3);
-	UNROLL for (int t = 0; t < nr; t++)
-		UNROLL for (int c = 0; c < cv; c++)
-			xv[t][c] = LD(x + t * k + 16 * c);
-	for (size_t a = 0; a < na; a++) {
-		const float *r = rt + a * ld;
-		v16 r0 = LD(r), r1 = cv > 1 ? LD(r + 16) : r0;
-		UNROLL for (int t = 0; t < nr; t++) {
-			v16 s = SPLAT(l[t * lda + a]);
-			xv[t][0] += s * r0;
-			if (cv > 1)
-				xv[t][1] += s * r1;
-		}
-	}
-	if (na)
-		UNROLL for (int t = 0; t < nr; t++)
-			UNROLL for (int c = 0; c < cv; c++)
-				ST(x + t * k + 16 * c, xv[t][c]);
-	UNROLL for (int b = 0; b < g; b++) {
-		const float *v = vt + b * ld;
-		v16 v0 = LD(v), v1 = cv > 1 ? LD(v + 16) : v0;
-		UNROLL for (int t = 0; t < nr; t++) {
-			acc[t][b] += xv[t][0] * v0;
-			if (cv > 1)
-				acc[t][b] += xv[t][1] * v1;
-		}
-	}
-	for (size_t c = 0; c < ne; c++) {
-		float *p = met + c * ld;
-		v16 m0 = LD(p), m1 = cv > 1 ? LD(p + 16) : m0;
-		UNROLL for (int t = 0; t < nr; t++) {
-			v16 s = SPLAT(u[t * ne + c]);
-			m0 += s * xv[t][0];
-			if (cv > 1)
-				m1 += s * xv[t][1];
-		}
-		ST(p, m0);
-		if (cv > 1)
-			ST(p + 16, m1);
-	}
-}
-
-/* Rows [i, i + nr) over columns [c0, c1) (a multiple of 16 wide): the
- * update and Me^T (into met) if upd, and Mo columns [b0, b0 + g); pf as
- * for block(). */
-KERNEL_FN void strip(const task *t, float *met, size_t i, size_t pf,
-		     size_t c0, size_t c1, bool upd, size_t b0, const int nr,
-		     const int cv, const int g)
-{
-	FP_CONTRACT
-	const size_t k = t->k, ld = t->ld, no = t->no;
-	const size_t na = upd ? t->na : 0, ne = upd ? t->ne : 0;
-	const float *l = t->na ? t->l + i * t->na : NULL;
-	const float *u = t->ne ? t->u + i * t->ne : NULL;
-	const float *rt = t->rt, *vt = t->vt + b0 * ld;
-	float *x = t->x + i * k;
-	v16 acc[4][4];
-	UNROLL for (int q = 0; q < 4; q++)
-		UNROLL for (int b = 0; b < 4; b++)
-			acc[q][b] = (v16){0};
-	size_t c = c0;
-	for (; c + 16 * cv <= c1; c += 16 * cv)
-		block(x + c, k, pf, l, t->na, na, rt + c, vt + c, u, ne,
-		      met + c, ld, acc, nr, cv, g);
-	if (cv > 1 && c < c1)
-		block(x + c, k, pf, l, t->na, na, rt + c, vt + c, u, ne,
-		      met + c, ld, acc, nr, 1, g);
-	UNROLL for (int q = 0; q < nr; q++)
-		UNROLL for (int b = 0; b < g; b++)
-			t->mo[(i + q) * no + b0 + b] += hsum(&acc[q][b]);
-}
-
-/* Dispatch on the Mo group size so every strip sees constants. */
-KERNEL_FN void strip_g(const task *t, float *met, size_t i, size_t pf,
-		       size_t c0, size_t c1, bool upd, size_t b0,
-		       const int nr, const int cv, const int mog)
-{
-	size_t g = t->no - b0;
-	if (g >= (size_t)mog)
-		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, mog);
-	else if (g == 3)
-		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 3);
-	else if (g == 2)
-		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 2);
-	else if (g == 1)
-		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 1);
-	else
-		strip(t, met, i, pf, c0, c1, upd, b0, nr, cv, 0);
-}
-
-/* Rows [r0, r1) of the task, with blocks of rb rows, cv vectors and up to
- * mog Mo columns.  Writes their Mo; adds to met. */
-KERNEL_FN void rows_body(const task *t, float *met, size_t r0, size_t r1,
-			 const int rb, const int cv, const int mog)
-{
-	FP_CONTRACT
-	const size_t k = t->k, na = t->na, no = t->no, ne = t->ne;
-	const size_t ld = t->ld, kv = k & ~(size_t)15;
-	if (no)
-		memset(t->mo + r0 * no, 0, (r1 - r0) * no * sizeof(float));
-	for (size_t c0 = 0; c0 < kv; c0 += t->cb) {
-		size_t c1 = kv - c0 < t->cb ? kv : c0 + t->cb;
-		for (size_t i = r0; i < r1;) {
-			/* The first pass updates and does Me and the first
-			 * Mo columns; further passes the other Mo columns. */
-			int nr = r1 - i >= (size_t)rb ? rb : 1;
-			size_t pf = i + 2 * nr <= r1 ? nr * k : 0;
-			size_t b0 = 0;
-			do {
-				if (nr == rb)
-					strip_g(t, met, i, pf, c0, c1, b0 == 0,
-						b0, rb, cv, mog);
-				else
-					strip_g(t, met, i, pf, c0, c1, b0 == 0,
-						b0, 1, cv, mog);
-				b0 += mog;
-			} while (b0 < no);
-			i += nr;
-		}
-	}
-	/* The last k % 16 columns, one element at a time. */
-	for (size_t i = r0; kv < k && i < r1; i++) {
-		float *x = t->x + i * k;
-		for (size_t c = kv; c < k; c++) {
-			float v = x[c];
-			for (size_t a = 0; a < na; a++)
-				v += t->l[i * na + a] * t->rt[a * ld + c];
-			x[c] = v;
-			for (size_t b = 0; b < no; b++)
-				t->mo[i * no + b] += v * t->vt[b * ld + c];
-			for (size_t e = 0; e < ne; e++)
-				met[e * ld + c] += t->u[i * ne + e] * v;
-		}
-	}
-}
-
-/* Worker w's part of the task: zeroes its Me^T, then runs its fixed
- * share of the chunks of rows (alone: all rows at once). */
-KERNEL_FN void part_body(const task *shared, unsigned w, const int rb,
-			 const int cv, const int mog)
-{
-	FP_CONTRACT
-	task t = *shared;         /* private copy: no shared reads in loops */
-	const share *s = &t.w[w];
-	const size_t ld = t.ld, na = t.na, no = t.no, ne = t.ne;
-	float *met = s->met;
-	if (s->copy) {
-		/* Sequential copies bring R^T and V^T into this core's
-		 * cache; the loops then read them many times. */
-		memcpy(s->copy, t.rt, ld * na * sizeof(float));
-		memcpy(s->copy + ld * na, t.vt, ld * no * sizeof(float));
-		t.rt = s->copy;
-		t.vt = s->copy + ld * na;
-	}
-	if (ne)
-		memset(met, 0, ne * ld * sizeof(float));
-	if (t.nw == 1) {
-		rows_body(&t, met, 0, t.m, rb, cv, mog);
-	} else {
-		/* A fixed share of the chunks (w, w + nw, ...): each Me^T
-		 * partial always sums the same rows in the same order, so a
-		 * step's messages do not depend on thread timing. */
-		for (size_t r0 = w * t.chunk; r0 < t.m; r0 += (size_t)t.nw * t.chunk) {
-			size_t r1 = t.m - r0 < t.chunk ? t.m : r0 + t.chunk;
-			rows_body(&t, met, r0, r1, rb, cv, mog);
-		}
-	}
-	if (s->met_out && ne)
-		memcpy(s->met_out, met, ne * ld * sizeof(float));
-}
-
-/* One instance per instruction set, picked once at start-up. */
+/* One instance per instruction set, picked once at start-up.  The
+ * arguments: rows per block, vectors per row of a block, Mo columns per
+ * pass.  Measured on cache-resident 256 x 512 blocks at k = 8 (BENCHMARKS.md,
+ * "Every instruction set"): AVX-512 and AVX2 both run fastest with 4, 2, 4
+ * (AVX2 then spills a few of its 16 registers, yet beats every shape that
+ * fits), plain 4-float vectors with 4, 2, 2. */
 __attribute__((noinline, CONTRACT_ATTR))
 static void part_generic(const task *t, unsigned w)
 {
-	part_body(t, w, 2, 1, 2);
+	part_body_w4(t, w, 4, 2, 2);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_X86_VARIANTS 1
+/* Everything between these is compiled for the instruction set t. */
+#define PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define TARGET_BEGIN(t) \
+	PRAGMA(clang attribute push(__attribute__((target(t))), apply_to = function))
+#define TARGET_END PRAGMA(clang attribute pop)
+#else
+#define TARGET_BEGIN(t) PRAGMA(GCC push_options) PRAGMA(GCC target(t))
+#define TARGET_END PRAGMA(GCC pop_options)
+#endif
+TARGET_BEGIN("avx2,fma")
+#define KB(name) name##_w8
+#define KB_W 8
+#include "kernel_body.h"
+#undef KB
+#undef KB_W
+TARGET_END
+
 __attribute__((noinline, target("avx2,fma"), CONTRACT_ATTR))
 static void part_avx2(const task *t, unsigned w)
 {
-	part_body(t, w, 2, 1, 2);
+	part_body_w8(t, w, 4, 2, 4);
 }
+
+TARGET_BEGIN("avx512f,avx2,fma")
+#define KB(name) name##_w16
+#define KB_W 16
+#include "kernel_body.h"
+#undef KB
+#undef KB_W
+TARGET_END
 
 __attribute__((noinline, target("avx512f,avx2,fma"), CONTRACT_ATTR))
 static void part_avx512(const task *t, unsigned w)
 {
-	part_body(t, w, 4, 2, 4);
+	part_body_w16(t, w, 4, 2, 4);
 }
 #endif
 
 static void (*part)(const task *t, unsigned w) = part_generic;
+static pthread_once_t part_once = PTHREAD_ONCE_INIT;
+static const char *part_name = "generic";
 
+/* The widest variant this CPU runs, or the one GSP_KERNEL names if the
+ * CPU can run it (for tests and benchmarks of every variant). */
 static void pick_part(void)
 {
+	const char *want = getenv("GSP_KERNEL");
+	if (want && strcmp(want, "generic") == 0)
+		return;
 #ifdef HAVE_X86_VARIANTS
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+	bool fma = __builtin_cpu_supports("fma");
+	bool avx2 = fma && __builtin_cpu_supports("avx2");
+	bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+	if (avx512 && !(want && strcmp(want, "avx2") == 0)) {
 		part = part_avx512;
-	else if (__builtin_cpu_supports("avx2") &&
-		 __builtin_cpu_supports("fma"))
+		part_name = "avx512";
+	} else if (avx2) {
 		part = part_avx2;
+		part_name = "avx2";
+	}
 #endif
+}
+
+const char *gsp_kernel_name(void)
+{
+	pthread_once(&part_once, pick_part);
+	return part_name;
 }
 
 /* ---- buffers ---------------------------------------------------------- */
@@ -366,7 +205,6 @@ static struct kbufs {
 	float *ring;                  /* data shared with helpers */
 	size_t ring_len, ring_pos;
 } pool;
-static pthread_once_t part_once = PTHREAD_ONCE_INIT;
 
 static void run_part(const void *t, unsigned w)
 {

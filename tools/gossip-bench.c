@@ -144,7 +144,8 @@ static void compute_usage(FILE *f)
 "  --threads N       OpenBLAS threads (default: as configured)\n"
 "  --help            this text\n"
 "Environment: GSP_SHAPES (default shapes file), GSP_THREADS (threads of\n"
-"the engine's kernel; default: the CPUs available, at most 8),\n"
+"the engine's kernel; default: the CPUs available, at most 8), GSP_KERNEL\n"
+"(avx512, avx2 or generic: a narrower kernel than the CPU's widest),\n"
 "OPENBLAS_THREAD_TIMEOUT (set to 4 unless given, see the source).\n",
 		GSP_DEFAULT_SHAPES);
 }
@@ -395,10 +396,10 @@ static int cmd_compute(int argc, char **argv)
 	const char *gth = getenv("GSP_THREADS");
 	printf("model: %s, %zu tensors, %zu floats (%.1f MB); repeat %u "
 	       "(medians)\nopenblas threads %d, OPENBLAS_THREAD_TIMEOUT=%s, "
-	       "GSP_THREADS=%s\n",
+	       "GSP_THREADS=%s, kernel %s\n",
 	       o.shapes, gsp_layout_count(layout), n, n * 4.0 / 1e6,
 	       o.repeat, openblas_get_num_threads(), tmo ? tmo : "(unset)",
-	       gth ? gth : "(unset)");
+	       gth ? gth : "(unset)", gsp_kernel_name());
 	printf("%4s %5s %10s %10s %7s %10s %13s\n", "k", "rank", "step_ms",
 	       "saxpy_ms", "ratio", "sscal_ms", "ratio_inplace");
 	for (size_t ri = 0; ri < o.n_ranks; ri++)

@@ -571,6 +571,26 @@ START_TEST(test_nonfinite_refused_when_spread)
 }
 END_TEST
 
+/* GSP_KERNEL picks the variant the other tests then run on (the meson
+ * suite runs this file once per variant), where the CPU can run it. */
+START_TEST(test_kernel_variant)
+{
+	const char *want = getenv("GSP_KERNEL"), *got = gsp_kernel_name();
+	ck_assert(strcmp(got, "avx512") == 0 || strcmp(got, "avx2") == 0 ||
+		  strcmp(got, "generic") == 0);
+	if (want && strcmp(want, "generic") == 0)
+		ck_assert_str_eq(got, "generic");
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	if (want && strcmp(want, "avx2") == 0 && avx2)
+		ck_assert_str_eq(got, "avx2");
+	if (!want && avx2)
+		ck_assert_str_ne(got, "generic");
+#endif
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("powergossip");
@@ -588,6 +608,7 @@ int main(void)
 	tcase_add_test(tc, test_edge_generations);
 	tcase_add_test(tc, test_threads_do_not_change_results);
 	tcase_add_test(tc, test_nonfinite_refused_when_spread);
+	tcase_add_test(tc, test_kernel_variant);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
