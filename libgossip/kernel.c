@@ -10,8 +10,9 @@
  * the columns are cut into tiles whose slices of them stay in L1, and the
  * next block of rows is prefetched.  Large jobs are shared with the
  * engine's worker threads (pool.c; the caller is worker 0): each worker
- * takes a fixed share of the chunks of rows and sums its own Me^T, and the
- * caller adds them up in worker order, so a step's result is reproducible.
+ * takes one fixed, contiguous share of the rows and sums its own Me^T, and
+ * the caller adds them up in worker order, so a step's result is
+ * reproducible.
  * Small jobs run on the caller alone, and gsp__lowrank_alone() runs a job
  * on the calling thread with no shared state, for callers that spread
  * whole jobs over the workers themselves.
@@ -64,8 +65,6 @@
  * re-read for every block of rows and should stay in L1 (32 KiB of 48 here;
  * a 256 KiB tile that stays in L2 measured 5-10% slower at k = 8). */
 #define TILE_FLOATS 8192
-/* Workers claim rows in chunks of about this many floats of X. */
-#define CHUNK_FLOATS 131072
 /* Cost of a job: multiply-adds plus MEM_COST per element of X for moving
  * it through memory.  Jobs are shared from PARALLEL_MIN_COST on. */
 #define MEM_COST 8
@@ -82,8 +81,8 @@ typedef struct share {
 	float *met_out;           /* if set: copy Me^T here at the end */
 } share;
 
-/* One job as the workers see it.  Worker w runs chunks w, w + nw, ...
- * of the rows: a fixed split, so results never depend on timing. */
+/* One job as the workers see it.  Worker w runs rows [w rows_each,
+ * (w + 1) rows_each): a fixed split, so results never depend on timing. */
 typedef struct task {
 	float *x;                 /* X, L, U, Mo of the job */
 	const float *l, *u;
@@ -92,7 +91,7 @@ typedef struct task {
 	const float *rt, *vt;     /* R^T (na x ld), V^T (no x ld) */
 	size_t ld;                /* row stride of R^T, V^T, Me^T */
 	size_t cb;                /* column tile width, multiple of 32 */
-	size_t chunk;             /* rows claimed at a time, multiple of 4 */
+	size_t rows_each;         /* rows per worker, a multiple of 4 */
 	unsigned nw;              /* workers taking part */
 	share w[MAX_WORKERS];
 } task;
@@ -320,10 +319,10 @@ static void transpose(float *dst, size_t ld, const float *src, size_t rows,
 }
 
 /* The task of job j on nw workers with R^T, V^T and the caller's Me^T at
- * rt, vt, met (row stride ld), rows claimed chunk at a time; the helpers'
+ * rt, vt, met (row stride ld), rows_each rows to each worker; the helpers'
  * shares are the caller's to fill. */
 static task task_of(const gsp__lowrank_job *j, const float *rt,
-		    const float *vt, float *met, size_t ld, size_t chunk,
+		    const float *vt, float *met, size_t ld, size_t rows_each,
 		    unsigned nw)
 {
 	size_t cb = (TILE_FLOATS / (j->na + j->no + j->ne)) & ~(size_t)31;
@@ -331,7 +330,7 @@ static task task_of(const gsp__lowrank_job *j, const float *rt,
 		.x = j->x, .l = j->l, .u = j->u, .mo = j->mo,
 		.m = j->m, .k = j->k, .na = j->na, .no = j->no, .ne = j->ne,
 		.rt = rt, .vt = vt, .ld = ld, .cb = cb < 32 ? 32 : cb,
-		.chunk = chunk, .nw = nw, .w[0].met = met,
+		.rows_each = rows_each, .nw = nw, .w[0].met = met,
 	};
 }
 
@@ -382,13 +381,12 @@ static bool run_pool(const gsp__lowrank_job *j, size_t nw)
 				return false;
 		t = (task *)ring_take(sizeof(task) / sizeof(float) + 1);
 	}
-	/* Chunks of about CHUNK_FLOATS of X, and at least four per worker,
-	 * of at least 4 rows. */
-	size_t chunk = CHUNK_FLOATS / k;
-	if (chunk > m / (4 * nw))
-		chunk = m / (4 * nw);
-	chunk &= ~(size_t)3;
-	*t = task_of(j, rt, vt, met, ld, chunk < 4 ? 4 : chunk, (unsigned)nw);
+	/* One contiguous share of the rows per worker: each reads the
+	 * slices of R^T, V^T and Me^T of a column tile for as many rows as
+	 * possible (chunks of 32 rows, dealt round-robin, made k = 8 on a
+	 * 4096 x 4096 matrix 25% slower).  Strips of 4 rows stay whole. */
+	size_t each = ((m + nw - 1) / nw + 3) & ~(size_t)3;
+	*t = task_of(j, rt, vt, met, ld, each, (unsigned)nw);
 	for (size_t w = 1; w < nw; w++)
 		t->w[w] = (share){
 			.copy = pool.hbuf[w],

@@ -214,7 +214,7 @@ KERNEL_FN void KB(rows_body)(const task *t, float *met, size_t r0, size_t r1,
 }
 
 /* Worker w's part of the task: zeroes its Me^T, then runs its fixed
- * share of the chunks of rows (alone: all rows at once). */
+ * share of the rows (alone: all rows). */
 KERNEL_FN void KB(part_body)(const task *shared, unsigned w, const int rb,
 			 const int cv, const int mog)
 {
@@ -236,13 +236,12 @@ KERNEL_FN void KB(part_body)(const task *shared, unsigned w, const int rb,
 	if (t.nw == 1) {
 		KB(rows_body)(&t, met, 0, t.m, rb, cv, mog);
 	} else {
-		/* A fixed share of the chunks (w, w + nw, ...): each Me^T
-		 * partial always sums the same rows in the same order, so a
-		 * step's messages do not depend on thread timing. */
-		for (size_t r0 = w * t.chunk; r0 < t.m; r0 += (size_t)t.nw * t.chunk) {
-			size_t r1 = t.m - r0 < t.chunk ? t.m : r0 + t.chunk;
-			KB(rows_body)(&t, met, r0, r1, rb, cv, mog);
-		}
+		/* A fixed share: each Me^T partial always sums the same
+		 * rows in the same order, so a step's messages do not depend
+		 * on thread timing. */
+		size_t r0 = w * t.rows_each, r1 = r0 + t.rows_each;
+		if (r0 < t.m)
+			KB(rows_body)(&t, met, r0, r1 < t.m ? r1 : t.m, rb, cv, mog);
 	}
 	if (s->met_out && ne)
 		memcpy(s->met_out, met, ne * ld * sizeof(float));
