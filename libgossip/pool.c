@@ -1,9 +1,10 @@
 /* The engine's worker threads: a small pool that runs one job at a time on
  * a fixed number of workers, the calling thread being worker 0.
  *
- * A job is a function called once per worker with the worker's index; what
- * each worker does is fixed by the job itself (never by timing), so results
- * are reproducible.  Jobs of one step come microseconds apart, so helpers
+ * A job is a function called once per worker with the worker's index.
+ * Jobs split their work so that results never depend on timing: by a
+ * fixed share per worker, or by claiming whole items whose result does not
+ * depend on who computes them.  Jobs of one step come microseconds apart, so helpers
  * spin briefly for the next one before they sleep on a condition variable.
  * One thread at a time may use the pool (gsp__pool_acquire); others run
  * their work alone.  A forked child has no helpers and runs alone.
