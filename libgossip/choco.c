@@ -317,7 +317,6 @@ static int choco_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 
 const gsp__method_ops gsp__choco_ops = {
 	.synchronous = true,
-	.float_messages = false,
 	.node_init = choco_init,
 	.node_free = choco_free,
 	.msg_size = choco_msg_size,

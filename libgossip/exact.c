@@ -41,6 +41,9 @@ static int exact_run(gsp_node *node, gsp__edge **apply, size_t na,
 			for (size_t i = 0; i < len; i++)
 				x[c0 + i] += c * d[i];
 		}
+		/* Every message is this chunk: checked once. */
+		if (np && !gsp__all_finite(x + c0, len))
+			return GSP_ENONFINITE;
 		for (size_t e = 0; e < np; e++)
 			memcpy((float *)proj[e]->next_msg + c0, x + c0,
 			       len * sizeof(float));
@@ -56,6 +59,7 @@ static int exact_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 {
 	const float *mine = (const float *)edge->msg, *peer = (const float *)msg;
 	size_t n = node->layout->floats;
+	/* Catches a NaN or infinity in msg too (mine is finite). */
 	if (!gsp__edge_diff(mine, peer, edge->role, NULL, n))
 		return GSP_ENONFINITE;
 	gsp__edge_diff(mine, peer, edge->role, edge->priv, n);
@@ -64,7 +68,6 @@ static int exact_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 
 const gsp__method_ops gsp__exact_ops = {
 	.synchronous = false,
-	.float_messages = true,
 	.edge_init = exact_edge_init,
 	.edge_free = exact_edge_free,
 	.msg_size = exact_msg_size,

@@ -40,10 +40,6 @@ typedef struct gsp__method_ops {
 	/* Node-level methods (choco) apply only when every edge completed the
 	 * round and project only when every edge is idle. */
 	bool synchronous;
-	/* Messages are float32 arrays, checked for finiteness by node.c
-	 * unless run() checks what it writes itself (run_checks_finite). */
-	bool float_messages;
-	bool run_checks_finite;
 	int (*node_init)(gsp_node *node);
 	void (*node_free)(gsp_node *node);
 	int (*edge_init)(gsp_node *node, gsp__edge *edge);
@@ -52,15 +48,16 @@ typedef struct gsp__method_ops {
 	/* Applies the updates of apply[] (cannot fail: inputs were validated
 	 * by complete), then writes the next round's message of every edge in
 	 * proj[] into edge->next_msg.  Projection state is committed only by
-	 * commit(), which node.c calls once every message checked finite.
-	 * Returns 0, or a negative code if projecting failed (the applies
-	 * still count), GSP_ENONFINITE for a message that is not finite if
-	 * run_checks_finite. */
+	 * commit(), which node.c calls only if run() succeeded.  Returns 0,
+	 * or a negative code if projecting failed (the applies still count):
+	 * GSP_ENONFINITE if a message it wrote is not finite (each method
+	 * checks where its messages are made, once per value). */
 	int (*run)(gsp_node *node, gsp__edge **apply, size_t n_apply,
 		   gsp__edge **proj, size_t n_proj);
 	void (*commit)(gsp_node *node, gsp__edge *edge);
-	/* Validates msg (length already checked) and, only if valid, updates
-	 * the edge's pending state from the retained and received messages. */
+	/* Validates msg (length already checked; finiteness is the method's
+	 * to check) and, only if valid, updates the edge's pending state
+	 * from the retained and received messages. */
 	int (*complete)(gsp_node *node, gsp__edge *edge, const uint8_t *msg);
 } gsp__method_ops;
 

@@ -326,13 +326,6 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 	int err = (na || np) ? node->ops->run(node, apply, na, proj, np) : 0;
 	for (size_t i = 0; i < na; i++)
 		apply[i]->state = GSP_EDGE_IDLE;
-	for (size_t i = 0; !err && i < np; i++) {
-		gsp__edge *e = proj[i];
-		size_t len = node->ops->msg_size(node, e->round + 1);
-		if (node->ops->float_messages && !node->ops->run_checks_finite &&
-		    !gsp__all_finite((const float *)e->next_msg, len / 4))
-			err = GSP_ENONFINITE;
-	}
 	if (err)
 		np = 0;
 	for (size_t i = 0; i < np; i++) {
@@ -413,8 +406,6 @@ int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
 		return GSP_EROUND;
 	if (len != e->msg_len)
 		return GSP_ESHAPE;
-	if (node->ops->float_messages && !gsp__all_finite(msg, len / 4))
-		return GSP_ENONFINITE;
 	int err = node->ops->complete(node, e, msg);
 	if (err)
 		return err;

@@ -443,8 +443,8 @@ static int pg_item_order(const void *pa, const void *pb)
 	return (a->i > b->i) - (a->i < b->i);
 }
 
-/* The items of a step spread by tensors, largest first: every compressed
- * tensor, then the vectors as item n if there are any; items: n + 1
+/* The items of a step spread by tensors: the vectors as item n if there
+ * are any, then every compressed tensor, largest first; items: n + 1
  * entries of room.  Returns their number, or 0 if the work is too small
  * or would not balance even when placed largest first on the least
  * loaded worker (one dominant tensor: the kernel's row split serves it
@@ -454,7 +454,15 @@ static size_t pg_items(const gsp_node *node, size_t na, size_t np,
 {
 	const gsp_layout *l = node->layout;
 	uint64_t load[GSP_POOL_MAX] = {0}, total = 0;
+	/* The vectors first: their work is all per-edge data, cold at the
+	 * start of a step, and takes far longer than its multiply-adds say;
+	 * claimed among the last it would keep one worker busy at the end. */
 	size_t n = 0;
+	if (l->vec_floats)
+		items[n++] = (pg_item){
+			.cost = l->vec_floats * (na + np + PG_MEM_COST), .i = l->n,
+		};
+	size_t first = n;
 	for (size_t i = 0; i < l->n; i++) {
 		const gsp_tensor *t = &l->t[i];
 		if (t->compressed)
@@ -464,22 +472,7 @@ static size_t pg_items(const gsp_node *node, size_t na, size_t np,
 				.i = i,
 			};
 	}
-	if (l->vec_floats)
-		items[n++] = (pg_item){
-			.cost = l->vec_floats * (na + np + PG_MEM_COST), .i = l->n,
-		};
-	qsort(items, n, sizeof(*items), pg_item_order);
-	/* The vectors first: their work is all per-edge data, cold at the
-	 * start of a step, and takes far longer than its multiply-adds say;
-	 * claimed among the last it would keep one worker busy at the end. */
-	if (l->vec_floats) {
-		size_t v = 0;
-		while (items[v].i != l->n)
-			v++;
-		pg_item vec = items[v];
-		memmove(items + 1, items, v * sizeof(*items));
-		items[0] = vec;
-	}
+	qsort(items + first, n - first, sizeof(*items), pg_item_order);
 	for (size_t k = 0; k < n; k++) {
 		unsigned w = 0;
 		for (unsigned v = 1; v < nw; v++)
@@ -568,7 +561,8 @@ static int pg_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 	const float *mine = (const float *)edge->msg;
 	const float *peer = (const float *)msg;
 	size_t n = edge->msg_len / 4;
-	/* Differences of finite values can still overflow: check first. */
+	/* Catches a NaN or infinity in msg (mine is finite), and
+	 * differences of finite values that overflow. */
 	if (!gsp__edge_diff(mine, peer, edge->role, NULL, n))
 		return GSP_ENONFINITE;
 	size_t off = 0;
@@ -606,8 +600,6 @@ int gsp_node_edge_factors(const gsp_node *node, size_t edge, size_t tensor,
 
 const gsp__method_ops gsp__powergossip_ops = {
 	.synchronous = false,
-	.float_messages = true,
-	.run_checks_finite = true,
 	.node_init = pg_node_init,
 	.node_free = pg_node_free,
 	.edge_init = pg_edge_init,

@@ -47,7 +47,6 @@ typedef struct opts {
 	bool standalone;
 	const char *name;
 	unsigned node, nodes;
-	const char *layers;
 	unsigned sizes[GSP_MLP_MAX_LAYERS + 1];
 	int n_sizes;
 	unsigned epochs, batch;
@@ -76,6 +75,8 @@ typedef struct trainer {
 	float *batch_x;           /* EVAL_BATCH (or batch) rows */
 	uint8_t *batch_y;
 	uint32_t *order;          /* this epoch's shard order */
+	size_t steps_per_epoch;   /* the same on every node: smallest shard */
+	double accuracy;          /* after the last epoch */
 	uint64_t steps;
 	gsp_api_step_ok last;     /* stats of the last STEP */
 	struct timespec t0;
@@ -186,7 +187,6 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->nodes = (unsigned)v;
 			break;
 		case 'L':
-			o->layers = optarg;
 			o->n_sizes = gsp_mlp_parse_sizes(optarg, o->sizes);
 			if (o->n_sizes < 0 ||
 			    o->sizes[0] != GSP_FMNIST_ROWS * GSP_FMNIST_COLS ||
@@ -320,9 +320,11 @@ static int load_data(trainer *t)
 			dir, strerror(-err));
 	if (err < 0)
 		return -1;
-	if (t->train.source_count / o->nodes < o->batch) {
-		fprintf(stderr, PROG ": the shard has %zu images, fewer than "
-			"one batch of %u\n", t->train.count, o->batch);
+	t->steps_per_epoch = t->train.source_count / o->nodes / o->batch;
+	if (t->steps_per_epoch == 0) {
+		fprintf(stderr, PROG ": the smallest shard has %zu images, "
+			"fewer than one batch of %u\n",
+			t->train.source_count / o->nodes, o->batch);
 		return -1;
 	}
 	return 0;
@@ -432,10 +434,8 @@ static int train_step(trainer *t, const uint32_t *rows, double *loss)
 static int train(trainer *t)
 {
 	const opts *o = t->o;
-	/* The same number of steps on every node, from the smallest shard. */
-	size_t steps_per_epoch = t->train.source_count / o->nodes / o->batch;
+	size_t steps_per_epoch = t->steps_per_epoch;
 	gsp_rng rng = gsp_rng_new(o->data_seed, 1 + (uint64_t)o->node);
-	double accuracy = NAN;
 	double window_loss = 0;
 	unsigned window_steps = 0;
 
@@ -458,9 +458,9 @@ static int train(trainer *t)
 				window_steps = 0;
 			}
 		}
-		accuracy = test_accuracy(t);
+		t->accuracy = test_accuracy(t);
 		report(t, "epoch", epoch + 1, epoch_loss / steps_per_epoch,
-		       accuracy);
+		       t->accuracy);
 	}
 	return 0;
 }
@@ -474,7 +474,8 @@ static int finish(trainer *t)
 	int err;
 
 	r.epoch = o->epochs;
-	r.test_accuracy = test_accuracy(t);
+	/* The model the last epoch measured (nothing touched it since). */
+	r.test_accuracy = o->epochs ? t->accuracy : test_accuracy(t);
 	if (t->client) {
 		err = gsp_client_step(t->client, GSP_STEP_DRAIN, &t->last);
 		if (err < 0)
@@ -544,7 +545,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	opts o = {.name = PROG, .nodes = 1, .layers = "784-512-256-10",
+	opts o = {.name = PROG, .nodes = 1,
 		  .sizes = {784, 512, 256, 10}, .n_sizes = 4, .epochs = 3, .batch = 64, .lr = 0.05f, .momentum = 0.9f,
 		  .init_seed = 1, .data_seed = 42, .wait_seconds = 60,
 		  .average = true, .average_target = 1e-3f,

@@ -141,11 +141,6 @@ void gsp_mlp_bind(gsp_mlp *net, float *params)
 	net->params = params;
 }
 
-float *gsp_mlp_params(const gsp_mlp *net)
-{
-	return net->params;
-}
-
 const float *gsp_mlp_grads(const gsp_mlp *net)
 {
 	return net->grads;

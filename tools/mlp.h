@@ -47,7 +47,6 @@ void gsp_mlp_tensors(const gsp_mlp *net, gsp_tensor *t);
 
 /* Where the parameters live from now on (gsp_mlp_param_count() floats). */
 void gsp_mlp_bind(gsp_mlp *net, float *params);
-float *gsp_mlp_params(const gsp_mlp *net);
 /* The gradient of the last gsp_mlp_loss_grad(), same layout. */
 const float *gsp_mlp_grads(const gsp_mlp *net);
 

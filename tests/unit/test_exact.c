@@ -70,6 +70,46 @@ START_TEST(test_consensus_and_bytes)
 }
 END_TEST
 
+/* Non-finite values are refused: parameters when projecting (nothing is
+ * committed), and a neighbour message when completing. */
+START_TEST(test_nonfinite_refused)
+{
+	gsp_layout *layout;
+	ck_assert_int_eq(gsp_layout_parse("12x5,3", &layout), 0);
+	float params[63];
+	for (size_t i = 0; i < 63; i++)
+		params[i] = (float)i - 30.0f;
+	gsp_config cfg = config_of(GSP_METHOD_EXACT, 1, 0.5);
+	gsp_node *node;
+	ck_assert_int_eq(gsp_node_new(layout, params, &cfg, &node), 0);
+	uint8_t seed[GSP_SEED_BYTES] = {3};
+	ck_assert_int_eq(gsp_node_add_edge(node, 0.5f, GSP_ROLE_LO, seed,
+					   sizeof(seed)), 0);
+	gsp_edge_info info;
+	for (size_t bad = 0; bad < 63; bad += 31) {
+		params[bad] = bad ? INFINITY : NAN;
+		ck_assert_int_eq(gsp_node_project(node), GSP_ENONFINITE);
+		ck_assert_int_eq(gsp_node_edge_info(node, 0, &info), 0);
+		ck_assert_uint_eq(info.round, 0);
+		params[bad] = 1.0f;
+	}
+	ck_assert_int_eq(gsp_node_project(node), 1);
+	float peer[63];
+	for (size_t i = 0; i < 63; i++)
+		peer[i] = params[i] + 1.0f;
+	peer[62] = NAN;
+	ck_assert_int_eq(gsp_node_complete(node, 0, 1, peer, sizeof(peer)),
+			 GSP_ENONFINITE);
+	peer[62] = -INFINITY;
+	ck_assert_int_eq(gsp_node_complete(node, 0, 1, peer, sizeof(peer)),
+			 GSP_ENONFINITE);
+	peer[62] = 0.0f;
+	ck_assert_int_eq(gsp_node_complete(node, 0, 1, peer, sizeof(peer)), 0);
+	gsp_node_free(node);
+	gsp_layout_free(layout);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("exact");
@@ -77,6 +117,7 @@ int main(void)
 	tcase_add_test(tc, test_reference_ring);
 	tcase_add_test(tc, test_reference_irregular);
 	tcase_add_test(tc, test_consensus_and_bytes);
+	tcase_add_test(tc, test_nonfinite_refused);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -11,7 +11,9 @@ register().
 import errno
 import fcntl
 import json
+import math
 import mmap
+import operator
 import os
 import socket
 import stat
@@ -110,7 +112,6 @@ class Client:
         self._mm = None
         self._arrays = None
         self._flat = None
-        self._tensors = None
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.settimeout(timeout)
@@ -232,12 +233,9 @@ class Client:
         self._flat = np.frombuffer(mm, dtype=np.float32)
         self._arrays, off = [], 0
         for t in ts:
-            n = 1
-            for d in t.shape:
-                n *= d
+            n = math.prod(t.shape)
             self._arrays.append(self._flat[off:off + n].reshape(t.shape))
             off += n
-        self._tensors = ts
         return list(self._arrays)
 
     @property
@@ -270,7 +268,7 @@ class Client:
         """Drops this client's views and unmaps; returns False when arrays
         held elsewhere keep the mapping alive (it then goes with them)."""
         mm, self._mm = self._mm, None
-        self._flat = self._arrays = self._tensors = None
+        self._flat = self._arrays = None
         if mm is None:
             return True
         try:
@@ -288,7 +286,7 @@ class Client:
         edge's round in flight completed.  Returns StepStats."""
         body = P.encode_step(flags)            # validates flags
         if sync:
-            body = P.encode_step(P.decode_step(body) | P.STEP_SYNC)
+            body = P.encode_step(operator.index(flags) | P.STEP_SYNC)
         return self._decode(P.decode_step_ok, self._call("STEP", body))
 
     def drain(self):

@@ -36,6 +36,12 @@ _GSP_TEXT = {
     GSP_ESHAPE: "shape or message size mismatch",
     GSP_EROUND: "message for a round the edge is not in",
 }
+_GSP_NAME = {
+    GSP_ENONFINITE: "GSP_ENONFINITE",
+    GSP_ESTATE: "GSP_ESTATE",
+    GSP_ESHAPE: "GSP_ESHAPE",
+    GSP_EROUND: "GSP_EROUND",
+}
 
 
 def strerror(code):
@@ -51,12 +57,8 @@ def strerror(code):
 
 def code_name(code):
     """'EBUSY', 'GSP_ESHAPE'... or the number."""
-    for name, value in (("GSP_ENONFINITE", GSP_ENONFINITE),
-                        ("GSP_ESTATE", GSP_ESTATE),
-                        ("GSP_ESHAPE", GSP_ESHAPE),
-                        ("GSP_EROUND", GSP_EROUND)):
-        if code == value:
-            return name
+    if code in _GSP_NAME:
+        return _GSP_NAME[code]
     if code is not None and code < 0:
         return errno.errorcode.get(-code, str(code))
     return str(code)

@@ -55,6 +55,7 @@ Average = namedtuple("Average", "target time_limit_ms max_rounds")
 AverageResult = namedtuple("AverageResult", "rounds estimate reached")
 ErrorReply = namedtuple("ErrorReply", "code text")
 
+_STEP = struct.Struct("<BI")                 # 5 bytes
 _STEP_OK = struct.Struct("<BQIIIIQQd")       # 49 bytes
 _AVERAGE = struct.Struct("<BdII")            # 17 bytes
 _AVERAGE_OK = struct.Struct("<BIdB")         # 14 bytes
@@ -329,14 +330,11 @@ def encode_step(flags=0):
     if flags & ~STEP_FLAGS_KNOWN:
         raise InvalidArgument("unknown STEP flags 0x%x (known: SYNC 0x1, "
                               "DRAIN 0x2)" % (flags & ~STEP_FLAGS_KNOWN))
-    return struct.pack("<BI", STEP, flags)
+    return _STEP.pack(STEP, flags)
 
 
 def decode_step(body):
-    _check_type(body, STEP)
-    if len(body) != 5:
-        raise _bad("STEP is %d bytes, not 5" % len(body))
-    (flags,) = struct.unpack_from("<I", body, 1)
+    (flags,) = _fixed(body, STEP, _STEP)
     if flags & ~STEP_FLAGS_KNOWN:
         raise _bad("unknown STEP flags")
     return flags

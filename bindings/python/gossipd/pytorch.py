@@ -19,6 +19,7 @@ import hashlib
 
 from .client import Client
 from .errors import InvalidArgument
+from .protocol import WIRE_NAME_MAX
 
 
 def _torch():
@@ -30,7 +31,7 @@ def _torch():
     return torch
 
 
-def wire_name(name, cap=63):
+def wire_name(name, cap=WIRE_NAME_MAX):
     """name as a tensor name of at most cap bytes.  Longer names keep
     their tail behind an 8-hex-digit hash of the whole name, so every
     node derives the same, distinct names from the same model."""
