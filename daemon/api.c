@@ -1,7 +1,4 @@
-/* gossipd's local API server: a Unix stream socket (mode 0660) polled
- * with libuv, raw recvmsg() so REGISTER can carry the buffer's fd with
- * SCM_RIGHTS, bounded per-client buffers, and one reply per request.  A
- * malformed frame closes only that client (PROTOCOL.md section 5). */
+/* api: the local API server (api.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,59 +10,77 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "api.h"
 #include "log.h"
+#include "rxbuf.h"
+#include "status.h"
+#include "text.h"
 
-struct gsp_api_client {
-	gsp_daemon *d;
+/* Unsent reply bytes one client may hold: one reply of the largest
+ * frame. */
+#define API_MAX_UNSENT (GSP_FRAME_HEADER + (size_t)GSP_API_MAX_FRAME)
+
+typedef struct api_client api_client;
+
+struct api_client {
+	gossipd *d;
 	int fd;
 	uv_poll_t poll;
-	uint8_t *rbuf;
-	size_t rlen;
+	rxbuf rx;
 	uint8_t *wbuf;           /* unsent reply bytes */
 	size_t wlen, woff;
 	int passed_fd;           /* fd received with the current frame */
 	bool hello;
 	bool closing;
 	char name[GSP_API_NAME_MAX + 1];
-	gsp_api_client *next;
+	char log_name[4 * GSP_API_NAME_MAX + 1];   /* name, escaped for logs */
+	api_client *next;
 };
 
-static int listen_fd = -1;
-static uv_poll_t listen_poll;
-static dev_t bound_dev;      /* the socket file we created, to remove */
-static ino_t bound_ino;      /* only that one at exit */
+struct api_server {
+	int fd;
+	uv_poll_t poll;
+	dev_t dev;               /* the socket file we created, to remove */
+	ino_t ino;               /* only that one at exit */
+	api_client *clients;
+	size_t n_clients;
+};
 
 static void client_poll(uv_poll_t *h, int status, int events);
+static void client_process(api_client *c);
 
 static void on_client_closed(uv_handle_t *h)
 {
-	gsp_api_client *c = h->data;
-	free(c->rbuf);
+	api_client *c = h->data;
+	rxbuf_free(&c->rx);
 	free(c->wbuf);
 	free(c);
 }
 
-static void client_close(gsp_api_client *c)
+/* The order matters: the client's pending reply is dropped first, then
+ * its model is detached (after a step that runs off the loop, if one
+ * does), then the client goes. */
+static void client_close(api_client *c)
 {
-	gsp_daemon *d = c->d;
+	gossipd *d = c->d;
+	api_server *srv = d->api;
 	if (c->closing)
 		return;
 	c->closing = true;
-	if (d->model.owner == c) {
-		gsp_info("trainer '%s' went away: detaching its model", c->name);
-		gsp_model_detach(d);
+	step_forget(&d->step, c);
+	if (d->model.registered && d->model.owner == c) {
+		gsp_info("trainer '%s' went away: detaching its model", c->log_name);
+		step_detach(&d->step);
 		/* A detach that waits for a running step: no owner meanwhile. */
-		if (d->model.owner == c)
+		if (d->model.registered)
 			d->model.owner = NULL;
 	}
-	if (d->model.waiting == c)
-		d->model.waiting = NULL;
-	for (gsp_api_client **pp = &d->clients; *pp; pp = &(*pp)->next)
+	for (api_client **pp = &srv->clients; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
 			break;
 		}
+	srv->n_clients--;
 	if (c->passed_fd >= 0)
 		close(c->passed_fd);
 	uv_poll_stop(&c->poll);
@@ -73,13 +88,14 @@ static void client_close(gsp_api_client *c)
 	uv_close((uv_handle_t *)&c->poll, on_client_closed);
 }
 
-static void update_events(gsp_api_client *c)
+/* Reads only while no reply is unsent (PROTOCOL.md 5.1). */
+static void update_events(api_client *c)
 {
-	uv_poll_start(&c->poll, UV_READABLE | (c->wlen > c->woff ? UV_WRITABLE : 0),
-		      client_poll);
+	int ev = c->wlen > c->woff ? UV_WRITABLE : UV_READABLE;
+	uv_poll_start(&c->poll, ev, client_poll);
 }
 
-static void flush(gsp_api_client *c)
+static void flush(api_client *c)
 {
 	while (c->woff < c->wlen) {
 		ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
@@ -99,12 +115,15 @@ static void flush(gsp_api_client *c)
 	update_events(c);
 }
 
-void gsp_api_reply(gsp_api_client *c, const uint8_t *body, size_t len)
+static void reply(api_client *c, const uint8_t *body, size_t len)
 {
 	if (c->closing)
 		return;
-	uint8_t *nb = realloc(c->wbuf, c->wlen + GSP_FRAME_HEADER + len);
+	size_t need = c->wlen + GSP_FRAME_HEADER + len;
+	uint8_t *nb = need <= API_MAX_UNSENT ? realloc(c->wbuf, need) : NULL;
 	if (!nb) {
+		gsp_warn("API client '%s': cannot queue a reply: closing it",
+			 c->log_name);
 		client_close(c);
 		return;
 	}
@@ -119,7 +138,7 @@ void gsp_api_reply(gsp_api_client *c, const uint8_t *body, size_t len)
 	flush(c);
 }
 
-void gsp_api_reply_error(gsp_api_client *c, int code, const char *text)
+static void reply_error(api_client *c, int code, const char *text)
 {
 	uint8_t buf[16 + GSP_API_ERROR_TEXT_MAX];
 	gsp_api_error e = {.code = code < 0 ? code : -EINVAL, .text = text,
@@ -128,39 +147,126 @@ void gsp_api_reply_error(gsp_api_client *c, int code, const char *text)
 	if (e.text_len > GSP_API_ERROR_TEXT_MAX)
 		e.text_len = GSP_API_ERROR_TEXT_MAX;
 	if (gsp_api_error_encode(&e, buf, sizeof(buf), &n) == 0)
-		gsp_api_reply(c, buf, n);
+		reply(c, buf, n);
 }
 
-const char *gsp_api_client_name(const gsp_api_client *c)
-{
-	return c->name;
-}
-
-static void reply_ok(gsp_api_client *c)
+static void reply_ok(api_client *c)
 {
 	uint8_t buf[8];
 	size_t n;
 	if (gsp_api_ok_encode(buf, sizeof(buf), &n) == 0)
-		gsp_api_reply(c, buf, n);
+		reply(c, buf, n);
+}
+
+/* A STEP, DRAIN or AVERAGE ended (step.h). */
+static void on_step_done(void *client, const step_result *r)
+{
+	api_client *c = client;
+	uint8_t buf[128];
+	size_t n;
+	int err;
+	if (r->err) {
+		reply_error(c, r->err, r->text);
+		return;
+	}
+	err = r->average ? gsp_api_average_ok_encode(&r->avg, buf, sizeof(buf), &n)
+			 : gsp_api_step_ok_encode(&r->step, buf, sizeof(buf), &n);
+	if (!err)
+		reply(c, buf, n);
+	else
+		reply_error(c, err, gsp_strerror(err));
 }
 
 /* Requests that need the model and must come from its owner. */
-static int owner_check(gsp_api_client *c)
+static int owner_check(api_client *c)
 {
 	if (!c->d->model.registered) {
-		gsp_api_reply_error(c, -ENOENT, "no model registered");
+		reply_error(c, -ENOENT, "no model registered");
 		return -1;
 	}
 	if (c->d->model.owner != c) {
-		gsp_api_reply_error(c, -EPERM, "the model belongs to another connection");
+		reply_error(c, -EPERM, "the model belongs to another connection");
 		return -1;
 	}
 	return 0;
 }
 
-static int on_request(gsp_api_client *c, const uint8_t *body, size_t len)
+static void started(api_client *c, int err)
 {
-	gsp_daemon *d = c->d;
+	if (err == -EBUSY)
+		reply_error(c, err, "a request is already in progress");
+	else if (err)
+		reply_error(c, err, gsp_strerror(err));
+}
+
+static int on_hello(api_client *c, const uint8_t *body, size_t len)
+{
+	gsp_api_hello h;
+	int err = gsp_api_hello_decode(body, len, &h);
+	if (err)
+		return err;
+	snprintf(c->name, sizeof(c->name), "%.*s", (int)h.name_len, h.name);
+	text_escape(h.name, h.name_len, c->log_name, sizeof(c->log_name));
+	c->hello = true;
+	uint8_t buf[256];
+	size_t n;
+	gsp_api_hello ok = {.version = GSP_PROTO_VERSION, .name = GSP_VERSION,
+			    .name_len = strlen(GSP_VERSION)};
+	if (gsp_api_hello_ok_encode(&ok, buf, sizeof(buf), &n) == 0)
+		reply(c, buf, n);
+	return 0;
+}
+
+/* REGISTER: the passed fd goes to model_register whatever happens. */
+static int on_register(api_client *c, const uint8_t *body, size_t len)
+{
+	gossipd *d = c->d;
+	char text[256];
+	int fd = c->passed_fd;
+	c->passed_fd = -1;
+	int err = model_register(&d->model, c, c->name, body, len, fd, text,
+				 sizeof(text));
+	if (err == -EBADMSG)
+		return err;            /* malformed: one reply, by the caller */
+	if (err) {
+		gsp_warn("REGISTER from '%s' refused: %s", c->log_name, text);
+		reply_error(c, err, text);
+		return 0;
+	}
+	reply_ok(c);
+	return 0;
+}
+
+static int on_status(api_client *c, const uint8_t *body, size_t len)
+{
+	gossipd *d = c->d;
+	int err = gsp_api_status_decode(body, len);
+	if (err)
+		return err;
+	if (!step_busy(&d->step))
+		edges_cache(&d->mesh.edges);
+	char *json = status_json(d);
+	if (!json) {
+		reply_error(c, -ENOMEM, "out of memory");
+		return 0;
+	}
+	gsp_api_status_ok st = {.json = json, .json_len = strlen(json)};
+	size_t cap = st.json_len + 16, n;
+	uint8_t *buf = malloc(cap);
+	if (buf && gsp_api_status_ok_encode(&st, buf, cap, &n) == 0)
+		reply(c, buf, n);
+	else
+		reply_error(c, -ENOMEM, "the status does not fit a frame");
+	free(buf);
+	free(json);
+	return 0;
+}
+
+/* One request: 0 once it is answered or under way, a negative errno if
+ * it is malformed (the caller answers that, once, and closes). */
+static int on_request(api_client *c, const uint8_t *body, size_t len)
+{
+	gossipd *d = c->d;
 	uint8_t type;
 	int err = gsp_api_type(body, len, &type);
 	if (err)
@@ -170,80 +276,36 @@ static int on_request(gsp_api_client *c, const uint8_t *body, size_t len)
 	if (type != GSP_API_REGISTER && c->passed_fd >= 0)
 		return -EBADMSG;
 	switch (type) {
-	case GSP_API_HELLO: {
-		gsp_api_hello h;
-		if ((err = gsp_api_hello_decode(body, len, &h)) != 0)
-			return err;
-		snprintf(c->name, sizeof(c->name), "%.*s", (int)h.name_len, h.name);
-		c->hello = true;
-		uint8_t buf[256];
-		size_t n;
-		gsp_api_hello ok = {.version = GSP_PROTO_VERSION, .name = GSP_VERSION,
-				    .name_len = strlen(GSP_VERSION)};
-		if (gsp_api_hello_ok_encode(&ok, buf, sizeof(buf), &n) == 0)
-			gsp_api_reply(c, buf, n);
-		return 0;
-	}
-	case GSP_API_REGISTER: {
-		char text[256];
-		int fd = c->passed_fd;
-		c->passed_fd = -1;
-		err = gsp_model_register(d, c, body, len, fd, text, sizeof(text));
-		if (err) {
-			if (d->model.fd != fd && fd >= 0 && err != -EBADMSG)
-				close(fd);
-			gsp_warn("REGISTER from '%s' refused: %s", c->name, text);
-			gsp_api_reply_error(c, err, text);
-			return err == -EBADMSG ? err : 0;
-		}
-		reply_ok(c);
-		return 0;
-	}
+	case GSP_API_HELLO:
+		return on_hello(c, body, len);
+	case GSP_API_REGISTER:
+		return on_register(c, body, len);
 	case GSP_API_STEP: {
 		gsp_api_step s;
 		if ((err = gsp_api_step_decode(body, len, &s)) != 0)
 			return err;
-		if (owner_check(c))
-			return 0;
-		if ((err = gsp_model_step(d, c, s.flags)) != 0)
-			gsp_api_reply_error(c, err, "a request is already in progress");
+		if (owner_check(c) == 0)
+			started(c, step_start(&d->step, c, s.flags, on_step_done));
 		return 0;
 	}
 	case GSP_API_AVERAGE: {
 		gsp_api_average a;
 		if ((err = gsp_api_average_decode(body, len, &a)) != 0)
 			return err;
-		if (owner_check(c))
-			return 0;
-		if ((err = gsp_model_average(d, c, &a)) != 0)
-			gsp_api_reply_error(c, err, "a request is already in progress");
+		if (owner_check(c) == 0)
+			started(c, step_average(&d->step, c, &a, on_step_done));
 		return 0;
 	}
-	case GSP_API_STATUS: {
-		if ((err = gsp_api_status_decode(body, len)) != 0)
-			return err;
-		if (!d->model.busy)
-			gsp_edge_cache(d);
-		char *json = gsp_status_json(d);
-		if (!json) {
-			gsp_api_reply_error(c, -ENOMEM, "out of memory");
-			return 0;
-		}
-		gsp_api_status_ok st = {.json = json, .json_len = strlen(json)};
-		size_t cap = st.json_len + 16, n;
-		uint8_t *buf = malloc(cap);
-		if (buf && gsp_api_status_ok_encode(&st, buf, cap, &n) == 0)
-			gsp_api_reply(c, buf, n);
-		free(buf);
-		free(json);
-		return 0;
-	}
+	case GSP_API_STATUS:
+		return on_status(c, body, len);
 	case GSP_API_DETACH:
 		if ((err = gsp_api_detach_decode(body, len)) != 0)
 			return err;
 		if (owner_check(c))
 			return 0;
-		gsp_model_detach(d);
+		step_detach(&d->step);
+		if (d->model.registered)
+			d->model.owner = NULL;   /* goes after the running step */
 		reply_ok(c);
 		return 0;
 	default:
@@ -251,27 +313,54 @@ static int on_request(gsp_api_client *c, const uint8_t *body, size_t len)
 	}
 }
 
-/* Reads what is there, keeping at most one frame; an fd that comes with
- * the bytes is held for the frame they belong to. */
-static void client_read(gsp_api_client *c)
+/* Handles the whole frames received, one at a time while no reply is
+ * unsent. */
+static void client_process(api_client *c)
+{
+	size_t off = 0;
+	while (!c->closing && c->wlen == c->woff) {
+		const uint8_t *body;
+		uint32_t len;
+		int err = rxbuf_frame(&c->rx, &off, GSP_API_MAX_FRAME, &body, &len);
+		if (err == -EAGAIN)
+			break;
+		if (!err)
+			err = on_request(c, body, len);
+		if (err) {
+			c->d->counters.api_malformed++;
+			gsp_warn("API client '%s': %s: closing it", c->log_name,
+				 gsp_strerror(err));
+			reply_error(c, err, "malformed request");
+			client_close(c);
+			return;
+		}
+	}
+	if (!c->closing && off)
+		(void)rxbuf_consume(&c->rx, off);
+}
+
+/* Reads what is there; an fd that comes with the bytes is held for the
+ * frame they belong to. */
+static void client_read(api_client *c)
 {
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int) * 4)];
 	} ctl;
-	size_t cap = GSP_FRAME_HEADER + GSP_API_MAX_FRAME;
-	if (!c->rbuf && !(c->rbuf = malloc(cap))) {
+	uint8_t *p;
+	size_t room;
+	if (rxbuf_space(&c->rx, GSP_FRAME_HEADER + GSP_API_MAX_FRAME, &p, &room) != 0) {
 		client_close(c);
 		return;
 	}
-	struct iovec iov = {.iov_base = c->rbuf + c->rlen, .iov_len = cap - c->rlen};
+	struct iovec iov = {.iov_base = p, .iov_len = room};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
 			    .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
 	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	int fds = 0;
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); n >= 0 && h; h = CMSG_NXTHDR(&mh, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
 			size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			for (size_t i = 0; i < k; i++) {
@@ -289,54 +378,40 @@ static void client_read(gsp_api_client *c)
 		client_close(c);
 		return;
 	}
-	c->rlen += (size_t)n;
-	size_t off = 0;
-	while (!c->closing) {
-		const uint8_t *body;
-		uint32_t len;
-		size_t used;
-		int err = gsp_frame_parse(c->rbuf + off, c->rlen - off,
-					  GSP_API_MAX_FRAME, &body, &len, &used);
-		if (err == -EAGAIN)
-			break;
-		if (!err)
-			err = on_request(c, body, len);
-		if (err) {
-			c->d->counters.api_malformed++;
-			gsp_warn("API client '%s': %s: closing it", c->name,
-				 gsp_strerror(err));
-			gsp_api_reply_error(c, err, "malformed request");
-			client_close(c);
-			return;
-		}
-		off += used;
-	}
-	if (!c->closing && off) {
-		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
-		c->rlen -= off;
-	}
+	(void)rxbuf_commit(&c->rx, (size_t)n);
+	client_process(c);
 }
 
 static void client_poll(uv_poll_t *h, int status, int events)
 {
-	gsp_api_client *c = h->data;
+	api_client *c = h->data;
 	if (status < 0) {
 		client_close(c);
 		return;
 	}
-	if (events & UV_WRITABLE)
+	if (events & UV_WRITABLE) {
 		flush(c);
+		/* Requests that waited for the reply to go out. */
+		if (!c->closing && c->wlen == 0)
+			client_process(c);
+	}
 	if (!c->closing && (events & UV_READABLE))
 		client_read(c);
 }
 
 static void on_accept(uv_poll_t *h, int status, int events)
 {
-	gsp_daemon *d = h->data;
-	int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	gossipd *d = h->data;
+	api_server *srv = d->api;
+	int fd = accept4(srv->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	gsp_api_client *c = calloc(1, sizeof(*c));
+	if (srv->n_clients >= API_MAX_CLIENTS) {
+		gsp_debug("API: %d clients already: refusing another", API_MAX_CLIENTS);
+		close(fd);
+		return;
+	}
+	api_client *c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(fd);
 		return;
@@ -344,15 +419,18 @@ static void on_accept(uv_poll_t *h, int status, int events)
 	c->d = d;
 	c->fd = fd;
 	c->passed_fd = -1;
+	rxbuf_init(&c->rx, GSP_FRAME_HEADER + GSP_API_MAX_FRAME);
 	snprintf(c->name, sizeof(c->name), "client");
+	snprintf(c->log_name, sizeof(c->log_name), "client");
 	if (uv_poll_init(d->loop, &c->poll, fd) != 0) {
 		close(fd);
 		free(c);
 		return;
 	}
 	c->poll.data = c;
-	c->next = d->clients;
-	d->clients = c;
+	c->next = srv->clients;
+	srv->clients = c;
+	srv->n_clients++;
 	update_events(c);
 }
 
@@ -398,7 +476,7 @@ static int socket_free(const char *path, const struct sockaddr_un *sa)
 	return -e;
 }
 
-int gsp_api_start(gsp_daemon *d)
+int api_start(gossipd *d)
 {
 	const char *path = d->cfg.socket_path;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -411,44 +489,52 @@ int gsp_api_start(gsp_daemon *d)
 	int err = socket_free(path, &sa);
 	if (err)
 		return err;
-	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0)
-		return -errno;
+	api_server *srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->fd < 0) {
+		err = -errno;
+		free(srv);
+		return err;
+	}
 	mode_t old = umask(0117);
-	int rc = bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+	int rc = bind(srv->fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
-	if (rc != 0 || chmod(path, 0660) != 0 || listen(listen_fd, 16) != 0) {
+	if (rc != 0 || chmod(path, 0660) != 0 || listen(srv->fd, SOMAXCONN) != 0) {
 		err = -errno;
 		gsp_err("cannot listen on %s: %s", path, strerror(-err));
 		if (rc == 0)
 			unlink(path);   /* the file our bind() just made */
-		close(listen_fd);
-		listen_fd = -1;
+		close(srv->fd);
+		free(srv);
 		return err;
 	}
 	if (lstat(path, &st) == 0) {
-		bound_dev = st.st_dev;
-		bound_ino = st.st_ino;
+		srv->dev = st.st_dev;
+		srv->ino = st.st_ino;
 	}
-	uv_poll_init(d->loop, &listen_poll, listen_fd);
-	listen_poll.data = d;
-	uv_poll_start(&listen_poll, UV_READABLE, on_accept);
+	d->api = srv;
+	uv_poll_init(d->loop, &srv->poll, srv->fd);
+	srv->poll.data = d;
+	uv_poll_start(&srv->poll, UV_READABLE, on_accept);
 	return 0;
 }
 
-void gsp_api_stop(gsp_daemon *d)
+void api_stop(gossipd *d)
 {
-	while (d->clients)
-		client_close(d->clients);
-	if (listen_fd >= 0) {
-		uv_poll_stop(&listen_poll);
-		uv_close((uv_handle_t *)&listen_poll, NULL);
-		close(listen_fd);
-		/* Only our own socket: never one another process put there. */
-		struct stat st;
-		if (lstat(d->cfg.socket_path, &st) == 0 && st.st_dev == bound_dev &&
-		    st.st_ino == bound_ino)
-			unlink(d->cfg.socket_path);
-		listen_fd = -1;
-	}
+	api_server *srv = d->api;
+	if (!srv)
+		return;
+	while (srv->clients)
+		client_close(srv->clients);
+	uv_poll_stop(&srv->poll);
+	uv_close((uv_handle_t *)&srv->poll, NULL);
+	close(srv->fd);
+	/* Only our own socket: never one another process put there. */
+	struct stat st;
+	if (lstat(d->cfg.socket_path, &st) == 0 && st.st_dev == srv->dev &&
+	    st.st_ino == srv->ino)
+		unlink(d->cfg.socket_path);
+	srv->fd = -1;
 }

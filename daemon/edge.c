@@ -1,89 +1,178 @@
-/* gossipd edges on established links: the MODEL check, RESYNC and the
- * start of a generation, ROUND messages into and out of the engine, and
- * heartbeats (PROTOCOL.md sections 4.1, 4.4, 4.6, 4.7). */
+/* edge: the per-edge protocol as a state machine (edge.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
-#include "sim.h"
+#include "edge.h"
 #include "log.h"
+#include "sim.h"
 
-uint16_t gsp_edge_degree(const gsp_daemon *d)
+static int on_round(edge *e, const uint8_t *pt, size_t len);
+
+int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c)
 {
-	uint16_t n = 0;
-	for (size_t i = 0; i < d->n_peers; i++)
-		n += !d->peers[i].removed;
-	return n ? n : 1;
+	*s = (edge_set){.ops = ops, .ctx = ctx, .counters = c, .sim_index = -1};
+	s->edge = calloc(GSP_MAX_PEERS, sizeof(*s->edge));
+	return s->edge ? 0 : -ENOMEM;
 }
 
-int gsp_edge_message_model(const gsp_daemon *d, uint8_t *buf, size_t cap,
-			   size_t *ret_len)
+static void drop_kept(edge *e)
 {
-	const gsp_model *m = &d->model;
+	for (unsigned i = 0; i < e->n_deferred; i++)
+		free(e->deferred[i]);
+	e->n_deferred = 0;
+	free(e->early);
+	e->early = NULL;
+}
+
+void edge_set_free(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		drop_kept(&s->edge[i]);
+	free(s->edge);
+	s->edge = NULL;
+	s->n = 0;
+}
+
+/* A disabled engine edge for slot e (its generation starts later). */
+static int engine_edge_add(edge_set *s)
+{
+	static const uint8_t zero[GSP_SEED_BYTES];
+	int k = gsp_node_add_edge(s->model.node, 0.5f, GSP_ROLE_LO, zero, sizeof(zero));
+	return k < 0 ? k : gsp_node_edge_disable(s->model.node, (size_t)k);
+}
+
+edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool lo)
+{
+	if (s->n == GSP_MAX_PEERS || (s->attached && engine_edge_add(s) != 0))
+		return NULL;
+	edge *e = &s->edge[s->n];
+	*e = (edge){.set = s, .index = s->n, .cfg = cfg, .name = name, .lo = lo};
+	s->n++;
+	return e;
+}
+
+int edges_attach(edge_set *s, const edge_model *m)
+{
+	s->model = *m;
+	s->attached = true;
+	s->steps = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		int err = engine_edge_add(s);
+		if (err) {
+			s->attached = false;
+			return err;
+		}
+		s->edge[i].up = false;
+		s->edge[i].rounds_completed = 0;
+	}
+	return 0;
+}
+
+void edges_detach(edge_set *s)
+{
+	if (!s->attached)
+		return;
+	edges_cache(s);   /* the engine's last counts */
+	for (size_t i = 0; i < s->n; i++) {
+		edge *e = &s->edge[i];
+		e->up = false;
+		e->start_pending = false;
+		drop_kept(e);
+		/* The engine's counts go with it; keep their totals. */
+		e->exact_bytes_done += e->cache.exact_bytes;
+		e->message_bytes_done += e->cache.tx_bytes;
+		memset(&e->cache, 0, sizeof(e->cache));
+	}
+	s->attached = false;
+	memset(&s->model, 0, sizeof(s->model));
+}
+
+static void changed(edge_set *s)
+{
+	s->ops->changed(s->ctx);
+}
+
+/* ---- sessions --------------------------------------------------------- */
+
+static int send_model(edge *e)
+{
+	edge_set *s = e->set;
+	const edge_model *m = &s->model;
 	gsp_msg_model msg = {.version = GSP_PROTO_VERSION};
-	if (m->registered) {
-		msg.method = (uint8_t)d->cfg.engine.method;
-		msg.rank = (uint16_t)d->cfg.engine.rank;
+	uint8_t buf[512];
+	size_t n;
+	if (s->attached) {
+		msg.method = m->method;
+		msg.rank = m->rank;
 		msg.n_tensors = (uint32_t)gsp_layout_count(m->layout);
 		msg.n_floats = gsp_layout_floats(m->layout);
 		memcpy(msg.fingerprint, m->fingerprint, sizeof(msg.fingerprint));
 		msg.summary = m->summary;
 		msg.summary_len = strlen(m->summary);
 	}
-	return gsp_msg_model_encode(&msg, buf, cap, ret_len);
+	int err = gsp_msg_model_encode(&msg, buf, sizeof(buf), &n);
+	return err ? err : s->ops->send(s->ctx, e, buf, n);
 }
 
-void gsp_edge_session_up(gsp_link *l)
+void edge_session_up(edge *e, const uint8_t seed[GSP_SEED_BYTES])
 {
-	uint8_t buf[512];
-	size_t n;
-	if (gsp_edge_message_model(l->d, buf, sizeof(buf), &n) == 0)
-		gsp_link_send(l, buf, n);
+	memcpy(e->seed, seed, GSP_SEED_BYTES);
+	e->state = EDGE_WAIT_MODEL;
+	if (send_model(e) != 0 && e->state == EDGE_WAIT_MODEL)
+		e->set->ops->close(e->set->ctx, e, GSP_BYE_INTERNAL, "cannot send MODEL");
 }
 
-void gsp_edge_session_down(gsp_peer *p)
+void edge_session_down(edge *e)
 {
-	gsp_daemon *d = p->d;
-	if (p->edge_up && d->model.busy) {
+	edge_set *s = e->set;
+	if (e->state == EDGE_DOWN)
+		return;
+	e->state = EDGE_DOWN;
+	if (e->up && s->busy) {
 		/* The ROUNDs that came before the end are still to be used
-		 * (gsp_edge_after_busy): the peer may have completed the
-		 * round with ours already, so we must complete it too. */
-		p->down_deferred = true;
-		p->down_generation = p->generation;
+		 * (edges_after_busy): the peer may have completed the round
+		 * with ours already, so we must complete it too. */
+		e->down_deferred = true;
+		e->down_generation = e->generation;
 	} else {
-		if (p->edge_up && d->model.registered)
-			gsp_node_edge_disable(d->model.node, p->index);
-		for (unsigned i = 0; i < p->n_deferred; i++)
-			free(p->deferred[i]);
-		p->n_deferred = 0;
+		if (e->up && s->attached)
+			(void)gsp_node_edge_disable(s->model.node, e->index);
+		for (unsigned i = 0; i < e->n_deferred; i++)
+			free(e->deferred[i]);
+		e->n_deferred = 0;
 	}
-	p->edge_up = false;
-	p->start_pending = false;
-	free(p->early);
-	p->early = NULL;
-	gsp_model_edges_changed(d);
+	e->up = false;
+	e->start_pending = false;
+	free(e->early);
+	e->early = NULL;
+	changed(s);
 }
 
-static void send_round(gsp_peer *p)
+/* ---- rounds ----------------------------------------------------------- */
+
+static int send_round(edge *e)
 {
-	gsp_daemon *d = p->d;
+	edge_set *s = e->set;
 	const void *msg;
 	size_t len;
 	uint64_t round;
-	if (gsp_node_message(d->model.node, p->index, &msg, &len, &round) != 0)
-		return;
-	uint8_t *buf = malloc(GSP_MSG_ROUND_HEAD + 1 + len);
+	int err = gsp_node_message(s->model.node, e->index, &msg, &len, &round);
+	if (err)
+		return err;
+	size_t cap = GSP_MSG_ROUND_HEAD + 1 + len, n;
+	uint8_t *buf = malloc(cap);
 	if (!buf)
-		return;
-	gsp_msg_round r = {.degree = gsp_edge_degree(d), .generation = p->generation,
+		return -ENOMEM;
+	gsp_msg_round r = {.degree = s->ops->degree(s->ctx), .generation = e->generation,
 			   .round = round, .payload = msg, .payload_len = len};
-	size_t n;
-	if (gsp_msg_round_encode(&r, buf, GSP_MSG_ROUND_HEAD + 1 + len, &n) == 0)
-		gsp_link_send(p->link, buf, n);
+	err = gsp_msg_round_encode(&r, buf, cap, &n);
+	if (!err)
+		err = s->ops->send(s->ctx, e, buf, n);
 	free(buf);
+	return err;
 }
 
 /* Norm of (peer - mine) relative to mine, for float messages. */
@@ -102,92 +191,111 @@ static double relative_diff(const void *mine, const uint8_t *peer, size_t len)
 }
 
 /* Completes the in-flight round with the peer's message. */
-static int complete(gsp_peer *p, uint64_t round, uint16_t degree,
+static int complete(edge *e, uint64_t round, uint16_t degree,
 		    const uint8_t *payload, size_t len)
 {
-	gsp_daemon *d = p->d;
-	gsp_node *node = d->model.node;
+	edge_set *s = e->set;
+	gsp_node *node = s->model.node;
 	const void *mine;
 	size_t mlen;
-	float w = p->cfg.weight;
+	float w = e->cfg->weight;
 	if (w <= 0.0f) {
-		uint16_t deg = gsp_edge_degree(d);
+		uint16_t deg = s->ops->degree(s->ctx);
 		w = 1.0f / (1.0f + (float)(deg > degree ? deg : degree));
 	}
-	if (gsp_node_edge_set_weight(node, p->index, w) != 0)
+	if (gsp_node_edge_set_weight(node, e->index, w) != 0)
 		return -EINVAL;
-	if (gsp_node_message(node, p->index, &mine, &mlen, NULL) == 0 && mlen == len &&
-	    d->cfg.engine.method <= GSP_METHOD_EXACT)
-		p->diff_norm = relative_diff(mine, payload, len);
+	if (gsp_node_message(node, e->index, &mine, &mlen, NULL) == 0 && mlen == len &&
+	    s->model.method <= GSP_METHOD_EXACT)
+		e->diff_norm = relative_diff(mine, payload, len);
 	/* The engine wants 4-byte alignment; payloads sit at offset 16 of a
 	 * decrypted buffer, but copy when they do not. */
 	int err;
 	if (((uintptr_t)payload & 3) == 0) {
-		err = gsp_node_complete(node, p->index, round, payload, len);
+		err = gsp_node_complete(node, e->index, round, payload, len);
 	} else {
 		void *copy = malloc(len ? len : 1);
 		if (!copy)
 			return -ENOMEM;
 		memcpy(copy, payload, len);
-		err = gsp_node_complete(node, p->index, round, copy, len);
+		err = gsp_node_complete(node, e->index, round, copy, len);
 		free(copy);
 	}
 	if (!err) {
-		p->rounds_completed++;
-		p->rounds_total++;
+		e->rounds_completed++;
+		e->rounds_total++;
 	}
 	return err;
 }
 
 /* After a step: send what was projected, then use an early message. */
-void gsp_edge_send_rounds(gsp_daemon *d)
+static void step_done_edge(edge *e)
 {
-	for (size_t i = 0; i < d->n_peers; i++) {
-		gsp_peer *p = &d->peers[i];
-		gsp_edge_info info;
-		if (!p->edge_up || !p->link ||
-		    gsp_node_edge_info(d->model.node, p->index, &info) != 0)
-			continue;
-		/* Projected and not yet sent (it may even be completed
-		 * already, by a message that was waiting for us). */
-		if (info.tx_msgs > p->tx_rounds) {
-			p->tx_rounds = info.tx_msgs;
-			send_round(p);
+	edge_set *s = e->set;
+	gsp_edge_info info;
+	if (!e->up || e->state != EDGE_UP ||
+	    gsp_node_edge_info(s->model.node, e->index, &info) != 0)
+		return;
+	/* Projected and not yet sent (it may even be completed already, by
+	 * a message that was waiting for us). */
+	if (info.tx_msgs > e->tx_rounds) {
+		e->tx_rounds = info.tx_msgs;
+		int err = send_round(e);
+		if (err) {
+			if (e->state != EDGE_DOWN)
+				s->ops->close(s->ctx, e, GSP_BYE_INTERNAL,
+					      "cannot send a ROUND");
+			return;
 		}
-		if (info.state != GSP_EDGE_IN_FLIGHT)
-			continue;
-		if (p->early && p->early_round == info.round) {
-			int err = complete(p, p->early_round, p->early_degree,
-					   p->early, p->early_len);
-			free(p->early);
-			p->early = NULL;
-			if (err) {
-				gsp_link_close(p->link, GSP_BYE_MALFORMED,
-					       gsp_strerror(err));
-				continue;
-			}
-		}
+	}
+	if (info.state != GSP_EDGE_IN_FLIGHT || !e->early || e->early_round != info.round)
+		return;
+	int err = complete(e, e->early_round, e->early_degree, e->early, e->early_len);
+	free(e->early);
+	e->early = NULL;
+	if (err) {
+		s->counters->rx_malformed++;
+		s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
 	}
 }
 
-/* The peer's MODEL is accepted (the edge starts, or idles because one
- * end has no model): the session works, so the dial backoff starts over
- * and the last error is forgotten. */
-static void model_accepted(gsp_peer *p)
+void edges_step_done(edge_set *s)
 {
-	p->backoff_ms = GSP_BACKOFF_MIN_MS;
-	p->last_error[0] = '\0';
+	s->steps++;
+	edges_finish(s);
+	for (size_t i = 0; i < s->n; i++)
+		step_done_edge(&s->edge[i]);
 }
 
+void edges_step_begin(edge_set *s, uint32_t *ret_applied, uint32_t *ret_skipped)
+{
+	uint32_t applied = 0, skipped = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		edge *e = &s->edge[i];
+		gsp_edge_info info;
+		if (gsp_node_edge_info(s->model.node, i, &info) != 0)
+			continue;
+		if (!e->up || info.state == GSP_EDGE_IN_FLIGHT)
+			skipped++;
+		else if (info.state == GSP_EDGE_COMPLETED) {
+			applied++;
+			e->last_apply_step = s->steps + 1;
+		}
+	}
+	*ret_applied = applied;
+	*ret_skipped = skipped;
+}
+
+/* ---- MODEL and RESYNC ------------------------------------------------- */
+
 /* The 8 hex digits after `key` (", layout ") in a summary, or "". */
-static void summary_digest(const char *s, size_t len, const char *key,
-			   char out[9])
+static void summary_digest(const char *str, size_t len, const char *key, char out[9])
 {
 	size_t k = strlen(key);
 	out[0] = '\0';
 	for (size_t i = 0; i + k + 8 <= len; i++)
-		if (!memcmp(s + i, key, k)) {
-			memcpy(out, s + i + k, 8);
+		if (!memcmp(str + i, key, k)) {
+			memcpy(out, str + i + k, 8);
 			out[8] = '\0';
 			return;
 		}
@@ -212,303 +320,338 @@ static const char *mismatch_kind(const char *ours, const char *theirs,
 	return settings ? "settings differ" : "models differ";
 }
 
-static int on_model(gsp_link *l, const uint8_t *pt, size_t len)
+static int on_model(edge *e, const uint8_t *pt, size_t len)
 {
-	gsp_daemon *d = l->d;
-	gsp_peer *p = l->peer;
+	edge_set *s = e->set;
 	gsp_msg_model msg;
 	int err = gsp_msg_model_decode(pt, len, &msg);
 	if (err)
 		return err;
-	if (l->state != GSP_LINK_MODEL)
+	if (e->state != EDGE_WAIT_MODEL)
 		return -EBADMSG;
-	if (!d->model.registered || msg.n_tensors == 0) {
-		l->state = GSP_LINK_IDLE;
-		model_accepted(p);
-		gsp_debug("peer %s: no model at %s end yet", p->name,
-			  d->model.registered ? "its" : "our");
+	if (!s->attached || msg.n_tensors == 0) {
+		e->state = EDGE_IDLE;
+		s->ops->accepted(s->ctx, e);
+		gsp_debug("peer %s: no model at %s end yet", e->name,
+			  s->attached ? "its" : "our");
 		return 0;
 	}
-	if (memcmp(msg.fingerprint, d->model.fingerprint, GSP_FINGERPRINT_BYTES) != 0) {
-		char text[GSP_PEER_ERROR_MAX];   /* GOODBYE takes its first 256 bytes */
+	if (memcmp(msg.fingerprint, s->model.fingerprint, GSP_FINGERPRINT_BYTES) != 0) {
+		/* GOODBYE takes the first 256 bytes. */
+		char text[2 * GSP_MODEL_SUMMARY_MAX + 64];
 		snprintf(text, sizeof(text), "model mismatch (%s): ours %s; theirs %.*s",
-			 mismatch_kind(d->model.summary, msg.summary, msg.summary_len),
-			 d->model.summary, (int)msg.summary_len, msg.summary);
-		d->counters.fingerprint_mismatch++;
-		gsp_err("peer %s: refused: %s", p->name, text);
-		gsp_peer_error(p, "%s", text);
-		gsp_link_close(l, GSP_BYE_FINGERPRINT, text);
+			 mismatch_kind(s->model.summary, msg.summary, msg.summary_len),
+			 s->model.summary, (int)msg.summary_len, msg.summary);
+		s->counters->fingerprint_mismatch++;
+		gsp_err("peer %s: refused: %s", e->name, text);
+		s->ops->error(s->ctx, e, text);
+		s->ops->close(s->ctx, e, GSP_BYE_FINGERPRINT, text);
 		return 0;
 	}
 	gsp_msg_resync rs = {.generation = 0};
 	uint8_t buf[64];
 	size_t n;
-	if (gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n) != 0)
-		return -EINVAL;
-	gsp_link_send(l, buf, n);
-	l->state = GSP_LINK_RESYNC;
-	model_accepted(p);
+	if ((err = gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n)) != 0)
+		return err;
+	e->state = EDGE_WAIT_RESYNC;
+	if (s->ops->send(s->ctx, e, buf, n) != 0)
+		return 0;        /* the session is gone */
+	s->ops->accepted(s->ctx, e);
 	return 0;
 }
 
-/* Starts generation `gen` on the engine edge with this session's seed.
- * An update completed in the old generation must land first, so while
- * one is pending the start waits for the next STEP (gsp_edge_finish). */
-static int start_generation(gsp_peer *p)
+/* Starts generation e->generation on the engine edge with the session's
+ * seed.  An update completed in the old generation must land first, so
+ * while one is pending the start waits for the next STEP
+ * (edges_finish). */
+static int start_generation(edge *e)
 {
-	gsp_daemon *d = p->d;
-	gsp_link *l = p->link;
+	edge_set *s = e->set;
 	gsp_edge_info info;
-	if (d->model.busy || p->down_deferred) {
-		p->start_pending = true;
+	if (s->busy || e->down_deferred) {
+		e->start_pending = true;
 		return 0;
 	}
-	gsp_node_edge_info(d->model.node, p->index, &info);
+	if (gsp_node_edge_info(s->model.node, e->index, &info) != 0)
+		return -EINVAL;
 	if (info.state == GSP_EDGE_COMPLETED) {
-		p->start_pending = true;
+		e->start_pending = true;
 		return 0;
 	}
-	gsp_role role = memcmp(d->key.pub, p->cfg.public_key, 32) < 0 ? GSP_ROLE_LO
-								      : GSP_ROLE_HI;
+	gsp_role role = e->lo ? GSP_ROLE_LO : GSP_ROLE_HI;
 	uint8_t seed[GSP_SEED_BYTES];
-	memcpy(seed, l->sess.edge_seed, sizeof(seed));
-	if (d->cfg.sim_seed_set) {
+	memcpy(seed, e->seed, sizeof(seed));
+	if (s->sim_seed_set) {
 		/* Replay gossip-sim: its seed and its lo/hi by index. */
 		uint8_t key[GSP_SEED_BYTES] = {0};
-		unsigned me = (unsigned)d->cfg.index, them = (unsigned)p->cfg.index;
+		unsigned me = (unsigned)s->sim_index, them = (unsigned)e->cfg->index;
 		for (int b = 0; b < 8; b++)
-			key[b] = (uint8_t)(d->cfg.sim_seed >> (8 * b));
+			key[b] = (uint8_t)(s->sim_seed >> (8 * b));
 		gsp_sim_edge_seed(key, me < them ? me : them, me < them ? them : me, seed);
 		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
 	}
-	float w = p->cfg.weight > 0 ? p->cfg.weight : 1.0f / (1.0f + gsp_edge_degree(d));
-	int err = gsp_node_edge_reset(d->model.node, p->index, w, role, seed,
+	float w = e->cfg->weight > 0 ? e->cfg->weight
+				     : 1.0f / (1.0f + s->ops->degree(s->ctx));
+	int err = gsp_node_edge_reset(s->model.node, e->index, w, role, seed,
 				      sizeof(seed));
 	if (err)
 		return err;
-	p->start_pending = false;
-	p->edge_up = true;
-	p->last_apply_step = d->model.steps;
-	gsp_node_edge_info(d->model.node, p->index, &info);
-	p->tx_rounds = info.tx_msgs;
-	gsp_info("peer %s: edge generation %u up (%s)", p->name, p->generation,
+	e->start_pending = false;
+	e->up = true;
+	e->last_apply_step = s->steps;
+	(void)gsp_node_edge_info(s->model.node, e->index, &info);
+	e->tx_rounds = info.tx_msgs;
+	gsp_info("peer %s: edge generation %u up (%s)", e->name, e->generation,
 		 role == GSP_ROLE_LO ? "lo" : "hi");
-	gsp_model_edges_changed(d);
+	changed(s);
 	return 0;
 }
 
-static int on_round(gsp_link *l, const uint8_t *pt, size_t len);
-
-/* A session ended while the engine was busy: the ROUNDs of its
- * generation that arrived before the end complete the round in flight,
- * as they would have if they had been read at once; then the edge is
- * disabled (a completed update still lands at the next STEP).  ROUNDs of
- * a newer session stay for the replay. */
-static void finish_ended_session(gsp_peer *p)
+void edges_finish(edge_set *s)
 {
-	gsp_daemon *d = p->d;
-	unsigned kept = 0;
-	for (unsigned k = 0; k < p->n_deferred; k++) {
-		gsp_msg_round msg;
-		gsp_edge_info info;
-		if (gsp_msg_round_decode(p->deferred[k], p->deferred_len[k], &msg) != 0 ||
-		    msg.generation != p->down_generation) {
-			p->deferred[kept] = p->deferred[k];
-			p->deferred_len[kept++] = p->deferred_len[k];
-			continue;
-		}
-		if (gsp_node_edge_info(d->model.node, p->index, &info) == 0 &&
-		    info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round &&
-		    complete(p, msg.round, msg.degree, msg.payload,
-			     msg.payload_len) != 0)
-			d->counters.rx_malformed++;
-		free(p->deferred[k]);
-	}
-	p->n_deferred = kept;
-	p->down_deferred = false;
-	gsp_node_edge_disable(d->model.node, p->index);
-}
-
-void gsp_edge_after_busy(gsp_daemon *d, bool replay)
-{
-	for (size_t i = 0; i < d->n_peers; i++) {
-		gsp_peer *p = &d->peers[i];
-		if (p->down_deferred)
-			finish_ended_session(p);
-		for (unsigned k = 0; replay && k < p->n_deferred; k++) {
-			int err = p->link ? on_round(p->link, p->deferred[k],
-						     p->deferred_len[k]) : 0;
-			free(p->deferred[k]);
-			p->deferred[k] = NULL;
-			if (err && p->link) {
-				d->counters.rx_malformed++;
-				gsp_link_close(p->link, GSP_BYE_MALFORMED, gsp_strerror(err));
-			}
-		}
-		if (replay)
-			p->n_deferred = 0;
-	}
-}
-
-void gsp_edge_cache(gsp_daemon *d)
-{
-	for (size_t i = 0; i < d->n_peers; i++)
-		if (!d->model.registered ||
-		    gsp_node_edge_info(d->model.node, i, &d->peers[i].cache) != 0)
-			memset(&d->peers[i].cache, 0, sizeof(d->peers[i].cache));
-}
-
-void gsp_edge_finish(gsp_daemon *d)
-{
-	for (size_t i = 0; i < d->n_peers; i++) {
-		gsp_peer *p = &d->peers[i];
-		if (p->start_pending && p->link && start_generation(p) != 0)
-			gsp_link_close(p->link, GSP_BYE_INTERNAL, "cannot start the edge");
+	for (size_t i = 0; i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (e->start_pending && e->state == EDGE_UP && start_generation(e) != 0)
+			s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot start the edge");
 	}
 }
 
 /* RESYNC: this version keeps no edge state across sessions, so every
  * session starts generation max(ours, theirs) + 1 with its own seed
  * (PROTOCOL.md 4.6, rule 2). */
-static int on_resync(gsp_link *l, const uint8_t *pt, size_t len)
+static int on_resync(edge *e, const uint8_t *pt, size_t len)
 {
-	gsp_daemon *d = l->d;
-	gsp_peer *p = l->peer;
+	edge_set *s = e->set;
 	gsp_msg_resync msg;
 	int err = gsp_msg_resync_decode(pt, len, &msg);
 	if (err)
 		return err;
-	if (l->state != GSP_LINK_RESYNC)
+	if (e->state != EDGE_WAIT_RESYNC)
 		return -EBADMSG;
 	uint32_t gen = msg.generation + 1;
-	p->generation = gen ? gen : 1;
-	p->resyncs++;
+	e->generation = gen ? gen : 1;
+	e->resyncs++;
 	uint32_t cap;
-	if (gsp_proto_peer_max_frame(d->model.max_payload, &cap) == 0)
-		l->max_frame = cap;
-	l->state = GSP_LINK_UP;
-	return start_generation(p);
+	if (gsp_proto_peer_max_frame(s->model.max_payload, &cap) == 0)
+		s->ops->set_max_frame(s->ctx, e, cap);
+	e->state = EDGE_UP;
+	return start_generation(e);
 }
 
-static int on_round(gsp_link *l, const uint8_t *pt, size_t len)
+/* A session ended while the engine was busy: the ROUNDs of its
+ * generation that arrived before the end complete the round in flight,
+ * as they would have if they had been read at once; then the edge is
+ * disabled (a completed update still lands at the next STEP).  ROUNDs of
+ * a newer session stay for the replay. */
+static void finish_ended_session(edge *e)
 {
-	gsp_daemon *d = l->d;
-	gsp_peer *p = l->peer;
+	edge_set *s = e->set;
+	unsigned kept = 0;
+	for (unsigned k = 0; k < e->n_deferred; k++) {
+		gsp_msg_round msg;
+		gsp_edge_info info;
+		if (gsp_msg_round_decode(e->deferred[k], e->deferred_len[k], &msg) != 0 ||
+		    msg.generation != e->down_generation) {
+			e->deferred[kept] = e->deferred[k];
+			e->deferred_len[kept++] = e->deferred_len[k];
+			continue;
+		}
+		if (gsp_node_edge_info(s->model.node, e->index, &info) == 0 &&
+		    info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round &&
+		    complete(e, msg.round, msg.degree, msg.payload, msg.payload_len) != 0)
+			s->counters->rx_malformed++;
+		free(e->deferred[k]);
+	}
+	e->n_deferred = kept;
+	e->down_deferred = false;
+	(void)gsp_node_edge_disable(s->model.node, e->index);
+}
+
+void edges_after_busy(edge_set *s, bool replay)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (e->down_deferred)
+			finish_ended_session(e);
+		if (!replay)
+			continue;
+		/* A replayed frame may end the session (which frees what is
+		 * kept): take the list first. */
+		uint8_t *kept[2];
+		size_t kept_len[2];
+		unsigned n = e->n_deferred;
+		memcpy(kept, e->deferred, sizeof(kept));
+		memcpy(kept_len, e->deferred_len, sizeof(kept_len));
+		e->n_deferred = 0;
+		for (unsigned k = 0; k < n; k++) {
+			int err = e->state != EDGE_DOWN ? on_round(e, kept[k], kept_len[k]) : 0;
+			free(kept[k]);
+			if (err && e->state != EDGE_DOWN) {
+				s->counters->rx_malformed++;
+				s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
+			}
+		}
+	}
+}
+
+static int on_round(edge *e, const uint8_t *pt, size_t len)
+{
+	edge_set *s = e->set;
 	gsp_msg_round msg;
 	int err = gsp_msg_round_decode(pt, len, &msg);
 	if (err)
 		return err;
-	if (d->model.busy) {
+	if (s->busy) {
 		/* The engine is busy off the loop: keep it for afterwards.  A
 		 * peer is at most two rounds ahead of a step in progress. */
-		if (p->n_deferred == 2 || !(p->deferred[p->n_deferred] = malloc(len)))
+		if (e->n_deferred == 2 || !(e->deferred[e->n_deferred] = malloc(len)))
 			return -EBADMSG;
-		memcpy(p->deferred[p->n_deferred], pt, len);
-		p->deferred_len[p->n_deferred++] = len;
+		memcpy(e->deferred[e->n_deferred], pt, len);
+		e->deferred_len[e->n_deferred++] = len;
 		return 0;
 	}
-	if (l->state != GSP_LINK_UP || (!p->edge_up && !p->start_pending) ||
-	    msg.generation != p->generation)
+	if (e->state != EDGE_UP || (!e->up && !e->start_pending) ||
+	    msg.generation != e->generation)
 		return -EBADMSG;
 	gsp_edge_info info;
-	gsp_node_edge_info(d->model.node, p->index, &info);
-	if (p->start_pending) {
+	if (gsp_node_edge_info(s->model.node, e->index, &info) != 0)
+		return -EINVAL;
+	if (e->start_pending) {
 		/* The generation starts at our next STEP: round 1 waits. */
 		info.state = GSP_EDGE_IDLE;
 		info.round = 0;
 	}
 	if (info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round) {
-		err = complete(p, msg.round, msg.degree, msg.payload, msg.payload_len);
+		err = complete(e, msg.round, msg.degree, msg.payload, msg.payload_len);
 		if (err)
 			return err;
-		gsp_model_edges_changed(d);
+		changed(s);
 		return 0;
 	}
 	/* The peer stepped before us: keep its next round until we project. */
 	bool next = msg.round == info.round + 1 && info.state != GSP_EDGE_IN_FLIGHT;
-	if (!next || p->early)
+	if (!next || e->early)
 		return -EBADMSG;
-	p->early = malloc(msg.payload_len);
-	if (!p->early)
+	e->early = malloc(msg.payload_len ? msg.payload_len : 1);
+	if (!e->early)
 		return -ENOMEM;
-	memcpy(p->early, msg.payload, msg.payload_len);
-	p->early_len = msg.payload_len;
-	p->early_round = msg.round;
-	p->early_degree = msg.degree;
-	gsp_model_edges_changed(d);
+	memcpy(e->early, msg.payload, msg.payload_len);
+	e->early_len = msg.payload_len;
+	e->early_round = msg.round;
+	e->early_degree = msg.degree;
+	changed(s);
 	return 0;
 }
 
-/* GOODBYE reasons as PROTOCOL.md 4.4 names them, for logs. */
-static const char *bye_name(uint16_t reason)
-{
-	static const char *const names[] = {
-		[GSP_BYE_UNSPECIFIED] = "unspecified",
-		[GSP_BYE_SHUTDOWN] = "shutdown",
-		[GSP_BYE_RESTART] = "restart",
-		[GSP_BYE_VERSION] = "version",
-		[GSP_BYE_FINGERPRINT] = "fingerprint",
-		[GSP_BYE_MALFORMED] = "malformed",
-		[GSP_BYE_NOT_ALLOWED] = "not allowed",
-		[GSP_BYE_REPLACED] = "replaced",
-		[GSP_BYE_TIMEOUT] = "timeout",
-		[GSP_BYE_MODEL_CHANGED] = "model changed",
-		[GSP_BYE_INTERNAL] = "internal",
-	};
-	return reason < sizeof(names) / sizeof(*names) ? names[reason] : "unknown";
-}
-
-int gsp_edge_on_frame(gsp_link *l, const uint8_t *pt, size_t len)
+int edge_frame(edge *e, const uint8_t *pt, size_t len)
 {
 	uint8_t type;
 	int err = gsp_msg_type(pt, len, &type);
 	if (err)
 		return err;
-	if (l->state == GSP_LINK_MODEL && type != GSP_MSG_MODEL &&
-	    type != GSP_MSG_GOODBYE)
+	if (e->state == EDGE_DOWN || (e->state == EDGE_WAIT_MODEL && type != GSP_MSG_MODEL))
 		return -EBADMSG;
 	switch (type) {
 	case GSP_MSG_MODEL:
-		return on_model(l, pt, len);
+		return on_model(e, pt, len);
 	case GSP_MSG_RESYNC:
-		return on_resync(l, pt, len);
+		return on_resync(e, pt, len);
 	case GSP_MSG_ROUND:
-		return on_round(l, pt, len);
-	case GSP_MSG_PING: {
-		gsp_msg_ping ping;
-		uint8_t buf[32];
-		size_t n;
-		if ((err = gsp_msg_ping_decode(pt, len, &ping)) != 0)
-			return err;
-		if (gsp_msg_pong_encode(&ping, buf, sizeof(buf), &n) == 0)
-			gsp_link_send(l, buf, n);
-		return 0;
-	}
-	case GSP_MSG_PONG: {
-		gsp_msg_ping pong;
-		if ((err = gsp_msg_pong_decode(pt, len, &pong)) != 0)
-			return err;
-		if (pong.nonce == l->ping_nonce)
-			l->peer->rtt_ns = uv_hrtime() - pong.time_ns;
-		return 0;
-	}
-	case GSP_MSG_GOODBYE: {
-		gsp_msg_goodbye bye;
-		if ((err = gsp_msg_goodbye_decode(pt, len, &bye)) != 0)
-			return err;
-		gsp_info("peer %s: GOODBYE %s (reason %u): %.*s", l->peer->name,
-			 bye_name(bye.reason), bye.reason, (int)bye.text_len, bye.text);
-		/* Why the edge went down, unless it comes straight back (a
-		 * model change, a newer session) or we saw it ourselves (its
-		 * MODEL came first: the mismatch is already recorded). */
-		if (bye.reason != GSP_BYE_MODEL_CHANGED && bye.reason != GSP_BYE_REPLACED &&
-		    bye.reason != GSP_BYE_FINGERPRINT && l->peer->link == l)
-			gsp_peer_error(l->peer, "the peer said GOODBYE %s: %.*s",
-				       bye_name(bye.reason), (int)bye.text_len, bye.text);
-		gsp_link_close(l, GSP_BYE_UNSPECIFIED, "");
-		return 0;
-	}
+		return on_round(e, pt, len);
 	default:
 		return -EBADMSG;
 	}
+}
+
+/* ---- queries ---------------------------------------------------------- */
+
+int edges_answer_early(edge_set *s)
+{
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < s->n; i++) {
+		edge *e = &s->edge[i];
+		gsp_edge_info info;
+		if (!e->up || !e->early ||
+		    gsp_node_edge_info(s->model.node, i, &info) != 0 ||
+		    info.state == GSP_EDGE_IN_FLIGHT || e->early_round != info.round + 1)
+			continue;
+		if (info.state == GSP_EDGE_COMPLETED)
+			r = gsp_node_apply(s->model.node);
+		if (r >= 0)
+			r = gsp_node_project_edge(s->model.node, i);
+	}
+	if (r >= 0)
+		for (size_t i = 0; i < s->n; i++)
+			step_done_edge(&s->edge[i]);
+	return r < 0 ? r : 0;
+}
+
+static bool in_flight(const edge *e)
+{
+	gsp_edge_info info;
+	return e->up && gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
+	       info.state == GSP_EDGE_IN_FLIGHT;
+}
+
+size_t edges_in_flight(const edge_set *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; s->attached && i < s->n; i++)
+		n += in_flight(&s->edge[i]);
+	return n;
+}
+
+size_t edges_up(const edge_set *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->edge[i].up;
+	return n;
+}
+
+bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness)
+{
+	for (size_t i = 0; s->attached && i < s->n; i++) {
+		const edge *e = &s->edge[i];
+		if (in_flight(e) && (sync || s->steps - e->last_apply_step >= max_staleness))
+			return true;
+	}
+	return false;
+}
+
+double edges_estimate(const edge_set *s)
+{
+	double est = NAN;
+	for (size_t i = 0; i < s->n; i++) {
+		const edge *e = &s->edge[i];
+		/* The last measurement stands after a neighbour leaves. */
+		if (e->rounds_completed && !(e->diff_norm <= est))
+			est = e->diff_norm;
+	}
+	return est;
+}
+
+uint64_t edge_staleness(const edge *e)
+{
+	/* A generation that starts at this step has not applied yet. */
+	if (!e->up || e->last_apply_step > e->set->steps)
+		return 0;
+	return e->set->steps - e->last_apply_step;
+}
+
+uint32_t edges_max_staleness(const edge_set *s)
+{
+	uint64_t m = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (edge_staleness(&s->edge[i]) > m)
+			m = edge_staleness(&s->edge[i]);
+	return m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+}
+
+void edges_cache(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->attached ||
+		    gsp_node_edge_info(s->model.node, i, &s->edge[i].cache) != 0)
+			memset(&s->edge[i].cache, 0, sizeof(s->edge[i].cache));
 }

@@ -14,6 +14,7 @@
 #include <sodium.h>
 #include <systemd/sd-daemon.h>
 
+#include "api.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -99,9 +100,9 @@ static void default_paths(gsp_daemon_config *cfg)
 			 "%s/gossipd.sock", run ? run : ".");
 }
 
-static int setup(gsp_daemon *d, const char *config_path)
+static int setup(gossipd *d, const char *config_path)
 {
-	char err[512];
+	char err[512], msg[512];
 	gsp_daemon_config_default(&d->cfg);
 	if (config_path &&
 	    gsp_daemon_config_load(config_path, &d->cfg, err, sizeof(err)) != 0) {
@@ -133,32 +134,19 @@ static int setup(gsp_daemon *d, const char *config_path)
 		gsp_graph_free(g);
 		d->cfg.engine.gamma = (float)gamma;
 	}
-	d->n_peers = d->cfg.n_peers;
-	/* Room for every peer a reload may add: peer pointers stay valid. */
-	d->peers = calloc(GSP_MAX_PEERS, sizeof(*d->peers));
-	if (!d->peers)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->n_peers; i++) {
-		gsp_peer *p = &d->peers[i];
-		char b64[45];
-		p->d = d;
-		p->index = i;
-		p->cfg = d->cfg.peers[i];
-		gsp_key_to_base64(p->cfg.public_key, b64);
-		snprintf(p->name, sizeof(p->name), "%.8s", b64);
-		if (!memcmp(p->cfg.public_key, d->key.pub, 32)) {
-			fprintf(stderr, "gossipd: %s:%u: [Peer] is this node's own key\n",
-				d->cfg.path, p->cfg.line);
-			return -EINVAL;
-		}
+	rc = mesh_init(&d->mesh, d->loop, &d->key, &d->counters, &d->cfg, msg,
+		       sizeof(msg));
+	if (rc) {
+		fprintf(stderr, "gossipd: %s\n", msg);
+		return rc;
 	}
-	d->model.fd = -1;
+	model_init(&d->model, &d->mesh, &d->cfg.engine);
 	return 0;
 }
 
 /* SIGHUP: the log level and the peers (added, removed, new endpoints
  * and weights) from the file again; the rest needs a restart. */
-static void reload(gsp_daemon *d)
+static void reload(gossipd *d)
 {
 	gsp_daemon_config cfg;
 	char err[512];
@@ -169,9 +157,8 @@ static void reload(gsp_daemon *d)
 		return;
 	}
 	gsp_log_set_level(cfg.log_level);
-	gsp_peers_update(d, &cfg);
 	gsp_info("reload: configuration re-read from %s", d->cfg.path);
-	gsp_daemon_config_clear(&cfg);
+	mesh_reload(&d->mesh, &cfg);    /* takes cfg */
 }
 
 /* The service manager's watchdog (WatchdogSec=): WATCHDOG=1 at half the
@@ -181,7 +168,7 @@ static void on_watchdog(uv_timer_t *t)
 	sd_notify(0, "WATCHDOG=1");
 }
 
-static void watchdog_start(gsp_daemon *d)
+static void watchdog_start(gossipd *d)
 {
 	static uv_timer_t timer;
 	uint64_t usec = 0;
@@ -200,18 +187,19 @@ static void on_force_exit(uv_timer_t *t)
 	uv_stop(t->loop);
 }
 
-static void shutdown_daemon(gsp_daemon *d)
+static void shutdown_daemon(gossipd *d)
 {
 	if (d->stopping)
 		return;
 	d->stopping = true;
 	gsp_info("stopping: saying GOODBYE to peers");
 	sd_notify(0, "STOPPING=1");
-	gsp_api_stop(d);
-	gsp_links_stop(d);
-	if (d->model.registered)
-		gsp_model_detach(d);
-	uv_close((uv_handle_t *)&d->model.avg_timer, NULL);
+	/* GOODBYE shutdown first: the detach that closing the trainers'
+	 * connections brings then changes no session. */
+	peers_stop(&d->mesh.peers);
+	api_stop(d);
+	step_detach(&d->step);
+	step_close(&d->step);
 	uv_signal_stop(&d->sigterm);
 	uv_signal_stop(&d->sigint);
 	uv_signal_stop(&d->sighup);
@@ -227,11 +215,11 @@ static void shutdown_daemon(gsp_daemon *d)
 
 static void on_signal(uv_signal_t *s, int signum)
 {
-	gsp_daemon *d = s->data;
+	gossipd *d = s->data;
 	if (signum == SIGHUP) {
 		sd_notify(0, "RELOADING=1");
 		reload(d);
-		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d->listen_addr);
+		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d->mesh.peers.listen_addr);
 	} else
 		shutdown_daemon(d);
 }
@@ -274,7 +262,7 @@ int main(int argc, char **argv)
 	}
 	if (sodium_init() < 0)
 		return 1;
-	static gsp_daemon d;
+	static gossipd d;
 	d.loop = uv_default_loop();
 	if (setup(&d, config) != 0)
 		return 1;
@@ -283,7 +271,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	uv_timer_init(d.loop, &d.model.avg_timer);
+	step_init(&d.step, d.loop, &d.model, d.cfg.max_staleness);
+	mesh_set_changed(&d.mesh, step_edges_changed, &d.step);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sighup);
@@ -291,18 +280,19 @@ int main(int argc, char **argv)
 	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d.sigint, on_signal, SIGINT);
 	uv_signal_start(&d.sighup, on_signal, SIGHUP);
-	if (gsp_links_start(&d) != 0 || gsp_api_start(&d) != 0)
+	if (peers_start(&d.mesh.peers, d.cfg.listen) != 0 || api_start(&d) != 0)
 		return 1;
 	gsp_info("listening on %s, socket %s, public key %s, %zu peer(s), %s "
-		 "rank %u gamma %.4g, kernel %s", d.listen_addr,
-		 d.cfg.socket_path, d.key_b64, d.n_peers,
+		 "rank %u gamma %.4g, kernel %s", d.mesh.peers.listen_addr,
+		 d.cfg.socket_path, d.key_b64, d.mesh.peers.n,
 		 gsp_method_name(d.cfg.engine.method), d.cfg.engine.rank,
 		 d.cfg.engine.gamma, gsp_kernel_name());
-	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d.listen_addr);
+	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d.mesh.peers.listen_addr);
 	watchdog_start(&d);
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	gsp_info("stopped");
+	mesh_free(&d.mesh);
+	free(d.api);
 	gsp_daemon_config_clear(&d.cfg);
-	free(d.peers);
 	return 0;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "status.h"
 
 typedef struct sbuf {
 	char *p;
@@ -104,27 +104,27 @@ static void put_num(sbuf *b, double v)
 		put(b, "null");
 }
 
-static const char *link_state(const gsp_peer *p)
+/* "up" or "idle" once the models are compared, "connecting" before. */
+static const char *edge_state_name(const peer *p, const edge *e)
 {
-	if (!p->link)
-		return p->dialing ? "connecting" : "down";
-	switch (p->link->state) {
-	case GSP_LINK_HANDSHAKE:
-		return "handshake";
-	case GSP_LINK_UP:
+	const char *link = peers_link_state(p);
+	if (link)
+		return link;
+	switch (e->state) {
+	case EDGE_UP:
 		return "up";
-	case GSP_LINK_IDLE:
+	case EDGE_IDLE:
 		return "idle";
 	default:
 		return "connecting";
 	}
 }
 
-static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
+static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 {
 	char key[45];
 	/* The loop's copy: the engine itself may be busy on a worker. */
-	gsp_edge_info info = d->model.registered ? p->cache : (gsp_edge_info){0};
+	gsp_edge_info info = d->model.registered ? e->cache : (gsp_edge_info){0};
 	gsp_key_to_base64(p->cfg.public_key, key);
 	put(b, "{\"peer\":");
 	put_str(b, key);
@@ -134,17 +134,17 @@ static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
 	    "\"staleness\":%llu,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
 	    "\"tx_frames\":%llu,\"rx_frames\":%llu,\"exact_bytes\":%llu,"
 	    "\"message_bytes\":%llu,\"rounds\":%llu,\"resyncs\":%llu,\"rtt_ms\":",
-	    link_state(p), p->generation, (unsigned long long)info.round,
-	    (unsigned long long)(p->edge_up ? d->model.steps - p->last_apply_step : 0),
-	    (unsigned long long)p->tx_bytes, (unsigned long long)p->rx_bytes,
-	    (unsigned long long)p->tx_frames, (unsigned long long)p->rx_frames,
-	    (unsigned long long)(p->exact_bytes_done + info.exact_bytes),
-	    (unsigned long long)(p->message_bytes_done + info.tx_bytes),
-	    (unsigned long long)p->rounds_total,
-	    (unsigned long long)p->resyncs);
-	put_num(b, p->rtt_ns ? p->rtt_ns / 1e6 : NAN);
+	    edge_state_name(p, e), e->generation, (unsigned long long)info.round,
+	    (unsigned long long)edge_staleness(e),
+	    (unsigned long long)p->stats.tx_bytes, (unsigned long long)p->stats.rx_bytes,
+	    (unsigned long long)p->stats.tx_frames, (unsigned long long)p->stats.rx_frames,
+	    (unsigned long long)(e->exact_bytes_done + info.exact_bytes),
+	    (unsigned long long)(e->message_bytes_done + info.tx_bytes),
+	    (unsigned long long)e->rounds_total,
+	    (unsigned long long)e->resyncs);
+	put_num(b, p->stats.rtt_ns ? p->stats.rtt_ns / 1e6 : NAN);
 	put(b, ",\"diff_norm\":");
-	put_num(b, p->rounds_completed ? p->diff_norm : NAN);
+	put_num(b, e->rounds_completed ? e->diff_norm : NAN);
 	put(b, ",\"last_error\":");
 	if (p->last_error[0])
 		put_str(b, p->last_error);
@@ -153,14 +153,14 @@ static void put_edge(sbuf *b, const gsp_daemon *d, const gsp_peer *p)
 	put(b, "}");
 }
 
-char *gsp_status_json(const gsp_daemon *d)
+char *status_json(const gossipd *d)
 {
 	sbuf b = {0};
-	const gsp_model *m = &d->model;
+	const model *m = &d->model;
 	put(&b, "{\"version\":\"%s\",\"public_key\":", GSP_VERSION);
 	put_str(&b, d->key_b64);
 	put(&b, ",\"listen\":");
-	put_str(&b, d->listen_addr);
+	put_str(&b, d->mesh.peers.listen_addr);
 	put(&b, ",\"socket\":");
 	put_str(&b, d->cfg.socket_path);
 	put(&b, ",\"method\":\"%s\",\"rank\":%u,\"gamma\":",
@@ -175,14 +175,14 @@ char *gsp_status_json(const gsp_daemon *d)
 		    "\"steps\":%llu,\"summary\":",
 		    gsp_layout_count(m->layout),
 		    (unsigned long long)gsp_layout_floats(m->layout), fp,
-		    (unsigned long long)m->steps);
+		    (unsigned long long)d->mesh.edges.steps);
 		put_str(&b, m->summary);
 		put(&b, ",\"trainer\":");
 		put_str(&b, m->trainer);
 		put(&b, ",\"consensus_estimate\":");
-		put_num(&b, gsp_model_estimate(d));
+		put_num(&b, edges_estimate(&d->mesh.edges));
 	}
-	const gsp_counters *c = &d->counters;
+	const counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
 	    "\"hs_replayed\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
 	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu},"
@@ -193,13 +193,14 @@ char *gsp_status_json(const gsp_daemon *d)
 	    (unsigned long long)c->fingerprint_mismatch,
 	    (unsigned long long)c->version_mismatch);
 	bool first = true;
-	for (size_t i = 0; i < d->n_peers; i++) {
-		if (d->peers[i].removed)
+	const peers *ps = &d->mesh.peers;
+	for (size_t i = 0; i < ps->n; i++) {
+		if (ps->peer[i].removed)
 			continue;
 		if (!first)
 			put(&b, ",");
 		first = false;
-		put_edge(&b, d, &d->peers[i]);
+		put_edge(&b, d, &ps->peer[i], &d->mesh.edges.edge[i]);
 	}
 	put(&b, "]}");
 	if (b.failed) {

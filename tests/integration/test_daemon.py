@@ -5,6 +5,7 @@ and configs, real trainers (gossip-testtrainer) on their Unix sockets.
 usage: test_daemon.py BUILD_DIR [unittest options]
 """
 import json
+import fcntl
 import os
 import signal
 import socket
@@ -37,12 +38,14 @@ def poke(s, data):
 
 def register_raw(path, name, tensors):
     """HELLO as `name` and REGISTER `tensors` ((name, shape) pairs) with a
-    zeroed memfd, standard library only; returns (socket, reply body).
-    The registration lasts while the socket is open."""
+    zeroed memfd (sealed, as gossipd requires), standard library only;
+    returns (socket, reply body).  The registration lasts while the socket
+    is open."""
     P = cluster.gossipd.protocol
     ts, floats = P.tensor_list(tensors)
-    fd = os.memfd_create("params", os.MFD_CLOEXEC)
+    fd = os.memfd_create("params", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 4 * floats)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)
     s.connect(path)

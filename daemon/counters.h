@@ -1,0 +1,21 @@
+/*
+ * The daemon's counters of refused and malformed input (STATUS
+ * "counters", gossipctl metrics).  One struct that main owns; each module
+ * bumps only its own fields through the pointer it is given at setup.
+ */
+#ifndef GOSSIPD_COUNTERS_H
+#define GOSSIPD_COUNTERS_H
+
+#include <stdint.h>
+
+typedef struct counters {
+	uint64_t rx_malformed;          /* link, edge: a frame that did not decode */
+	uint64_t hs_refused;            /* link, peers: handshake not accepted */
+	uint64_t hs_replayed;           /* peers: old or replayed timestamp */
+	uint64_t links_closed;          /* link */
+	uint64_t api_malformed;         /* api */
+	uint64_t fingerprint_mismatch;  /* edge */
+	uint64_t version_mismatch;      /* link */
+} counters;
+
+#endif

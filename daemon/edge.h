@@ -1,0 +1,155 @@
+/*
+ * edge: the per-edge protocol of PROTOCOL.md 4 (MODEL, RESYNC, ROUND) as
+ * a state machine over the engine's edges, and the set of a daemon's
+ * edges over its registered model's node.  Events come in as calls
+ * (a session up or down, a frame, a step begun or done, a model attached
+ * or detached); actions go out through edge_ops (frames to send, a
+ * session to close, why an edge is down, "rounds moved").  It has no
+ * event loop, no sockets and no clock, so tests drive it directly.
+ *
+ * The engine node is used only while the set is not busy (a step runs
+ * off the loop): frames that arrive meanwhile are kept and replayed by
+ * edges_after_busy.
+ */
+#ifndef GOSSIPD_EDGE_H
+#define GOSSIPD_EDGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "counters.h"
+#include "gossip.h"
+#include "proto.h"
+
+typedef enum edge_state {
+	EDGE_DOWN = 0,           /* no session */
+	EDGE_WAIT_MODEL,         /* session up, MODEL sent, waiting for theirs */
+	EDGE_WAIT_RESYNC,        /* models match, waiting for RESYNC */
+	EDGE_UP,                 /* ROUNDs flow */
+	EDGE_IDLE,               /* no model at one end: heartbeats only */
+} edge_state;
+
+typedef struct edge edge;
+typedef struct edge_set edge_set;
+
+typedef struct edge_ops {
+	/* One frame on e's session; a negative errno when it could not be
+	 * queued (the session is then closed: edge_session_down follows). */
+	int (*send)(void *ctx, edge *e, const uint8_t *pt, size_t len);
+	/* Close e's session with GOODBYE reason/text. */
+	void (*close)(void *ctx, edge *e, uint16_t reason, const char *text);
+	/* Why e is down (STATUS last_error). */
+	void (*error)(void *ctx, edge *e, const char *text);
+	/* e's session works (its MODEL was accepted). */
+	void (*accepted)(void *ctx, edge *e);
+	/* The largest frame e's session must accept from now on. */
+	void (*set_max_frame)(void *ctx, edge *e, uint32_t max_body);
+	/* Rounds moved: a waiting request may go on. */
+	void (*changed)(void *ctx);
+	/* This node's degree (listed peers, at least 1). */
+	uint16_t (*degree)(void *ctx);
+} edge_ops;
+
+/* The registered model, as the edges see it. */
+typedef struct edge_model {
+	gsp_node *node;
+	const gsp_layout *layout;
+	uint8_t method;
+	uint16_t rank;
+	uint8_t fingerprint[GSP_FINGERPRINT_BYTES];
+	const char *summary;
+	uint64_t max_payload;    /* largest ROUND payload */
+} edge_model;
+
+struct edge {
+	edge_set *set;
+	size_t index;            /* engine edge index */
+	const gsp_peer_config *cfg;   /* Weight, Index (owned by the peer) */
+	const char *name;        /* for logs */
+	bool lo;                 /* our key sorts first */
+	edge_state state;
+	uint8_t seed[GSP_SEED_BYTES];   /* this session's */
+	bool up;                 /* engine edge active for this session */
+	bool start_pending;      /* generation starts after the next apply */
+	uint32_t generation;
+	uint8_t *early;          /* peer's next-round message, if it came early */
+	size_t early_len;
+	uint64_t early_round;
+	uint16_t early_degree;
+	uint64_t tx_rounds;      /* engine messages already sent this generation */
+	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
+	uint8_t *deferred[2];    /* ROUND plaintexts that came while busy */
+	size_t deferred_len[2];
+	unsigned n_deferred;
+	bool down_deferred;      /* the session ended while busy */
+	uint32_t down_generation;
+	uint64_t last_apply_step;
+	double diff_norm;        /* norm of the last completed difference */
+	uint64_t rounds_completed;  /* with the current model */
+	/* Only grow while the daemon runs (metrics). */
+	uint64_t rounds_total, exact_bytes_done, message_bytes_done, resyncs;
+};
+
+struct edge_set {
+	const edge_ops *ops;
+	void *ctx;
+	counters *counters;
+	edge *edge;              /* room for GSP_MAX_PEERS */
+	size_t n;
+	bool attached;           /* a model is registered */
+	edge_model model;
+	bool busy;               /* the node is in use off the loop */
+	uint64_t steps;          /* steps of the attached model */
+	/* SimSeed/Index: seeds and roles as gossip-sim derives them. */
+	bool sim_seed_set;
+	uint64_t sim_seed;
+	int sim_index;
+};
+
+int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
+void edge_set_free(edge_set *s);
+/* One more edge (a configured peer), index s->n. */
+edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool lo);
+
+/* The model: its node gets one (disabled) engine edge per edge. */
+int edges_attach(edge_set *s, const edge_model *m);
+/* The node goes (not while busy); edge totals are kept. */
+void edges_detach(edge_set *s);
+
+/* Session events.  seed: the session's shared per-edge seed. */
+void edge_session_up(edge *e, const uint8_t seed[GSP_SEED_BYTES]);
+void edge_session_down(edge *e);
+/* A frame of e's session (not PING/PONG/GOODBYE): 0 or a negative errno
+ * (the caller closes the session as malformed). */
+int edge_frame(edge *e, const uint8_t *pt, size_t len);
+
+/* Steps.  edges_step_begin counts the edges a step applies and skips and
+ * records the apply; after the step, edges_step_done sends what was
+ * projected and uses early messages. */
+void edges_step_begin(edge_set *s, uint32_t *ret_applied, uint32_t *ret_skipped);
+void edges_step_done(edge_set *s);
+/* After a step that ran off the loop (busy again false): sessions that
+ * ended, then (replay) the ROUNDs that arrived meanwhile. */
+void edges_after_busy(edge_set *s, bool replay);
+/* Starts generations that waited for an apply. */
+void edges_finish(edge_set *s);
+/* DRAIN: projects the rounds neighbours are already waiting for (their
+ * early message came).  Returns a negative errno or 0. */
+int edges_answer_early(edge_set *s);
+
+/* Edges whose round is out on the network. */
+size_t edges_in_flight(const edge_set *s);
+size_t edges_up(const edge_set *s);
+/* Whether a STEP must wait: with sync for any round in flight, else for
+ * an edge in flight that has not applied for max_staleness steps. */
+bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness);
+/* The consensus estimate: the largest last difference norm (NaN before
+ * any round). */
+double edges_estimate(const edge_set *s);
+uint64_t edge_staleness(const edge *e);
+uint32_t edges_max_staleness(const edge_set *s);
+/* Refreshes every edge's cache of its engine edge (STATUS). */
+void edges_cache(edge_set *s);
+
+#endif

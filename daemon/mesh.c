@@ -1,0 +1,163 @@
+/* mesh: peers to edges and back (mesh.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "mesh.h"
+
+peer *mesh_peer_of(mesh *m, const edge *e)
+{
+	return &m->peers.peer[e->index];
+}
+
+edge *mesh_edge_of(mesh *m, const peer *p)
+{
+	return &m->edges.edge[p->index];
+}
+
+/* ---- peers to edges --------------------------------------------------- */
+
+static void on_session_up(void *ctx, peer *p)
+{
+	mesh *m = ctx;
+	edge_session_up(mesh_edge_of(m, p), link_edge_seed(p->session));
+}
+
+static int on_frame(void *ctx, peer *p, const uint8_t *pt, size_t len)
+{
+	return edge_frame(mesh_edge_of(ctx, p), pt, len);
+}
+
+static void on_session_down(void *ctx, peer *p)
+{
+	edge_session_down(mesh_edge_of(ctx, p));
+}
+
+static int on_added(void *ctx, peer *p)
+{
+	mesh *m = ctx;
+	return edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p)) ? 0 : -ENOMEM;
+}
+
+static const peers_ops mesh_peers_ops = {
+	.session_up = on_session_up,
+	.frame = on_frame,
+	.session_down = on_session_down,
+	.added = on_added,
+};
+
+/* ---- edges to peers --------------------------------------------------- */
+
+static int edge_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
+{
+	return peers_send(mesh_peer_of(ctx, e), pt, len);
+}
+
+static void edge_close(void *ctx, edge *e, uint16_t reason, const char *text)
+{
+	peers_close(mesh_peer_of(ctx, e), reason, text);
+}
+
+static void edge_error(void *ctx, edge *e, const char *text)
+{
+	peers_error(mesh_peer_of(ctx, e), "%s", text);
+}
+
+static void edge_accepted(void *ctx, edge *e)
+{
+	peers_session_ok(mesh_peer_of(ctx, e));
+}
+
+static void edge_max_frame(void *ctx, edge *e, uint32_t max_body)
+{
+	peer *p = mesh_peer_of(ctx, e);
+	if (p->session)
+		link_set_max_frame(p->session, max_body);
+}
+
+static void edge_changed(void *ctx)
+{
+	mesh *m = ctx;
+	if (m->changed)
+		m->changed(m->changed_ctx);
+}
+
+static uint16_t edge_degree(void *ctx)
+{
+	mesh *m = ctx;
+	return peers_degree(&m->peers);
+}
+
+static const edge_ops mesh_edge_ops = {
+	.send = edge_send,
+	.close = edge_close,
+	.error = edge_error,
+	.accepted = edge_accepted,
+	.set_max_frame = edge_max_frame,
+	.changed = edge_changed,
+	.degree = edge_degree,
+};
+
+int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
+	      const gsp_daemon_config *cfg, char *err, size_t err_len)
+{
+	memset(m, 0, sizeof(*m));
+	int rc = peers_init(&m->peers, loop, key, c, cfg, &mesh_peers_ops, m, err,
+			    err_len);
+	if (!rc)
+		rc = edge_set_init(&m->edges, &mesh_edge_ops, m, c);
+	if (rc) {
+		if (rc == -ENOMEM)
+			snprintf(err, err_len, "out of memory");
+		return rc;
+	}
+	m->edges.sim_seed_set = cfg->sim_seed_set;
+	m->edges.sim_seed = cfg->sim_seed;
+	m->edges.sim_index = cfg->index;
+	for (size_t i = 0; i < m->peers.n; i++) {
+		peer *p = &m->peers.peer[i];
+		if (!edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p))) {
+			snprintf(err, err_len, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void mesh_free(mesh *m)
+{
+	edge_set_free(&m->edges);
+	peers_free(&m->peers);
+	if (m->has_pending)
+		gsp_daemon_config_clear(&m->pending);
+	m->has_pending = false;
+}
+
+void mesh_set_changed(mesh *m, void (*changed)(void *ctx), void *ctx)
+{
+	m->changed = changed;
+	m->changed_ctx = ctx;
+}
+
+void mesh_reload(mesh *m, gsp_daemon_config *cfg)
+{
+	if (m->has_pending)
+		gsp_daemon_config_clear(&m->pending);
+	m->pending = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	m->has_pending = true;
+	if (m->edges.busy)
+		gsp_info("reload: a step is running; the peers change after it");
+	else
+		mesh_idle(m);
+}
+
+void mesh_idle(mesh *m)
+{
+	if (!m->has_pending || m->edges.busy)
+		return;
+	m->has_pending = false;
+	peers_update(&m->peers, &m->pending);
+	gsp_daemon_config_clear(&m->pending);
+}

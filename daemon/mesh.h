@@ -1,0 +1,40 @@
+/*
+ * mesh: binds the peer table to the edges.  Each peer's session drives
+ * the edge of the same index (session up and down, frames), and each
+ * edge's actions go out on its peer's session.  It also holds a reload
+ * that comes while the engine is busy until the engine is free again, so
+ * no SIGHUP is dropped.  Above it, one callback (mesh_set_changed) hears
+ * that rounds moved.
+ */
+#ifndef GOSSIPD_MESH_H
+#define GOSSIPD_MESH_H
+
+#include "config.h"
+#include "edge.h"
+#include "peers.h"
+
+typedef struct mesh {
+	peers peers;
+	edge_set edges;
+	void (*changed)(void *ctx);
+	void *changed_ctx;
+	gsp_daemon_config pending;   /* a reload waiting for the engine */
+	bool has_pending;
+} mesh;
+
+/* The peers of cfg and their edges.  -EINVAL with the reason in err. */
+int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
+	      const gsp_daemon_config *cfg, char *err, size_t err_len);
+void mesh_free(mesh *m);
+void mesh_set_changed(mesh *m, void (*changed)(void *ctx), void *ctx);
+
+/* Applies a re-read [Peer] list, now or, while the engine is busy, once
+ * mesh_idle is called.  Takes cfg (it is cleared when applied). */
+void mesh_reload(mesh *m, gsp_daemon_config *cfg);
+/* The engine is free again (busy is false): a waiting reload runs. */
+void mesh_idle(mesh *m);
+
+peer *mesh_peer_of(mesh *m, const edge *e);
+edge *mesh_edge_of(mesh *m, const peer *p);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * model: the registered model.  It owns REGISTER (checking the trainer's
+ * buffer, mapping it, building the layout and the engine node, and
+ * attaching the node to the edges) and DETACH (unmapping, freeing), with
+ * the model's fingerprint and summary.  The buffer is the trainer's;
+ * the daemon touches it only inside a request (step.h).
+ */
+#ifndef GOSSIPD_MODEL_H
+#define GOSSIPD_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gossip.h"
+#include "mesh.h"
+#include "proto.h"
+
+typedef struct model {
+	mesh *mesh;
+	const gsp_config *engine;   /* the daemon's engine settings */
+	bool registered;
+	void *owner;             /* the API client that registered it */
+	char trainer[GSP_API_NAME_MAX + 1];  /* the owner's HELLO name */
+	int fd;
+	float *params;
+	size_t map_bytes;
+	gsp_layout *layout;
+	gsp_node *node;
+	uint8_t fingerprint[GSP_FINGERPRINT_BYTES];
+	char summary[GSP_MODEL_SUMMARY_MAX + 1];
+	uint64_t max_payload;
+	uint64_t bytes_base_tx, bytes_base_rx;   /* peer traffic before it */
+} model;
+
+void model_init(model *m, mesh *ms, const gsp_config *engine);
+
+/* REGISTER from owner (HELLO name trainer): body is the request, fd the
+ * buffer it passed (-1 if none).  The call always takes fd: it is the
+ * model's on success and closed on failure.  On failure the reason is in
+ * err.  Every session is then closed, so it redials with the new MODEL. */
+int model_register(model *m, void *owner, const char *trainer,
+		   const uint8_t *body, size_t len, int fd, char *err,
+		   size_t err_len);
+/* DETACH: the node, the mapping and the fd go; every session redials.
+ * Never while the node is busy (step_detach waits for that). */
+void model_detach(model *m);
+
+/* Peer traffic since REGISTER. */
+void model_bytes(const model *m, uint64_t *ret_sent, uint64_t *ret_received);
+
+#endif

@@ -1,0 +1,523 @@
+/* peers: the peer table, dialing and session choice (peers.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "endpoint.h"
+#include "log.h"
+#include "peers.h"
+#include "text.h"
+
+static void dial(uv_timer_t *t);
+static void dial_next_or_later(peer *p);
+
+static void peer_verror(peer *p, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void peer_verror(peer *p, const char *fmt, va_list ap)
+{
+	vsnprintf(p->last_error, sizeof(p->last_error), fmt, ap);
+}
+
+void peers_error(peer *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	peer_verror(p, fmt, ap);
+	va_end(ap);
+}
+
+void peers_session_ok(peer *p)
+{
+	p->backoff_ms = PEERS_BACKOFF_MIN_MS;
+	p->last_error[0] = '\0';
+}
+
+uint16_t peers_degree(const peers *ps)
+{
+	uint16_t n = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		n += !ps->peer[i].removed;
+	return n ? n : 1;
+}
+
+bool peers_we_are_lo(const peer *p)
+{
+	return memcmp(p->set->key->pub, p->cfg.public_key, GSP_HS_KEY) < 0;
+}
+
+const char *peers_link_state(const peer *p)
+{
+	if (p->session)
+		return NULL;
+	if (p->dialed)
+		return link_get_phase(p->dialed) == LINK_HANDSHAKE ? "handshake"
+								    : "connecting";
+	return p->resolving ? "connecting" : "down";
+}
+
+static void peer_name(peer *p)
+{
+	char b64[45];
+	gsp_key_to_base64(p->cfg.public_key, b64);
+	snprintf(p->name, sizeof(p->name), "%.8s", b64);
+}
+
+/* ---- dialing ---------------------------------------------------------- */
+
+/* Drops the addresses a name resolved to. */
+static void forget_addrs(peer *p)
+{
+	if (p->addrs)
+		uv_freeaddrinfo(p->addrs);
+	p->addrs = p->addr_next = NULL;
+}
+
+static bool may_dial(const peer *p)
+{
+	return !p->set->stopping && !p->removed && p->cfg.endpoint[0];
+}
+
+/* Dials again after the backoff delay (doubling, +-25% jitter). */
+static void dial_later(peer *p)
+{
+	if (!may_dial(p))
+		return;
+	unsigned delay = p->backoff_ms;
+	delay = delay * 3 / 4 + randombytes_uniform(delay / 2 + 1);
+	p->backoff_ms = p->backoff_ms * 2 > PEERS_BACKOFF_MAX_MS
+				? PEERS_BACKOFF_MAX_MS
+				: p->backoff_ms * 2;
+	uv_timer_start(&p->retry, dial, delay, 0);
+}
+
+static void connect_to(peer *p, const struct sockaddr *sa)
+{
+	plink *l;
+	int err = link_connect(&p->set->env, sa, p->cfg.public_key, p, &p->stats, &l);
+	if (err) {
+		gsp_debug("peer %s: cannot connect: %s", p->name, gsp_strerror(err));
+		dial_next_or_later(p);
+		return;
+	}
+	p->dialed = l;
+}
+
+/* Dials the next address a name resolved to, or retries later when none
+ * is left. */
+static void dial_next_or_later(peer *p)
+{
+	while (p->addr_next && may_dial(p)) {
+		const struct addrinfo *ai = p->addr_next;
+		p->addr_next = ai->ai_next;
+		if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6) {
+			connect_to(p, ai->ai_addr);
+			return;
+		}
+	}
+	forget_addrs(p);
+	dial_later(p);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	peer *p = req->data;
+	free(req);
+	p->resolving = false;
+	if (status < 0) {
+		/* Loud on the first failure of a series, quiet on retries. */
+		gsp_log(p->backoff_ms == PEERS_BACKOFF_MIN_MS ? GSP_LOG_WARNING
+							     : GSP_LOG_DEBUG,
+			"peer %s: cannot resolve Endpoint '%s': %s", p->name,
+			p->cfg.endpoint, uv_strerror(status));
+		if (!p->session)
+			peers_error(p, "cannot resolve Endpoint '%s': %s",
+				    p->cfg.endpoint, uv_strerror(status));
+		dial_later(p);
+		return;
+	}
+	forget_addrs(p);
+	p->addrs = p->addr_next = res;
+	if (!may_dial(p) || p->session || p->dialed) {
+		forget_addrs(p);
+		return;
+	}
+	dial_next_or_later(p);
+}
+
+/* Dials a peer's Endpoint: directly if numeric, else after resolving the
+ * name (again before every attempt, so a moved name is followed). */
+static void dial(uv_timer_t *t)
+{
+	peer *p = t->data;
+	struct sockaddr_storage ss;
+	if (!may_dial(p) || p->session || p->dialed || p->resolving)
+		return;
+	int err = gsp_endpoint_numeric(p->cfg.endpoint, &ss);
+	if (err == 0) {
+		connect_to(p, (struct sockaddr *)&ss);
+		return;
+	}
+	char host[GSP_HOSTNAME_MAX + 1], port[8];
+	uint16_t port_no;
+	uv_getaddrinfo_t *req = malloc(sizeof(*req));
+	if (err != -ENOENT || !req ||
+	    gsp_endpoint_split(p->cfg.endpoint, host, sizeof(host), &port_no)) {
+		free(req);
+		if (err != -ENOENT)
+			gsp_err("peer %s: bad Endpoint '%s'", p->name, p->cfg.endpoint);
+		else
+			dial_later(p);
+		return;
+	}
+	snprintf(port, sizeof(port), "%u", port_no);
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_NUMERICSERV,
+	};
+	req->data = p;
+	p->resolving = true;
+	err = uv_getaddrinfo(p->set->loop, req, on_resolved, host, port, &hints);
+	if (err) {
+		free(req);
+		p->resolving = false;
+		gsp_warn("peer %s: cannot resolve Endpoint '%s': %s", p->name,
+			 p->cfg.endpoint, uv_strerror(err));
+		dial_later(p);
+	}
+}
+
+/* A peer's retry timer, and a first dial if it has an endpoint. */
+static void peer_start(peer *p)
+{
+	uv_timer_init(p->set->loop, &p->retry);
+	p->retry.data = p;
+	p->backoff_ms = PEERS_BACKOFF_MIN_MS;
+	if (p->cfg.endpoint[0])
+		uv_timer_start(&p->retry, dial, 0, 0);
+}
+
+/* ---- link callbacks --------------------------------------------------- */
+
+static peer *peer_by_key(peers *ps, const uint8_t key[GSP_HS_KEY])
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->peer[i].removed &&
+		    sodium_memcmp(ps->peer[i].cfg.public_key, key, GSP_HS_KEY) == 0)
+			return &ps->peer[i];
+	return NULL;
+}
+
+static int on_authorize(plink *l, const uint8_t key[GSP_HS_KEY],
+			const uint8_t ts[GSP_HS_TIMESTAMP])
+{
+	peers *ps = link_env_ctx(l);
+	peer *p = peer_by_key(ps, key);
+	if (!p) {
+		char b64[45];
+		gsp_key_to_base64(key, b64);
+		ps->counters->hs_refused++;
+		gsp_warn("handshake refused: public key %s is not a configured peer", b64);
+		return -EACCES;
+	}
+	if (memcmp(ts, p->last_ts, GSP_HS_TIMESTAMP) <= 0) {
+		ps->counters->hs_replayed++;
+		gsp_warn("peer %s: handshake refused: replayed or old timestamp", p->name);
+		if (!p->session)
+			peers_error(p, "handshake refused: replayed or old timestamp");
+		return -EACCES;
+	}
+	memcpy(p->last_ts, ts, GSP_HS_TIMESTAMP);
+	link_bind(l, p, &p->stats, p->name);
+	return 0;
+}
+
+/* Two sessions with one peer (PROTOCOL.md 4.8): keep the one whose
+ * initiator has the smaller key; between two of one initiator, the
+ * newer.  Returns true if l is kept. */
+static bool wins_over(const peer *p, const plink *l, const plink *old)
+{
+	if (link_is_initiator(l) == link_is_initiator(old))
+		return true;
+	return link_is_initiator(l) == peers_we_are_lo(p);
+}
+
+static void on_up(plink *l)
+{
+	peer *p = link_owner(l);
+	peers *ps = p->set;
+	if (p->dialed == l)
+		p->dialed = NULL;
+	if (p->session && p->session != l) {
+		if (!wins_over(p, l, p->session)) {
+			link_close(l, GSP_BYE_REPLACED, "a session with this peer exists");
+			return;
+		}
+		plink *old = p->session;
+		link_close(old, GSP_BYE_REPLACED, "replaced by a newer session");
+	}
+	p->session = l;
+	forget_addrs(p);
+	uv_timer_stop(&p->retry);
+	gsp_info("peer %s: session up (%s)", p->name,
+		 link_is_initiator(l) ? "we connected" : "it connected");
+	ps->ops->session_up(ps->ctx, p);
+}
+
+static int on_frame(plink *l, const uint8_t *pt, size_t len)
+{
+	peer *p = link_owner(l);
+	if (p->session != l)
+		return -EBADMSG;
+	return p->set->ops->frame(p->set->ctx, p, pt, len);
+}
+
+/* GOODBYE reasons as PROTOCOL.md 4.4 names them, for logs. */
+static const char *bye_name(uint16_t reason)
+{
+	static const char *const names[] = {
+		[GSP_BYE_UNSPECIFIED] = "unspecified",
+		[GSP_BYE_SHUTDOWN] = "shutdown",
+		[GSP_BYE_RESTART] = "restart",
+		[GSP_BYE_VERSION] = "version",
+		[GSP_BYE_FINGERPRINT] = "fingerprint",
+		[GSP_BYE_MALFORMED] = "malformed",
+		[GSP_BYE_NOT_ALLOWED] = "not allowed",
+		[GSP_BYE_REPLACED] = "replaced",
+		[GSP_BYE_TIMEOUT] = "timeout",
+		[GSP_BYE_MODEL_CHANGED] = "model changed",
+		[GSP_BYE_INTERNAL] = "internal",
+	};
+	return reason < sizeof(names) / sizeof(*names) ? names[reason] : "unknown";
+}
+
+static void on_goodbye(plink *l, uint16_t reason, const char *text, size_t len)
+{
+	peer *p = link_owner(l);
+	char safe[4 * GSP_GOODBYE_TEXT_MAX + 1];
+	text_escape(text, len, safe, sizeof(safe));
+	gsp_info("peer %s: GOODBYE %s (reason %u): %s", p->name, bye_name(reason),
+		 reason, safe);
+	/* Why the edge went down, unless it comes straight back (a model
+	 * change, a newer session) or we saw it ourselves (its MODEL came
+	 * first: the mismatch is already recorded). */
+	if (reason != GSP_BYE_MODEL_CHANGED && reason != GSP_BYE_REPLACED &&
+	    reason != GSP_BYE_FINGERPRINT && p->session == l)
+		peers_error(p, "the peer said GOODBYE %s: %s", bye_name(reason), safe);
+}
+
+static void on_down(plink *l, const char *why)
+{
+	peer *p = link_owner(l);
+	if (!p)
+		return;          /* never authenticated */
+	peers *ps = p->set;
+	bool was_dialed = p->dialed == l;
+	if (was_dialed)
+		p->dialed = NULL;
+	if (why[0] && (!p->session || p->session == l))
+		peers_error(p, "%s", why);
+	if (p->session == l) {
+		p->session = NULL;
+		ps->ops->session_down(ps->ctx, p);
+	}
+	if (p->session || p->dialed || p->resolving)
+		return;
+	if (was_dialed)
+		dial_next_or_later(p);
+	else
+		dial_later(p);
+}
+
+static const link_ops peer_link_ops = {
+	.authorize = on_authorize,
+	.up = on_up,
+	.frame = on_frame,
+	.goodbye = on_goodbye,
+	.down = on_down,
+};
+
+/* ---- the table -------------------------------------------------------- */
+
+int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
+	       counters *c, const gsp_daemon_config *cfg, const peers_ops *ops,
+	       void *ctx, char *err, size_t err_len)
+{
+	*ps = (peers){
+		.env = {.loop = loop, .key = key, .counters = c,
+			.ops = &peer_link_ops, .ctx = ps},
+		.loop = loop, .key = key, .counters = c, .ops = ops, .ctx = ctx,
+	};
+	ps->peer = calloc(GSP_MAX_PEERS, sizeof(*ps->peer));
+	if (!ps->peer)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->n_peers; i++) {
+		peer *p = &ps->peer[i];
+		p->set = ps;
+		p->index = i;
+		p->cfg = cfg->peers[i];
+		peer_name(p);
+		if (!memcmp(p->cfg.public_key, key->pub, GSP_HS_KEY)) {
+			snprintf(err, err_len, "%s:%u: [Peer] is this node's own key",
+				 cfg->path, p->cfg.line);
+			return -EINVAL;
+		}
+	}
+	ps->n = cfg->n_peers;
+	return 0;
+}
+
+void peers_free(peers *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		forget_addrs(&ps->peer[i]);
+	free(ps->peer);
+	ps->peer = NULL;
+	ps->n = 0;
+}
+
+static void on_incoming(uv_stream_t *server, int status)
+{
+	peers *ps = server->data;
+	plink *l;
+	if (status < 0 || ps->stopping)
+		return;
+	int err = link_accept(&ps->env, server, &l);
+	if (err)
+		gsp_debug("cannot accept a connection: %s", gsp_strerror(err));
+}
+
+int peers_start(peers *ps, const char *listen)
+{
+	struct sockaddr_storage ss;
+	int err = gsp_endpoint_numeric(listen, &ss);
+	if (err) {
+		gsp_err("bad ListenAddress '%s' (want a numeric ipv4:port or "
+			"[ipv6]:port)", listen);
+		return -EINVAL;
+	}
+	uv_tcp_init(ps->loop, &ps->listener);
+	ps->listener.data = ps;
+	err = uv_tcp_bind(&ps->listener, (struct sockaddr *)&ss, 0);
+	if (!err)
+		err = uv_listen((uv_stream_t *)&ps->listener, SOMAXCONN, on_incoming);
+	if (err) {
+		gsp_err("cannot listen on %s: %s", listen, uv_strerror(err));
+		return err;
+	}
+	struct sockaddr_storage bound;
+	int blen = sizeof(bound);
+	uv_tcp_getsockname(&ps->listener, (struct sockaddr *)&bound, &blen);
+	link_addr_name((struct sockaddr *)&bound, ps->listen_addr,
+		       sizeof(ps->listen_addr));
+	for (size_t i = 0; i < ps->n; i++)
+		peer_start(&ps->peer[i]);
+	return 0;
+}
+
+void peers_stop(peers *ps)
+{
+	ps->stopping = true;
+	link_close_all(&ps->env, GSP_BYE_SHUTDOWN, "gossipd is stopping");
+	for (size_t i = 0; i < ps->n; i++)
+		uv_close((uv_handle_t *)&ps->peer[i].retry, NULL);
+	uv_close((uv_handle_t *)&ps->listener, NULL);
+}
+
+int peers_send(peer *p, const uint8_t *pt, size_t len)
+{
+	return p->session ? link_send(p->session, pt, len) : -ENOTCONN;
+}
+
+void peers_close(peer *p, uint16_t reason, const char *text)
+{
+	if (p->session)
+		link_close(p->session, reason, text);
+}
+
+void peers_reconnect_all(peers *ps, uint16_t reason, const char *text)
+{
+	if (ps->stopping)
+		return;
+	for (size_t i = 0; i < ps->n; i++)
+		peers_close(&ps->peer[i], reason, text);
+}
+
+static peer *peer_listed(peers *ps, const uint8_t key[GSP_HS_KEY])
+{
+	for (size_t j = 0; j < ps->n; j++)
+		if (!memcmp(ps->peer[j].cfg.public_key, key, GSP_HS_KEY))
+			return &ps->peer[j];
+	return NULL;
+}
+
+static bool in_config(const gsp_daemon_config *cfg, const uint8_t key[GSP_HS_KEY])
+{
+	for (size_t i = 0; i < cfg->n_peers; i++)
+		if (!memcmp(key, cfg->peers[i].public_key, GSP_HS_KEY))
+			return true;
+	return false;
+}
+
+/* A peer the reload lists for the first time. */
+static void peer_add(peers *ps, const gsp_peer_config *pc)
+{
+	if (ps->n == GSP_MAX_PEERS) {
+		gsp_err("reload: cannot add another peer (%d at most)", GSP_MAX_PEERS);
+		return;
+	}
+	peer *p = &ps->peer[ps->n];
+	memset(p, 0, sizeof(*p));
+	p->set = ps;
+	p->index = ps->n;
+	p->cfg = *pc;
+	peer_name(p);
+	int err = ps->ops->added(ps->ctx, p);
+	if (err) {
+		gsp_err("reload: cannot add peer %s: %s", p->name, gsp_strerror(err));
+		return;
+	}
+	ps->n++;
+	gsp_info("reload: peer %s added", p->name);
+	peer_start(p);
+}
+
+void peers_update(peers *ps, const gsp_daemon_config *cfg)
+{
+	for (size_t j = 0; j < ps->n; j++) {
+		peer *p = &ps->peer[j];
+		if (p->removed || in_config(cfg, p->cfg.public_key))
+			continue;
+		gsp_info("reload: peer %s removed", p->name);
+		p->removed = true;
+		uv_timer_stop(&p->retry);
+		if (p->dialed)
+			link_close(p->dialed, GSP_BYE_UNSPECIFIED, "");
+		peers_close(p, GSP_BYE_NOT_ALLOWED, "removed from the configuration");
+	}
+	for (size_t i = 0; i < cfg->n_peers; i++) {
+		const gsp_peer_config *pc = &cfg->peers[i];
+		if (!memcmp(pc->public_key, ps->key->pub, GSP_HS_KEY))
+			continue;
+		peer *p = peer_listed(ps, pc->public_key);
+		if (!p) {
+			peer_add(ps, pc);
+			continue;
+		}
+		bool moved = strcmp(p->cfg.endpoint, pc->endpoint) != 0 || p->removed;
+		if (p->removed)
+			gsp_info("reload: peer %s added again", p->name);
+		p->removed = false;
+		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
+		p->cfg.weight = pc->weight;
+		if (moved && !p->session && !p->dialed) {
+			p->backoff_ms = PEERS_BACKOFF_MIN_MS;
+			uv_timer_start(&p->retry, dial, 0, 0);
+		}
+	}
+}

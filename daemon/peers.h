@@ -1,0 +1,109 @@
+/*
+ * peers: the peer table.  It owns each configured peer's record (its
+ * config, short name, last error, newest handshake timestamp and
+ * traffic), the TCP listener, dialing with exponential backoff and
+ * jitter (a name is resolved again before every attempt), which of two
+ * sessions with one peer is kept, and applying a re-read [Peer] list
+ * (SIGHUP).  It admits a handshake only from a listed key with a newer
+ * timestamp.  It reports up only through peers_ops: sessions coming and
+ * going, and their frames.
+ */
+#ifndef GOSSIPD_PEERS_H
+#define GOSSIPD_PEERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "link.h"
+#include "proto.h"
+
+#define PEERS_BACKOFF_MIN_MS 100
+#define PEERS_BACKOFF_MAX_MS 5000
+/* A peer's last error (STATUS "last_error"): room for a mismatch text
+ * with both model summaries. */
+#define PEER_ERROR_MAX (2 * GSP_MODEL_SUMMARY_MAX + 64)
+
+typedef struct peers peers;
+
+typedef struct peer {
+	peers *set;
+	size_t index;            /* config order; also the engine edge index */
+	gsp_peer_config cfg;
+	char name[12];           /* short key for logs */
+	plink *session;           /* the established session, if any */
+	plink *dialed;            /* our connection while it is made */
+	bool removed;            /* dropped from the config by a reload */
+	bool resolving;
+	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
+	uv_timer_t retry;
+	unsigned backoff_ms;     /* reset by peers_session_ok, not before */
+	char last_error[PEER_ERROR_MAX];  /* why the edge is down; "" */
+	uint8_t last_ts[GSP_HS_TIMESTAMP];  /* newest handshake timestamp */
+	link_stats stats;        /* every session's traffic, added up */
+} peer;
+
+typedef struct peers_ops {
+	/* p->session is established: frames may be sent. */
+	void (*session_up)(void *ctx, peer *p);
+	/* A frame of p's session; a negative errno closes it. */
+	int (*frame)(void *ctx, peer *p, const uint8_t *pt, size_t len);
+	/* p's session ended (p->session is NULL again). */
+	void (*session_down)(void *ctx, peer *p);
+	/* A reload added p (its index is the next one): 0, or a negative
+	 * errno to leave it out. */
+	int (*added)(void *ctx, peer *p);
+} peers_ops;
+
+struct peers {
+	link_env env;
+	uv_loop_t *loop;
+	const gsp_keypair *key;
+	counters *counters;
+	uv_tcp_t listener;
+	char listen_addr[GSP_ADDR_MAX];  /* as bound (the real port) */
+	peer *peer;              /* room for GSP_MAX_PEERS: pointers stay valid */
+	size_t n;
+	const peers_ops *ops;
+	void *ctx;
+	bool stopping;
+};
+
+/* The table of cfg's peers.  -EINVAL with the reason in err when one is
+ * this node's own key. */
+int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
+	       counters *c, const gsp_daemon_config *cfg, const peers_ops *ops,
+	       void *ctx, char *err, size_t err_len);
+void peers_free(peers *ps);
+/* Listens on a numeric ipv4:port or [ipv6]:port and dials every peer
+ * with an Endpoint. */
+int peers_start(peers *ps, const char *listen);
+/* GOODBYE shutdown on every link; no more dialing. */
+void peers_stop(peers *ps);
+
+/* One frame on p's session: -ENOTCONN without one; on a send error the
+ * session is closed (session_down follows) and the error returned. */
+int peers_send(peer *p, const uint8_t *pt, size_t len);
+/* Closes p's session, with GOODBYE reason/text. */
+void peers_close(peer *p, uint16_t reason, const char *text);
+/* Closes every session so each redials (a model change). */
+void peers_reconnect_all(peers *ps, uint16_t reason, const char *text);
+/* The session works (its MODEL was accepted): the dial backoff starts
+ * over and the last error is forgotten. */
+void peers_session_ok(peer *p);
+/* Records why p's edge is down (STATUS "last_error"). */
+void peers_error(peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Applies a re-read configuration's [Peer] list. */
+void peers_update(peers *ps, const gsp_daemon_config *cfg);
+/* Listed peers (this node's degree), at least 1. */
+uint16_t peers_degree(const peers *ps);
+/* "down", "connecting" or "handshake" while p has no session, else
+ * NULL. */
+const char *peers_link_state(const peer *p);
+/* Whether our static key sorts before p's (the edge's lo end). */
+bool peers_we_are_lo(const peer *p);
+
+#endif

@@ -1,0 +1,89 @@
+/* rxbuf: bounded receive buffer (rxbuf.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "rxbuf.h"
+
+/* Growth beyond the frame in progress: reads of about this size. */
+#define RXBUF_STEP (64u * 1024)
+
+void rxbuf_init(rxbuf *b, size_t limit)
+{
+	*b = (rxbuf){.limit = limit};
+}
+
+void rxbuf_free(rxbuf *b)
+{
+	free(b->data);
+	*b = (rxbuf){.limit = b->limit};
+}
+
+void rxbuf_set_limit(rxbuf *b, size_t limit)
+{
+	b->limit = limit > b->len ? limit : b->len;
+}
+
+/* Bytes the buffer should hold to take in the frame that starts at its
+ * first byte: its whole length once the header is in. */
+static size_t wanted(const rxbuf *b)
+{
+	size_t want = b->len + RXBUF_STEP;
+	if (b->len >= GSP_FRAME_HEADER) {
+		uint32_t n = (uint32_t)b->data[0] << 24 | (uint32_t)b->data[1] << 16 |
+			     (uint32_t)b->data[2] << 8 | b->data[3];
+		size_t frame = GSP_FRAME_HEADER + (size_t)n;
+		if (frame > want)
+			want = frame;
+	}
+	return want < b->limit ? want : b->limit;
+}
+
+int rxbuf_space(rxbuf *b, size_t chunk, uint8_t **ret_ptr, size_t *ret_room)
+{
+	size_t want = wanted(b);
+	if (b->cap < want) {
+		uint8_t *nb = realloc(b->data, want);
+		if (!nb)
+			return -ENOMEM;
+		b->data = nb;
+		b->cap = want;
+	}
+	size_t room = b->cap - b->len;
+	if (room == 0)
+		return -ENOBUFS;
+	*ret_ptr = b->data + b->len;
+	*ret_room = room < chunk ? room : chunk;
+	return 0;
+}
+
+int rxbuf_commit(rxbuf *b, size_t n)
+{
+	if (n > b->cap - b->len)
+		return -EINVAL;
+	b->len += n;
+	return 0;
+}
+
+int rxbuf_frame(const rxbuf *b, size_t *off, uint32_t max_body,
+		const uint8_t **ret_body, uint32_t *ret_len)
+{
+	if (*off > b->len)
+		return -EINVAL;
+	size_t used;
+	int err = gsp_frame_parse(b->data + *off, b->len - *off, max_body,
+				  ret_body, ret_len, &used);
+	if (!err)
+		*off += used;
+	return err;
+}
+
+int rxbuf_consume(rxbuf *b, size_t n)
+{
+	if (n > b->len)
+		return -EINVAL;
+	memmove(b->data, b->data + n, b->len - n);
+	b->len -= n;
+	return 0;
+}

@@ -1,0 +1,373 @@
+/* step: STEP, DRAIN and AVERAGE on the shared buffer (step.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "step.h"
+
+static void average_advance(stepper *s);
+
+static edge_set *edges(stepper *s)
+{
+	return &s->mesh->edges;
+}
+
+static size_t env_size(const char *name, size_t dflt)
+{
+	const char *v = getenv(name);
+	return v ? (size_t)strtoull(v, NULL, 10) : dflt;
+}
+
+static void on_reply_timer(uv_timer_t *t);
+static void on_average_timer(uv_timer_t *t);
+
+void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness)
+{
+	*s = (stepper){.loop = loop, .model = m, .mesh = m->mesh,
+		       .max_staleness = max_staleness};
+	s->offload_floats = env_size("GSP_OFFLOAD_FLOATS", (size_t)1 << 20);
+	/* Test hook: every offloaded step takes at least this long, so tests
+	 * can land peer messages inside the window. */
+	s->test_delay_ms = (unsigned)env_size("GSP_TEST_STEP_DELAY_MS", 0);
+	uv_timer_init(loop, &s->reply_timer);
+	uv_timer_init(loop, &s->avg_timer);
+	s->reply_timer.data = s->avg_timer.data = s;
+}
+
+void step_close(stepper *s)
+{
+	uv_close((uv_handle_t *)&s->reply_timer, NULL);
+	uv_close((uv_handle_t *)&s->avg_timer, NULL);
+}
+
+bool step_busy(const stepper *s)
+{
+	return s->state == STEP_RUN || s->state == STEP_AVERAGE_RUN;
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+/* Ends the request: its callback runs from the loop, never from here. */
+static void reply(stepper *s, int err, const char *text)
+{
+	s->result.err = err;
+	s->result.text = err ? (text ? text : gsp_strerror(err)) : NULL;
+	s->state = STEP_REPLY;
+	uv_timer_start(&s->reply_timer, on_reply_timer, 0, 0);
+}
+
+static void on_reply_timer(uv_timer_t *t)
+{
+	stepper *s = t->data;
+	step_cb cb = s->cb;
+	void *client = s->client;
+	step_result r = s->result;
+	s->cb = NULL;
+	s->client = NULL;
+	s->state = STEP_IDLE;
+	if (cb && client)
+		cb(client, &r);
+}
+
+/* What a reply says of the model rather than of the step: staleness,
+ * bytes since REGISTER and the consensus estimate. */
+static void totals(stepper *s, gsp_api_step_ok *ret)
+{
+	ret->step = edges(s)->steps;
+	ret->max_staleness = edges_max_staleness(edges(s));
+	model_bytes(s->model, &ret->bytes_sent, &ret->bytes_received);
+	ret->consensus_estimate = edges_estimate(edges(s));
+}
+
+/* The engine step returned r: on success count it and send its
+ * messages.  Fills the STEP reply. */
+static int step_end(stepper *s, int r)
+{
+	if (r < 0)
+		return r;
+	edges_step_done(edges(s));
+	gsp_api_step_ok *ok = &s->result.step;
+	memset(ok, 0, sizeof(*ok));
+	ok->edges_applied = s->applied;
+	ok->edges_projected = (uint32_t)r;
+	ok->edges_skipped = s->skipped;
+	totals(s, ok);
+	return 0;
+}
+
+static const char *step_error_text(int err)
+{
+	return err == GSP_ENONFINITE ? "the parameters hold a NaN or infinity: "
+				       "nothing was sent"
+				     : gsp_strerror(err);
+}
+
+/* ---- engine work off the loop ----------------------------------------- */
+
+typedef struct step_work {
+	uv_work_t req;
+	stepper *s;
+	gsp_node *node;
+	unsigned delay_ms;
+	int result;
+} step_work;
+
+static void work_run(uv_work_t *req)
+{
+	step_work *w = req->data;
+	w->result = gsp_node_step(w->node);
+	if (w->delay_ms)
+		usleep(w->delay_ms * 1000u);
+}
+
+static void work_done(uv_work_t *req, int status)
+{
+	step_work *w = req->data;
+	stepper *s = w->s;
+	int r = status < 0 ? status : w->result;
+	free(w);
+	edges(s)->busy = false;
+	/* Ended sessions first, then this step's messages, then the
+	 * neighbours' messages that came meanwhile. */
+	edges_after_busy(edges(s), false);
+	int err = step_end(s, r);
+	edges_after_busy(edges(s), true);
+	edges_finish(edges(s));
+	step_state was = s->state;
+	if (s->detach_pending) {
+		s->detach_pending = false;
+		model_detach(s->model);
+	}
+	mesh_idle(s->mesh);
+	if (was == STEP_RUN) {
+		reply(s, err, err ? step_error_text(err) : NULL);
+		return;
+	}
+	s->state = STEP_AVERAGE;
+	if (err || !s->model->registered) {
+		s->result.average = true;
+		reply(s, err ? err : -ECANCELED, err ? step_error_text(err)
+						     : "the model was detached");
+		return;
+	}
+	average_advance(s);
+}
+
+/* Starts the engine step on the thread pool; false if it is to run on
+ * the loop instead (a small model, or no memory). */
+static bool offload(stepper *s)
+{
+	if (gsp_layout_floats(s->model->layout) < s->offload_floats)
+		return false;
+	step_work *w = calloc(1, sizeof(*w));
+	if (!w)
+		return false;
+	w->req.data = w;
+	w->s = s;
+	w->node = s->model->node;
+	w->delay_ms = s->test_delay_ms;
+	edges(s)->busy = true;
+	if (uv_queue_work(s->loop, &w->req, work_run, work_done) == 0)
+		return true;
+	edges(s)->busy = false;
+	free(w);
+	return false;
+}
+
+/* One engine step (apply completed edges, project idle ones, send), on
+ * the thread pool or here.  state: RUN or AVERAGE_RUN while it runs.
+ * Returns 1 if it went off the loop, else the step's result. */
+static int run_engine(stepper *s, step_state state)
+{
+	s->state = state;
+	edges_step_begin(edges(s), &s->applied, &s->skipped);
+	if (offload(s))
+		return 1;
+	return step_end(s, gsp_node_step(s->model->node));
+}
+
+static void run_step(stepper *s)
+{
+	int r = run_engine(s, STEP_RUN);
+	if (r <= 0)
+		reply(s, r, r ? step_error_text(r) : NULL);
+}
+
+/* ---- STEP and DRAIN --------------------------------------------------- */
+
+/* DRAIN: answer rounds neighbours already sent, wait for every round in
+ * flight, apply; start nothing new. */
+static void drain_advance(stepper *s)
+{
+	/* Applying only once everything is in keeps the order of the sums
+	 * the same as a synchronous run's; a neighbour's early round is the
+	 * exception, since answering it needs the edge applied first.
+	 * Callbacks of the edges meanwhile must not re-enter. */
+	s->state = STEP_RUN;
+	int r = edges_answer_early(edges(s));
+	if (r >= 0 && edges_in_flight(edges(s))) {
+		s->state = STEP_DRAIN;
+		return;
+	}
+	if (r >= 0)
+		r = gsp_node_apply(s->model->node);
+	edges_finish(edges(s));
+	memset(&s->result.step, 0, sizeof(s->result.step));
+	if (r >= 0)
+		totals(s, &s->result.step);
+	reply(s, r < 0 ? r : 0, NULL);
+}
+
+static int start(stepper *s, void *client, step_cb cb, bool average)
+{
+	if (!s->model->registered)
+		return -ENOENT;
+	if (s->state != STEP_IDLE)
+		return -EBUSY;
+	s->client = client;
+	s->cb = cb;
+	memset(&s->result, 0, sizeof(s->result));
+	s->result.average = average;
+	return 0;
+}
+
+int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
+{
+	int err = start(s, client, cb, false);
+	if (err)
+		return err;
+	if (flags & GSP_STEP_DRAIN) {
+		drain_advance(s);
+		return 0;
+	}
+	s->sync = flags & GSP_STEP_SYNC;
+	if (edges_must_wait(edges(s), s->sync, s->max_staleness))
+		s->state = STEP_WAIT;
+	else
+		run_step(s);
+	return 0;
+}
+
+/* ---- AVERAGE ---------------------------------------------------------- */
+
+static void average_finish(stepper *s)
+{
+	uv_timer_stop(&s->avg_timer);
+	int r = gsp_node_apply(s->model->node);
+	edges_finish(edges(s));
+	s->result.avg.rounds = s->avg_rounds;
+	s->result.avg.estimate = edges_estimate(edges(s));
+	s->result.avg.reached = s->result.avg.estimate <= s->avg_target;
+	reply(s, r < 0 ? r : 0, NULL);
+}
+
+static void average_advance(stepper *s)
+{
+	/* A round that completes at once (an early message) goes on here,
+	 * not through the edges' callback. */
+	while (s->state == STEP_AVERAGE && !edges_in_flight(edges(s))) {
+		double est = edges_estimate(edges(s));
+		size_t up = edges_up(edges(s));
+		uint64_t now = uv_now(s->loop);
+		bool done = (s->avg_rounds > 0 && est <= s->avg_target) ||
+			    (s->avg_max_rounds && s->avg_rounds >= s->avg_max_rounds) ||
+			    (s->avg_deadline_ms && now >= s->avg_deadline_ms) ||
+			    (up == 0 && (s->avg_rounds > 0 || !s->avg_deadline_ms));
+		if (done) {
+			average_finish(s);
+			return;
+		}
+		if (up == 0)
+			return;
+		s->avg_rounds++;
+		int r = run_engine(s, STEP_AVERAGE_RUN);
+		if (r == 1)
+			return;
+		s->state = STEP_AVERAGE;
+		if (r < 0) {
+			uv_timer_stop(&s->avg_timer);
+			reply(s, r, step_error_text(r));
+			return;
+		}
+	}
+}
+
+static void on_average_timer(uv_timer_t *t)
+{
+	stepper *s = t->data;
+	/* A round on the thread pool finishes first; its end checks the
+	 * deadline again. */
+	if (s->state == STEP_AVERAGE)
+		average_finish(s);
+}
+
+int step_average(stepper *s, void *client, const gsp_api_average *req, step_cb cb)
+{
+	int err = start(s, client, cb, true);
+	if (err)
+		return err;
+	s->state = STEP_AVERAGE;
+	s->avg_target = req->target;
+	s->avg_rounds = 0;
+	s->avg_max_rounds = req->max_rounds;
+	s->avg_deadline_ms = req->time_limit_ms ? uv_now(s->loop) + req->time_limit_ms : 0;
+	if (req->time_limit_ms)
+		uv_timer_start(&s->avg_timer, on_average_timer, req->time_limit_ms, 0);
+	average_advance(s);
+	return 0;
+}
+
+/* ---- the edges, clients and DETACH ------------------------------------ */
+
+void step_edges_changed(void *ctx)
+{
+	stepper *s = ctx;
+	if (!s->model->registered)
+		return;
+	switch (s->state) {
+	case STEP_AVERAGE:
+		average_advance(s);
+		break;
+	case STEP_DRAIN:
+		drain_advance(s);
+		break;
+	case STEP_WAIT:
+		if (!edges_must_wait(edges(s), s->sync, s->max_staleness))
+			run_step(s);
+		break;
+	default:
+		break;
+	}
+}
+
+void step_forget(stepper *s, void *client)
+{
+	if (s->client == client) {
+		s->client = NULL;
+		s->cb = NULL;
+	}
+}
+
+void step_detach(stepper *s)
+{
+	if (!s->model->registered)
+		return;
+	switch (s->state) {
+	case STEP_RUN:
+	case STEP_AVERAGE_RUN:
+		s->detach_pending = true;
+		return;
+	case STEP_WAIT:
+	case STEP_DRAIN:
+	case STEP_AVERAGE:
+		uv_timer_stop(&s->avg_timer);
+		reply(s, -ECANCELED, "the model was detached");
+		break;
+	default:
+		break;
+	}
+	model_detach(s->model);
+}
