@@ -1,4 +1,5 @@
-/* edge: the per-edge protocol as a state machine (edge.h). */
+/* edge: one edge's protocol as a state machine (edge.h); the set of
+ * them is edges.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,85 +11,6 @@
 #include "sim.h"
 
 static int on_round(edge *e, const uint8_t *pt, size_t len);
-
-int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c)
-{
-	*s = (edge_set){.ops = ops, .ctx = ctx, .counters = c, .sim_index = -1};
-	s->edge = calloc(GSP_MAX_PEERS, sizeof(*s->edge));
-	return s->edge ? 0 : -ENOMEM;
-}
-
-static void drop_kept(edge *e)
-{
-	for (unsigned i = 0; i < e->n_deferred; i++)
-		free(e->deferred[i]);
-	e->n_deferred = 0;
-	free(e->early);
-	e->early = NULL;
-}
-
-void edge_set_free(edge_set *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		drop_kept(&s->edge[i]);
-	free(s->edge);
-	s->edge = NULL;
-	s->n = 0;
-}
-
-/* A disabled engine edge for slot e (its generation starts later). */
-static int engine_edge_add(edge_set *s)
-{
-	static const uint8_t zero[GSP_SEED_BYTES];
-	int k = gsp_node_add_edge(s->model.node, 0.5f, GSP_ROLE_LO, zero, sizeof(zero));
-	return k < 0 ? k : gsp_node_edge_disable(s->model.node, (size_t)k);
-}
-
-edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool lo)
-{
-	if (s->n == GSP_MAX_PEERS || (s->attached && engine_edge_add(s) != 0))
-		return NULL;
-	edge *e = &s->edge[s->n];
-	*e = (edge){.set = s, .index = s->n, .cfg = cfg, .name = name, .lo = lo};
-	s->n++;
-	return e;
-}
-
-int edges_attach(edge_set *s, const edge_model *m)
-{
-	s->model = *m;
-	s->attached = true;
-	s->steps = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		int err = engine_edge_add(s);
-		if (err) {
-			s->attached = false;
-			return err;
-		}
-		s->edge[i].up = false;
-		s->edge[i].rounds_completed = 0;
-	}
-	return 0;
-}
-
-void edges_detach(edge_set *s)
-{
-	if (!s->attached)
-		return;
-	edges_cache(s);   /* the engine's last counts */
-	for (size_t i = 0; i < s->n; i++) {
-		edge *e = &s->edge[i];
-		e->up = false;
-		e->start_pending = false;
-		drop_kept(e);
-		/* The engine's counts go with it; keep their totals. */
-		e->exact_bytes_done += e->cache.exact_bytes;
-		e->message_bytes_done += e->cache.tx_bytes;
-		memset(&e->cache, 0, sizeof(e->cache));
-	}
-	s->attached = false;
-	memset(&s->model, 0, sizeof(s->model));
-}
 
 static void changed(edge_set *s)
 {
@@ -228,8 +150,7 @@ static int complete(edge *e, uint64_t round, uint16_t degree,
 	return err;
 }
 
-/* After a step: send what was projected, then use an early message. */
-static void step_done_edge(edge *e)
+void edge_step_done(edge *e)
 {
 	edge_set *s = e->set;
 	gsp_edge_info info;
@@ -257,33 +178,6 @@ static void step_done_edge(edge *e)
 		s->counters->rx_malformed++;
 		s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
 	}
-}
-
-void edges_step_done(edge_set *s)
-{
-	s->steps++;
-	edges_finish(s);
-	for (size_t i = 0; i < s->n; i++)
-		step_done_edge(&s->edge[i]);
-}
-
-void edges_step_begin(edge_set *s, uint32_t *ret_applied, uint32_t *ret_skipped)
-{
-	uint32_t applied = 0, skipped = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		edge *e = &s->edge[i];
-		gsp_edge_info info;
-		if (gsp_node_edge_info(s->model.node, i, &info) != 0)
-			continue;
-		if (!e->up || info.state == GSP_EDGE_IN_FLIGHT)
-			skipped++;
-		else if (info.state == GSP_EDGE_COMPLETED) {
-			applied++;
-			e->last_apply_step = s->steps + 1;
-		}
-	}
-	*ret_applied = applied;
-	*ret_skipped = skipped;
 }
 
 /* ---- MODEL and RESYNC ------------------------------------------------- */
@@ -407,15 +301,6 @@ static int start_generation(edge *e)
 	return 0;
 }
 
-void edges_finish(edge_set *s)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		edge *e = &s->edge[i];
-		if (e->start_pending && e->state == EDGE_UP && start_generation(e) != 0)
-			s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot start the edge");
-	}
-}
-
 /* RESYNC: this version keeps no edge state across sessions, so every
  * session starts generation max(ours, theirs) + 1 with its own seed
  * (PROTOCOL.md 4.6, rule 2). */
@@ -465,33 +350,6 @@ static void finish_ended_session(edge *e)
 	e->n_deferred = kept;
 	e->down_deferred = false;
 	(void)gsp_node_edge_disable(s->model.node, e->index);
-}
-
-void edges_after_busy(edge_set *s, bool replay)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		edge *e = &s->edge[i];
-		if (e->down_deferred)
-			finish_ended_session(e);
-		if (!replay)
-			continue;
-		/* A replayed frame may end the session (which frees what is
-		 * kept): take the list first. */
-		uint8_t *kept[2];
-		size_t kept_len[2];
-		unsigned n = e->n_deferred;
-		memcpy(kept, e->deferred, sizeof(kept));
-		memcpy(kept_len, e->deferred_len, sizeof(kept_len));
-		e->n_deferred = 0;
-		for (unsigned k = 0; k < n; k++) {
-			int err = e->state != EDGE_DOWN ? on_round(e, kept[k], kept_len[k]) : 0;
-			free(kept[k]);
-			if (err && e->state != EDGE_DOWN) {
-				s->counters->rx_malformed++;
-				s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
-			}
-		}
-	}
 }
 
 static int on_round(edge *e, const uint8_t *pt, size_t len)
@@ -563,95 +421,35 @@ int edge_frame(edge *e, const uint8_t *pt, size_t len)
 	}
 }
 
-/* ---- queries ---------------------------------------------------------- */
 
-int edges_answer_early(edge_set *s)
+void edge_finish(edge *e)
 {
-	int r = 0;
-	for (size_t i = 0; r >= 0 && i < s->n; i++) {
-		edge *e = &s->edge[i];
-		gsp_edge_info info;
-		if (!e->up || !e->early ||
-		    gsp_node_edge_info(s->model.node, i, &info) != 0 ||
-		    info.state == GSP_EDGE_IN_FLIGHT || e->early_round != info.round + 1)
-			continue;
-		if (info.state == GSP_EDGE_COMPLETED)
-			r = gsp_node_apply(s->model.node);
-		if (r >= 0)
-			r = gsp_node_project_edge(s->model.node, i);
+	edge_set *s = e->set;
+	if (e->start_pending && e->state == EDGE_UP && start_generation(e) != 0)
+		s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot start the edge");
+}
+
+void edge_after_busy(edge *e, bool replay)
+{
+	edge_set *s = e->set;
+	if (e->down_deferred)
+		finish_ended_session(e);
+	if (!replay)
+		return;
+	/* A replayed frame may end the session (which frees what is kept):
+	 * take the list first. */
+	uint8_t *kept[2];
+	size_t kept_len[2];
+	unsigned n = e->n_deferred;
+	memcpy(kept, e->deferred, sizeof(kept));
+	memcpy(kept_len, e->deferred_len, sizeof(kept_len));
+	e->n_deferred = 0;
+	for (unsigned k = 0; k < n; k++) {
+		int err = e->state != EDGE_DOWN ? on_round(e, kept[k], kept_len[k]) : 0;
+		free(kept[k]);
+		if (err && e->state != EDGE_DOWN) {
+			s->counters->rx_malformed++;
+			s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
+		}
 	}
-	if (r >= 0)
-		for (size_t i = 0; i < s->n; i++)
-			step_done_edge(&s->edge[i]);
-	return r < 0 ? r : 0;
-}
-
-static bool in_flight(const edge *e)
-{
-	gsp_edge_info info;
-	return e->up && gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
-	       info.state == GSP_EDGE_IN_FLIGHT;
-}
-
-size_t edges_in_flight(const edge_set *s)
-{
-	size_t n = 0;
-	for (size_t i = 0; s->attached && i < s->n; i++)
-		n += in_flight(&s->edge[i]);
-	return n;
-}
-
-size_t edges_up(const edge_set *s)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < s->n; i++)
-		n += s->edge[i].up;
-	return n;
-}
-
-bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness)
-{
-	for (size_t i = 0; s->attached && i < s->n; i++) {
-		const edge *e = &s->edge[i];
-		if (in_flight(e) && (sync || s->steps - e->last_apply_step >= max_staleness))
-			return true;
-	}
-	return false;
-}
-
-double edges_estimate(const edge_set *s)
-{
-	double est = NAN;
-	for (size_t i = 0; i < s->n; i++) {
-		const edge *e = &s->edge[i];
-		/* The last measurement stands after a neighbour leaves. */
-		if (e->rounds_completed && !(e->diff_norm <= est))
-			est = e->diff_norm;
-	}
-	return est;
-}
-
-uint64_t edge_staleness(const edge *e)
-{
-	/* A generation that starts at this step has not applied yet. */
-	if (!e->up || e->last_apply_step > e->set->steps)
-		return 0;
-	return e->set->steps - e->last_apply_step;
-}
-
-uint32_t edges_max_staleness(const edge_set *s)
-{
-	uint64_t m = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (edge_staleness(&s->edge[i]) > m)
-			m = edge_staleness(&s->edge[i]);
-	return m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
-}
-
-void edges_cache(edge_set *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (!s->attached ||
-		    gsp_node_edge_info(s->model.node, i, &s->edge[i].cache) != 0)
-			memset(&s->edge[i].cache, 0, sizeof(s->edge[i].cache));
 }

@@ -124,6 +124,14 @@ void edge_session_down(edge *e);
  * (the caller closes the session as malformed). */
 int edge_frame(edge *e, const uint8_t *pt, size_t len);
 
+/* Per edge, after a step: send what was projected and use an early
+ * message; start a generation that waited for an apply; after a step
+ * off the loop, finish an ended session and (replay) use the ROUNDs
+ * that came meanwhile. */
+void edge_step_done(edge *e);
+void edge_finish(edge *e);
+void edge_after_busy(edge *e, bool replay);
+
 /* Steps.  edges_step_begin counts the edges a step applies and skips and
  * records the apply; after the step, edges_step_done sends what was
  * projected and uses early messages. */

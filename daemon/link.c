@@ -1,4 +1,5 @@
-/* link: one authenticated TCP stream (link.h).  A malformed or
+/* link: one authenticated TCP stream (link.h); the handshake messages
+ * are link_handshake.c.  A malformed or
  * unauthenticated frame closes only its own link and bumps a counter. */
 #include <errno.h>
 #include <stdarg.h>
@@ -6,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "link.h"
+#include "link_impl.h"
 #include "log.h"
 #include "proto.h"
 #include "rxbuf.h"
@@ -14,32 +15,6 @@
 /* Bytes read per callback at most, so one link cannot starve the loop. */
 #define LINK_READ_CHUNK (256u * 1024)
 
-struct plink {
-	link_env *env;
-	uv_tcp_t tcp;
-	uv_timer_t timer;        /* handshake deadline, then heartbeats */
-	link_phase phase;
-	bool initiator;
-	bool down_called;
-	bool closing_handles;
-	int pending_close;       /* handles still to close */
-	void *owner;
-	link_stats *stats;
-	link_stats own_stats;    /* until bound */
-	char name[24];
-	char addr[64];           /* initiator: the address dialed */
-	uint8_t remote_key[GSP_HS_KEY];   /* initiator: the responder's */
-	gsp_hs hs;
-	gsp_session sess;
-	rxbuf rx;
-	uint32_t max_frame;
-	size_t queued;           /* bytes handed to uv_write, not yet done */
-	uint64_t created_ms;
-	uint64_t last_rx_ms;     /* the last authenticated frame */
-	uint64_t last_tx_ms;
-	uint64_t ping_nonce;
-	plink *next;              /* in env->links */
-};
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -175,7 +150,7 @@ static write_req *frame_new(size_t body_len)
 }
 
 /* A handshake message, in the clear. */
-static int send_clear(plink *l, const uint8_t *msg, size_t len)
+int link__send_clear(plink *l, const uint8_t *msg, size_t len)
 {
 	write_req *w = frame_new(len);
 	if (!w)
@@ -333,15 +308,7 @@ static void on_connect(uv_connect_t *req, int status)
 		return;
 	}
 	l->phase = LINK_HANDSHAKE;
-	uint8_t ts[GSP_TAI64N_BYTES], init[GSP_HS_INIT_MSG_BYTES];
-	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
-	gsp_hs_timestamp(ts);
-	size_t n;
-	int err = gsp_hs_initiate(&l->hs, l->env->key, l->remote_key, ts, msg.payload);
-	if (!err)
-		err = gsp_hs_init_encode(&msg, init, sizeof(init), &n);
-	if (!err)
-		err = send_clear(l, init, n);
+	int err = link__hs_initiate(l);
 	if (err) {
 		fail(l, GSP_BYE_UNSPECIFIED, "", "cannot start the handshake: %s",
 		     gsp_strerror(err));
@@ -412,78 +379,13 @@ int link_accept(link_env *env, uv_stream_t *server, plink **ret)
 	return 0;
 }
 
-/* ---- the handshake ---------------------------------------------------- */
-
 /* Session keys agreed. */
-static void opened(plink *l)
+void link__opened(plink *l)
 {
 	l->phase = LINK_OPEN;
 	l->last_rx_ms = now_ms(l);
 	link_set_max_frame(l, GSP_PROTO_CONTROL_MAX);
 	l->env->ops->up(l);
-}
-
-/* A handshake message that did not decode: another major version is a
- * policy reject (PROTOCOL.md 3: logged, counted as version_mismatch,
- * closed without a reply), anything else malformed. */
-static int version_refused(plink *l, const uint8_t *body, size_t len, int err,
-			   char *why, size_t why_len)
-{
-	uint16_t v;
-	if (err != -EPROTONOSUPPORT || gsp_proto_version_of(body, len, &v) != 0)
-		return err;
-	l->env->counters->version_mismatch++;
-	snprintf(why, why_len, "handshake refused: it speaks protocol %u.%u, we %u.%u",
-		 v >> 8, v & 0xff, GSP_PROTO_VERSION >> 8, GSP_PROTO_VERSION & 0xff);
-	gsp_warn("%s: %s", l->name, why);
-	return -EACCES;
-}
-
-static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
-		      size_t why_len)
-{
-	gsp_hs_init msg;
-	uint8_t peer_key[GSP_HS_KEY], ts[GSP_TAI64N_BYTES];
-	int err = gsp_hs_init_decode(body, len, &msg);
-	if (err)
-		return version_refused(l, body, len, err, why, why_len);
-	if (gsp_hs_read_init(&l->hs, l->env->key, msg.payload, sizeof(msg.payload),
-			     peer_key, ts) != 0) {
-		l->env->counters->hs_refused++;
-		gsp_warn("handshake refused: it does not decrypt with our key");
-		return -EACCES;
-	}
-	if ((err = l->env->ops->authorize(l, peer_key, ts)) != 0)
-		return err;
-	gsp_hs_resp resp = {.version = GSP_PROTO_VERSION};
-	uint8_t out[GSP_HS_RESP_MSG_BYTES];
-	size_t n;
-	if (gsp_hs_respond(&l->hs, resp.payload, &l->sess) != 0 ||
-	    gsp_hs_resp_encode(&resp, out, sizeof(out), &n) != 0)
-		return -EPROTO;
-	if ((err = send_clear(l, out, n)) != 0)
-		return err;
-	opened(l);
-	return 0;
-}
-
-static int on_hs_resp(plink *l, const uint8_t *body, size_t len, char *why,
-		      size_t why_len)
-{
-	gsp_hs_resp msg;
-	int err = gsp_hs_resp_decode(body, len, &msg);
-	if (err)
-		return version_refused(l, body, len, err, why, why_len);
-	if (gsp_hs_read_response(&l->hs, msg.payload, sizeof(msg.payload),
-				 &l->sess) != 0) {
-		l->env->counters->hs_refused++;
-		gsp_warn("peer %s: handshake response does not authenticate", l->name);
-		snprintf(why, why_len, "handshake response does not authenticate "
-			 "(is its PublicKey right?)");
-		return -EACCES;
-	}
-	opened(l);
-	return 0;
 }
 
 /* ---- reading ---------------------------------------------------------- */
@@ -531,8 +433,7 @@ static int on_frame(plink *l, const uint8_t *body, size_t len, char *why,
 		    size_t why_len)
 {
 	if (l->phase == LINK_HANDSHAKE)
-		return l->initiator ? on_hs_resp(l, body, len, why, why_len)
-				    : on_hs_init(l, body, len, why, why_len);
+		return link__hs_frame(l, body, len, why, why_len);
 	if (len <= GSP_AEAD_TAG_BYTES)
 		return -EBADMSG;
 	size_t pt_len = len - GSP_AEAD_TAG_BYTES;

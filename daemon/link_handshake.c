@@ -1,0 +1,94 @@
+/* link: the handshake messages of a link (PROTOCOL.md 3): HS_INIT from
+ * the initiator, the responder's authorization and HS_RESP, and refusals
+ * of another protocol version. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "link_impl.h"
+#include "log.h"
+#include "proto.h"
+
+
+/* A handshake message that did not decode: another major version is a
+ * policy reject (PROTOCOL.md 3: logged, counted as version_mismatch,
+ * closed without a reply), anything else malformed. */
+static int version_refused(plink *l, const uint8_t *body, size_t len, int err,
+			   char *why, size_t why_len)
+{
+	uint16_t v;
+	if (err != -EPROTONOSUPPORT || gsp_proto_version_of(body, len, &v) != 0)
+		return err;
+	l->env->counters->version_mismatch++;
+	snprintf(why, why_len, "handshake refused: it speaks protocol %u.%u, we %u.%u",
+		 v >> 8, v & 0xff, GSP_PROTO_VERSION >> 8, GSP_PROTO_VERSION & 0xff);
+	gsp_warn("%s: %s", l->name, why);
+	return -EACCES;
+}
+
+static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
+		      size_t why_len)
+{
+	gsp_hs_init msg;
+	uint8_t peer_key[GSP_HS_KEY], ts[GSP_TAI64N_BYTES];
+	int err = gsp_hs_init_decode(body, len, &msg);
+	if (err)
+		return version_refused(l, body, len, err, why, why_len);
+	if (gsp_hs_read_init(&l->hs, l->env->key, msg.payload, sizeof(msg.payload),
+			     peer_key, ts) != 0) {
+		l->env->counters->hs_refused++;
+		gsp_warn("handshake refused: it does not decrypt with our key");
+		return -EACCES;
+	}
+	if ((err = l->env->ops->authorize(l, peer_key, ts)) != 0)
+		return err;
+	gsp_hs_resp resp = {.version = GSP_PROTO_VERSION};
+	uint8_t out[GSP_HS_RESP_MSG_BYTES];
+	size_t n;
+	if (gsp_hs_respond(&l->hs, resp.payload, &l->sess) != 0 ||
+	    gsp_hs_resp_encode(&resp, out, sizeof(out), &n) != 0)
+		return -EPROTO;
+	if ((err = link__send_clear(l, out, n)) != 0)
+		return err;
+	link__opened(l);
+	return 0;
+}
+
+static int on_hs_resp(plink *l, const uint8_t *body, size_t len, char *why,
+		      size_t why_len)
+{
+	gsp_hs_resp msg;
+	int err = gsp_hs_resp_decode(body, len, &msg);
+	if (err)
+		return version_refused(l, body, len, err, why, why_len);
+	if (gsp_hs_read_response(&l->hs, msg.payload, sizeof(msg.payload),
+				 &l->sess) != 0) {
+		l->env->counters->hs_refused++;
+		gsp_warn("peer %s: handshake response does not authenticate", l->name);
+		snprintf(why, why_len, "handshake response does not authenticate "
+			 "(is its PublicKey right?)");
+		return -EACCES;
+	}
+	link__opened(l);
+	return 0;
+}
+
+/* Initiator, once connected: HS_INIT. */
+int link__hs_initiate(plink *l)
+{
+	uint8_t ts[GSP_TAI64N_BYTES], init[GSP_HS_INIT_MSG_BYTES];
+	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
+	size_t n;
+	gsp_hs_timestamp(ts);
+	int err = gsp_hs_initiate(&l->hs, l->env->key, l->remote_key, ts, msg.payload);
+	if (!err)
+		err = gsp_hs_init_encode(&msg, init, sizeof(init), &n);
+	return err ? err : link__send_clear(l, init, n);
+}
+
+int link__hs_frame(plink *l, const uint8_t *body, size_t len, char *why,
+		   size_t why_len)
+{
+	return l->initiator ? on_hs_resp(l, body, len, why, why_len)
+			    : on_hs_init(l, body, len, why, why_len);
+}

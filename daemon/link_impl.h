@@ -1,0 +1,49 @@
+/*
+ * link's insides, shared by link.c (the stream) and link_handshake.c (the
+ * handshake messages).  Nothing outside the link module includes this.
+ */
+#ifndef GOSSIPD_LINK_IMPL_H
+#define GOSSIPD_LINK_IMPL_H
+
+#include "link.h"
+#include "rxbuf.h"
+
+struct plink {
+	link_env *env;
+	uv_tcp_t tcp;
+	uv_timer_t timer;        /* handshake deadline, then heartbeats */
+	link_phase phase;
+	bool initiator;
+	bool down_called;
+	bool closing_handles;
+	int pending_close;       /* handles still to close */
+	void *owner;
+	link_stats *stats;
+	link_stats own_stats;    /* until bound */
+	char name[24];
+	char addr[64];           /* initiator: the address dialed */
+	uint8_t remote_key[GSP_HS_KEY];   /* initiator: the responder's */
+	gsp_hs hs;
+	gsp_session sess;
+	rxbuf rx;
+	uint32_t max_frame;
+	size_t queued;           /* bytes handed to uv_write, not yet done */
+	uint64_t created_ms;
+	uint64_t last_rx_ms;     /* the last authenticated frame */
+	uint64_t last_tx_ms;
+	uint64_t ping_nonce;
+	plink *next;              /* in env->links */
+};
+
+/* A handshake message, in the clear. */
+int link__send_clear(plink *l, const uint8_t *msg, size_t len);
+/* Session keys agreed: frames flow, ops->up is told. */
+void link__opened(plink *l);
+/* Initiator, once connected: sends HS_INIT. */
+int link__hs_initiate(plink *l);
+/* A frame before the handshake ended.  why: the reason to record, for
+ * a refusal the owner should see. */
+int link__hs_frame(plink *l, const uint8_t *body, size_t len, char *why,
+		   size_t why_len);
+
+#endif
