@@ -20,6 +20,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_timer(uv_timer_t *t);
 
+static unsigned limit(unsigned set, unsigned dflt)
+{
+	return set ? set : dflt;
+}
+
 static uint64_t now_ms(const plink *l)
 {
 	return uv_now(l->env->loop);
@@ -162,7 +167,7 @@ int link__send_clear(plink *l, const uint8_t *msg, size_t len)
 /* Seals and writes; errors are the caller's to handle (no close). */
 static int seal_and_write(plink *l, const uint8_t *pt, size_t len)
 {
-	if (l->queued > LINK_MAX_QUEUED)
+	if (l->queued > (l->env->max_queued ? l->env->max_queued : LINK_MAX_QUEUED))
 		return -ENOBUFS;
 	write_req *w = frame_new(len + GSP_AEAD_TAG_BYTES);
 	if (!w)
@@ -248,7 +253,9 @@ static plink *link_new(link_env *env, bool initiator)
 	l->timer.data = l;
 	l->next = env->links;
 	env->links = l;
-	uv_timer_start(&l->timer, on_timer, 500, 500);
+	unsigned tick = limit(env->ping_ms, LINK_PING_MS) / 4;
+	tick = tick < 500 ? tick : 500;
+	uv_timer_start(&l->timer, on_timer, tick ? tick : 1, tick ? tick : 1);
 	return l;
 }
 
@@ -522,17 +529,18 @@ static void on_timer(uv_timer_t *t)
 	if (l->phase != LINK_OPEN) {
 		/* An absolute deadline from the start: trickled bytes do not
 		 * extend it. */
-		if (now - l->created_ms > LINK_HS_TIMEOUT_MS)
+		if (now - l->created_ms > limit(l->env->hs_timeout_ms, LINK_HS_TIMEOUT_MS))
 			fail(l, GSP_BYE_UNSPECIFIED, "", "handshake timed out");
 		return;
 	}
-	if (now - l->last_rx_ms > LINK_DEAD_MS) {
-		gsp_warn("peer %s: no frame for %u ms, closing", l->name, LINK_DEAD_MS);
+	unsigned dead = limit(l->env->dead_ms, LINK_DEAD_MS);
+	if (now - l->last_rx_ms > dead) {
+		gsp_warn("peer %s: no frame for %u ms, closing", l->name, dead);
 		fail(l, GSP_BYE_TIMEOUT, "no frame received in time",
-		     "no frame for %u ms", LINK_DEAD_MS);
+		     "no frame for %u ms", dead);
 		return;
 	}
-	if (now - l->last_tx_ms >= LINK_PING_MS) {
+	if (now - l->last_tx_ms >= limit(l->env->ping_ms, LINK_PING_MS)) {
 		uint8_t buf[32];
 		size_t n;
 		gsp_msg_ping ping = {.nonce = ++l->ping_nonce, .time_ns = uv_hrtime()};

@@ -73,6 +73,9 @@ typedef struct link_env {
 	counters *counters;
 	const link_ops *ops;
 	void *ctx;                    /* the env's owner, for callbacks */
+	/* Limits; 0 takes the LINK_* default (tests set small ones). */
+	unsigned hs_timeout_ms, ping_ms, dead_ms;
+	size_t max_queued;
 	plink *links;
 } link_env;
 

@@ -31,8 +31,9 @@ static size_t wanted(const rxbuf *b)
 {
 	size_t want = b->len + RXBUF_STEP;
 	if (b->len >= GSP_FRAME_HEADER) {
-		uint32_t n = (uint32_t)b->data[0] << 24 | (uint32_t)b->data[1] << 16 |
-			     (uint32_t)b->data[2] << 8 | b->data[3];
+		/* The header is a little-endian u32 (PROTOCOL.md 2). */
+		uint32_t n = (uint32_t)b->data[0] | (uint32_t)b->data[1] << 8 |
+			     (uint32_t)b->data[2] << 16 | (uint32_t)b->data[3] << 24;
 		size_t frame = GSP_FRAME_HEADER + (size_t)n;
 		if (frame > want)
 			want = frame;

@@ -1,0 +1,445 @@
+/* Unit tests of the link layer (daemon/link.h): two real links over
+ * loopback TCP in one loop, with fake ops tables recording what the link
+ * reports up; raw sockets for malformed input.  Framing, oversize and
+ * truncated frames, the heartbeat timeout, a full send queue, and close
+ * while frames are queued. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "link.h"
+#include "proto.h"
+
+typedef struct side {
+	link_env env;
+	counters counters;
+	gsp_keypair key;
+	const uint8_t *expect_key;   /* responder: the key it accepts */
+	link_stats stats;
+	plink *link;
+	int ups, downs, frames, goodbyes;
+	uint16_t bye_reason;
+	char why[256];
+	size_t frame_bytes;          /* sum of frame lengths received */
+	uint32_t last_seq;           /* frames carry an increasing u32 */
+	bool in_order;
+} side;
+
+static uv_loop_t *loop;
+static side A, B;               /* A listens, B dials */
+static uv_tcp_t listener;
+static struct sockaddr_in listen_addr;
+
+static side *side_of(plink *l)
+{
+	return link_env_ctx(l);
+}
+
+static int fake_authorize(plink *l, const uint8_t key[GSP_HS_KEY],
+			  const uint8_t ts[GSP_HS_TIMESTAMP])
+{
+	side *s = side_of(l);
+	if (!s->expect_key || memcmp(key, s->expect_key, GSP_HS_KEY) != 0)
+		return -EACCES;
+	s->link = l;
+	link_bind(l, s, &s->stats, "test");
+	return 0;
+}
+
+static void fake_up(plink *l)
+{
+	side_of(l)->ups++;
+}
+
+static int fake_frame(plink *l, const uint8_t *pt, size_t len)
+{
+	side *s = side_of(l);
+	uint32_t seq;
+	s->frames++;
+	s->frame_bytes += len;
+	if (len >= 5) {
+		memcpy(&seq, pt + 1, 4);
+		if (seq != s->last_seq + 1)
+			s->in_order = false;
+		s->last_seq = seq;
+	}
+	return 0;
+}
+
+static void fake_goodbye(plink *l, uint16_t reason, const char *text, size_t len)
+{
+	side *s = side_of(l);
+	s->goodbyes++;
+	s->bye_reason = reason;
+}
+
+static void fake_down(plink *l, const char *why)
+{
+	side *s = side_of(l);
+	s->downs++;
+	snprintf(s->why, sizeof(s->why), "%s", why);
+	if (s->link == l)
+		s->link = NULL;
+}
+
+static const link_ops fake_ops = {
+	.authorize = fake_authorize, .up = fake_up, .frame = fake_frame,
+	.goodbye = fake_goodbye, .down = fake_down,
+};
+
+static void side_init(side *s)
+{
+	memset(s, 0, sizeof(*s));
+	gsp_keypair_generate(&s->key);
+	s->in_order = true;
+	s->env = (link_env){.loop = loop, .key = &s->key, .counters = &s->counters,
+			    .ops = &fake_ops, .ctx = s};
+}
+
+static void on_incoming(uv_stream_t *server, int status)
+{
+	plink *l;
+	ck_assert_int_eq(status, 0);
+	ck_assert_int_eq(link_accept(&A.env, server, &l), 0);
+}
+
+static void setup(void)
+{
+	loop = calloc(1, sizeof(*loop));
+	ck_assert_int_eq(uv_loop_init(loop), 0);
+	side_init(&A);
+	side_init(&B);
+	A.expect_key = B.key.pub;
+	uv_tcp_init(loop, &listener);
+	uv_ip4_addr("127.0.0.1", 0, &listen_addr);
+	ck_assert_int_eq(uv_tcp_bind(&listener, (struct sockaddr *)&listen_addr, 0), 0);
+	ck_assert_int_eq(uv_listen((uv_stream_t *)&listener, 16, on_incoming), 0);
+	int len = sizeof(listen_addr);
+	uv_tcp_getsockname(&listener, (struct sockaddr *)&listen_addr, &len);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static void teardown(void)
+{
+	link_close_all(&A.env, GSP_BYE_UNSPECIFIED, "");
+	link_close_all(&B.env, GSP_BYE_UNSPECIFIED, "");
+	if (!uv_is_closing((uv_handle_t *)&listener))
+		uv_close((uv_handle_t *)&listener, NULL);
+	uv_run(loop, UV_RUN_DEFAULT);   /* the links finish closing */
+	uv_walk(loop, close_walk, NULL);
+	uv_run(loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(loop), 0);
+	free(loop);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	*(bool *)t->data = true;
+}
+
+/* Runs the loop until cond() holds or ms pass; returns cond(). */
+static bool run_until(bool (*cond)(void), unsigned ms)
+{
+	bool expired = false;
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	t.data = &expired;
+	uv_timer_start(&t, on_deadline, ms, 0);
+	while (!cond() && !expired)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+	return cond();
+}
+
+static bool both_up(void)
+{
+	return A.ups == 1 && B.ups == 1;
+}
+
+static void dial(void)
+{
+	ck_assert_int_eq(link_connect(&B.env, (struct sockaddr *)&listen_addr,
+				      A.key.pub, &B, &B.stats, &B.link), 0);
+}
+
+static void connect_both(void)
+{
+	dial();
+	ck_assert(run_until(both_up, 5000));
+	ck_assert_int_eq(link_get_phase(A.link), LINK_OPEN);
+	ck_assert_int_eq(link_get_phase(B.link), LINK_OPEN);
+	ck_assert(!memcmp(link_edge_seed(A.link), link_edge_seed(B.link), 32));
+}
+
+/* A frame of len bytes: type ROUND (the link passes it up without
+ * decoding it), then sequence number seq. */
+static void send_seq(plink *l, uint32_t seq, size_t len)
+{
+	uint8_t *buf = calloc(1, len);
+	buf[0] = GSP_MSG_ROUND;
+	memcpy(buf + 1, &seq, 4);
+	ck_assert_int_eq(link_send(l, buf, len), 0);
+	free(buf);
+}
+
+static int want_frames;
+static bool b_has_frames(void)
+{
+	return B.frames >= want_frames;
+}
+
+START_TEST(test_frames_pass_in_order)
+{
+	connect_both();
+	link_set_max_frame(B.link, 1 << 20);
+	want_frames = 50;
+	size_t sent = 0;
+	for (uint32_t i = 1; i <= 50; i++) {
+		size_t len = 5 + (i * 997) % 60000;
+		send_seq(A.link, i, len);
+		sent += len;
+	}
+	ck_assert(run_until(b_has_frames, 5000));
+	ck_assert(B.in_order);
+	ck_assert_int_eq(B.frames, 50);
+	ck_assert_uint_eq(B.frame_bytes, sent);
+	/* Each sealed frame: header, body and tag on the wire. */
+	ck_assert_uint_ge(B.stats.rx_bytes, sent + 50 * (4 + GSP_AEAD_TAG_BYTES));
+	ck_assert_int_eq(A.downs + B.downs, 0);
+}
+END_TEST
+
+static bool a_down(void)
+{
+	return A.downs == 1;
+}
+
+static bool b_down(void)
+{
+	return B.downs == 1;
+}
+
+START_TEST(test_oversize_frame_closes_as_malformed)
+{
+	connect_both();
+	/* A accepts GSP_PROTO_CONTROL_MAX until told more. */
+	send_seq(B.link, 1, GSP_PROTO_CONTROL_MAX + 1);
+	ck_assert(run_until(a_down, 5000));
+	ck_assert_uint_eq(A.counters.rx_malformed, 1);
+	ck_assert_int_eq(A.frames, 0);
+	ck_assert_ptr_nonnull(strstr(A.why, "closed the link"));
+	/* B hears why: GOODBYE malformed, then its link ends. */
+	ck_assert(run_until(b_down, 5000));
+	ck_assert_int_eq(B.bye_reason, GSP_BYE_MALFORMED);
+}
+END_TEST
+
+/* A raw TCP client of A's listener (bytes as we choose). */
+static int raw_connect(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&listen_addr,
+				 sizeof(listen_addr)), 0);
+	return fd;
+}
+
+static bool a_closed_one(void)
+{
+	return A.counters.links_closed >= 1;
+}
+
+START_TEST(test_preauth_frame_over_cap_refused)
+{
+	int fd = raw_connect();
+	uint8_t hdr[4] = {1, 1, 0, 0};   /* 257 bytes: over the pre-auth cap */
+	ck_assert_int_eq(write(fd, hdr, 4), 4);
+	ck_assert(run_until(a_closed_one, 5000));
+	ck_assert_uint_eq(A.counters.rx_malformed, 1);
+	char c;
+	ck_assert_int_le(read(fd, &c, 1), 0);   /* closed, no reply */
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_truncated_handshake_ends_the_link)
+{
+	int fd = raw_connect();
+	uint8_t part[4 + 50] = {100};  /* announces 100, sends 50 */
+	ck_assert_int_eq(write(fd, part, sizeof(part)), (ssize_t)sizeof(part));
+	close(fd);
+	ck_assert(run_until(a_closed_one, 5000));
+	ck_assert_uint_eq(A.counters.rx_malformed, 0);
+	ck_assert_ptr_nonnull(strstr(A.why, "closed the connection during the handshake"));
+}
+END_TEST
+
+START_TEST(test_trickled_handshake_times_out_from_accept)
+{
+	A.env.hs_timeout_ms = 300;
+	A.env.ping_ms = 100;            /* the timer ticks every 25 ms */
+	int fd = raw_connect();
+	uint8_t hdr[4] = {200};
+	uint64_t t0 = uv_now(loop);
+	/* One byte every 100 ms: each arrives well inside the timeout, but
+	 * the deadline counts from the accept. */
+	for (int i = 0; i < 4 && A.counters.links_closed == 0; i++) {
+		ck_assert_int_eq(write(fd, hdr + i, 1), 1);
+		run_until(a_closed_one, 100);
+	}
+	ck_assert(run_until(a_closed_one, 2000));
+	uv_update_time(loop);
+	ck_assert_uint_lt(uv_now(loop) - t0, 1000);
+	close(fd);
+}
+END_TEST
+
+static bool a_up(void)
+{
+	return A.ups == 1;
+}
+
+/* B in a child process that is then stopped (SIGSTOP): it answers
+ * nothing, as a paused or hung daemon would. */
+START_TEST(test_silent_peer_declared_dead)
+{
+	A.env.dead_ms = 300;
+	A.env.ping_ms = 100;
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		uv_loop_fork(loop);
+		uv_close((uv_handle_t *)&listener, NULL);
+		dial();
+		uv_run(loop, UV_RUN_DEFAULT);
+		_exit(0);
+	}
+	ck_assert(run_until(a_up, 5000));
+	kill(pid, SIGSTOP);
+	uint64_t t0 = uv_now(loop);
+	ck_assert(run_until(a_down, 3000));
+	ck_assert_uint_ge(uv_now(loop) - t0, 250);
+	ck_assert_ptr_nonnull(strstr(A.why, "no frame for 300 ms"));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+END_TEST
+
+START_TEST(test_pings_keep_a_quiet_link_alive)
+{
+	A.env.dead_ms = B.env.dead_ms = 400;
+	A.env.ping_ms = B.env.ping_ms = 100;
+	connect_both();
+	run_until(a_down, 1500);
+	ck_assert_int_eq(A.downs + B.downs, 0);
+	/* A pings (B's answers keep B from ever being idle). */
+	ck_assert_uint_gt(A.stats.rtt_ns, 0);
+}
+END_TEST
+
+START_TEST(test_full_queue_closes_and_fails)
+{
+	B.env.max_queued = 1;
+	connect_both();
+	/* Without running the loop no write completes: the second frame
+	 * finds the queue over its cap. */
+	uint8_t *big = calloc(1, 1 << 20);
+	big[0] = GSP_MSG_ROUND;
+	int err = 0, sent = 0;
+	while (err == 0 && sent < 1000) {
+		err = link_send(B.link, big, 1 << 20);
+		sent++;
+		if (!B.link)
+			break;
+	}
+	free(big);
+	ck_assert_int_eq(err, -ENOBUFS);
+	ck_assert_int_eq(B.downs, 1);   /* the link closed; nothing vanished */
+	ck_assert_ptr_nonnull(strstr(B.why, "send queue full"));
+}
+END_TEST
+
+static bool b_saw_goodbye_and_down(void)
+{
+	return B.downs == 1;
+}
+
+START_TEST(test_close_sends_queued_frames_first)
+{
+	connect_both();
+	link_set_max_frame(B.link, 1 << 20);
+	for (uint32_t i = 1; i <= 20; i++)
+		send_seq(A.link, i, 500000);
+	link_close(A.link, GSP_BYE_SHUTDOWN, "bye");
+	ck_assert_int_eq(A.downs, 1);   /* down comes from inside link_close */
+	ck_assert_ptr_null(A.link);
+	ck_assert(run_until(b_saw_goodbye_and_down, 5000));
+	ck_assert_int_eq(B.frames, 20);
+	ck_assert(B.in_order);
+	ck_assert_int_eq(B.goodbyes, 1);
+	ck_assert_int_eq(B.bye_reason, GSP_BYE_SHUTDOWN);
+	ck_assert_str_eq(B.why, "");    /* a GOODBYE is not a failure */
+}
+END_TEST
+
+START_TEST(test_unlisted_initiator_refused)
+{
+	A.expect_key = NULL;
+	dial();
+	ck_assert(run_until(b_down, 5000));
+	ck_assert_int_eq(A.ups + B.ups, 0);
+	ck_assert_ptr_nonnull(strstr(B.why, "during the handshake"));
+}
+END_TEST
+
+START_TEST(test_connect_refused_names_the_address)
+{
+	uv_close((uv_handle_t *)&listener, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+	dial();
+	ck_assert(run_until(b_down, 5000));
+	char want[64];
+	snprintf(want, sizeof(want), "connect to 127.0.0.1:%u: connection refused",
+		 ntohs(listen_addr.sin_port));
+	ck_assert_str_eq(B.why, want);
+}
+END_TEST
+
+int main(void)
+{
+	if (sodium_init() < 0)
+		return EXIT_FAILURE;
+	signal(SIGPIPE, SIG_IGN);
+	Suite *s = suite_create("daemon-link");
+	TCase *tc = tcase_create("link");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_frames_pass_in_order);
+	tcase_add_test(tc, test_oversize_frame_closes_as_malformed);
+	tcase_add_test(tc, test_preauth_frame_over_cap_refused);
+	tcase_add_test(tc, test_truncated_handshake_ends_the_link);
+	tcase_add_test(tc, test_trickled_handshake_times_out_from_accept);
+	tcase_add_test(tc, test_silent_peer_declared_dead);
+	tcase_add_test(tc, test_pings_keep_a_quiet_link_alive);
+	tcase_add_test(tc, test_full_queue_closes_and_fails);
+	tcase_add_test(tc, test_close_sends_queued_frames_first);
+	tcase_add_test(tc, test_unlisted_initiator_refused);
+	tcase_add_test(tc, test_connect_refused_names_the_address);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
