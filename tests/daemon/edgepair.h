@@ -1,0 +1,252 @@
+/*
+ * A pair of daemons' edge sets for tests, with no network: each end has
+ * its own engine node over its own parameters and one edge to the other;
+ * frames one end sends wait in a queue until the test delivers them, so
+ * a test scripts every interleaving (and, later, every fault).  A step is
+ * what daemon/step.c does on the loop: begin, the engine step, done.
+ * Header-only, static functions.
+ */
+#ifndef GSP_TEST_EDGEPAIR_H
+#define GSP_TEST_EDGEPAIR_H
+
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edge.h"
+
+#define EP_QUEUE 64
+
+typedef struct ep_frame {
+	uint8_t *data;
+	size_t len;
+} ep_frame;
+
+typedef struct ep_end ep_end;
+struct ep_end {
+	edge_set set;
+	edge *e;
+	counters counters;
+	gsp_peer_config cfg;
+	gsp_layout *layout;
+	float *params;
+	size_t n_floats;
+	gsp_node *node;
+	bool session;            /* the fake session is up */
+	ep_end *other;
+	ep_frame out[EP_QUEUE];  /* sent, not yet delivered */
+	unsigned n_out;
+	int closes, accepted, changes;
+	uint16_t close_reason;
+	char error[512];
+	uint32_t max_frame;
+};
+
+typedef struct edgepair {
+	ep_end a, b;             /* a is the lo end */
+} edgepair;
+
+static void ep_end_session(ep_end *x);
+
+static int ep_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
+{
+	ep_end *x = ctx;
+	ck_assert(x->session);
+	ck_assert_uint_lt(x->n_out, EP_QUEUE);
+	x->out[x->n_out].data = malloc(len);
+	memcpy(x->out[x->n_out].data, pt, len);
+	x->out[x->n_out++].len = len;
+	return 0;
+}
+
+/* The session ends at both ends, as a link close does; frames in flight
+ * are lost. */
+static void ep_close(void *ctx, edge *e, uint16_t reason, const char *text)
+{
+	ep_end *x = ctx;
+	x->closes++;
+	x->close_reason = reason;
+	ep_end_session(x);
+}
+
+static void ep_error(void *ctx, edge *e, const char *text)
+{
+	ep_end *x = ctx;
+	snprintf(x->error, sizeof(x->error), "%s", text);
+}
+
+static void ep_accepted(void *ctx, edge *e)
+{
+	((ep_end *)ctx)->accepted++;
+}
+
+static void ep_max_frame(void *ctx, edge *e, uint32_t max_body)
+{
+	((ep_end *)ctx)->max_frame = max_body;
+}
+
+static void ep_changed(void *ctx)
+{
+	((ep_end *)ctx)->changes++;
+}
+
+static uint16_t ep_degree(void *ctx)
+{
+	return 1;
+}
+
+static const edge_ops ep_ops = {
+	.send = ep_send, .close = ep_close, .error = ep_error,
+	.accepted = ep_accepted, .set_max_frame = ep_max_frame,
+	.changed = ep_changed, .degree = ep_degree,
+};
+
+static void ep_drop_queue(ep_end *x)
+{
+	for (unsigned i = 0; i < x->n_out; i++)
+		free(x->out[i].data);
+	x->n_out = 0;
+}
+
+static void ep_end_session(ep_end *x)
+{
+	ep_end *y = x->other;
+	if (x->session) {
+		x->session = false;
+		edge_session_down(x->e);
+	}
+	if (y->session) {
+		y->session = false;
+		edge_session_down(y->e);
+	}
+	ep_drop_queue(x);
+	ep_drop_queue(y);
+}
+
+/* One end: parameters value0 + i * slope, a node with `cfg`, the model
+ * attached (fingerprint byte fp). */
+static void ep_end_init(ep_end *x, const char *spec, const gsp_config *cfg,
+			float value0, float slope, uint8_t fp, bool lo)
+{
+	memset(x, 0, sizeof(*x));
+	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
+	x->cfg.index = -1;
+	x->e = edge_add(&x->set, &x->cfg, lo ? "lo" : "hi", lo);
+	ck_assert_ptr_nonnull(x->e);
+	ck_assert_int_eq(gsp_layout_parse(spec, &x->layout), 0);
+	x->n_floats = gsp_layout_floats(x->layout);
+	x->params = malloc(x->n_floats * sizeof(float));
+	for (size_t i = 0; i < x->n_floats; i++)
+		x->params[i] = value0 + slope * (float)((i * 7919) % 101);
+	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
+	edge_model m = {.node = x->node, .layout = x->layout, .method = (uint8_t)cfg->method,
+			.rank = (uint16_t)cfg->rank, .summary = "test model",
+			.max_payload = 1 << 20};
+	memset(m.fingerprint, fp, sizeof(m.fingerprint));
+	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
+}
+
+static void ep_init(edgepair *p, const char *spec, const gsp_config *cfg)
+{
+	ep_end_init(&p->a, spec, cfg, 1.0f, 0.01f, 1, true);
+	ep_end_init(&p->b, spec, cfg, -2.0f, 0.03f, 1, false);
+	p->a.other = &p->b;
+	p->b.other = &p->a;
+}
+
+static void ep_end_free(ep_end *x)
+{
+	ep_drop_queue(x);
+	edges_detach(&x->set);
+	edge_set_free(&x->set);
+	gsp_node_free(x->node);
+	gsp_layout_free(x->layout);
+	free(x->params);
+}
+
+static void ep_free(edgepair *p)
+{
+	ep_end_free(&p->a);
+	ep_end_free(&p->b);
+}
+
+/* A session comes up at both ends with one shared seed. */
+static void ep_session_up(edgepair *p, uint8_t seed_byte)
+{
+	uint8_t seed[GSP_SEED_BYTES];
+	memset(seed, seed_byte, sizeof(seed));
+	p->a.session = p->b.session = true;
+	edge_session_up(p->a.e, seed);
+	edge_session_up(p->b.e, seed);
+}
+
+/* Delivers x's oldest queued frame to the other end; returns what
+ * edge_frame returned (a malformed frame closes the session, as the link
+ * does), or 1 when the queue was empty. */
+static int ep_deliver_one(ep_end *x)
+{
+	if (x->n_out == 0)
+		return 1;
+	ep_frame f = x->out[0];
+	memmove(x->out, x->out + 1, (x->n_out - 1) * sizeof(*x->out));
+	x->n_out--;
+	int err = edge_frame(x->other->e, f.data, f.len);
+	free(f.data);
+	if (err < 0)
+		ep_close(x->other, x->other->e, GSP_BYE_MALFORMED, "malformed");
+	return err;
+}
+
+/* Delivers everything queued, both ways, until both queues are empty. */
+static void ep_pump(edgepair *p)
+{
+	while (p->a.n_out || p->b.n_out) {
+		if (p->a.n_out)
+			ck_assert_int_eq(ep_deliver_one(&p->a), 0);
+		if (p->b.n_out)
+			ck_assert_int_eq(ep_deliver_one(&p->b), 0);
+	}
+}
+
+/* One STEP on the loop, as step.c runs it. */
+static int ep_step(ep_end *x)
+{
+	uint32_t applied, skipped;
+	edges_step_begin(&x->set, &applied, &skipped);
+	int r = gsp_node_step(x->node);
+	if (r >= 0)
+		edges_step_done(&x->set);
+	return r;
+}
+
+static gsp_edge_info ep_info(const ep_end *x)
+{
+	gsp_edge_info info;
+	ck_assert_int_eq(gsp_node_edge_info(x->node, 0, &info), 0);
+	return info;
+}
+
+/* Sum over both ends' parameters (double). */
+static double ep_sum(const edgepair *p)
+{
+	double s = 0;
+	for (size_t i = 0; i < p->a.n_floats; i++)
+		s += (double)p->a.params[i] + p->b.params[i];
+	return s;
+}
+
+/* Norm of a - b. */
+static double ep_distance(const edgepair *p)
+{
+	double s = 0;
+	for (size_t i = 0; i < p->a.n_floats; i++) {
+		double d = (double)p->a.params[i] - p->b.params[i];
+		s += d * d;
+	}
+	return sqrt(s);
+}
+
+#endif

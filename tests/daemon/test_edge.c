@@ -1,0 +1,330 @@
+/* Unit tests of the edge state machine (daemon/edge.h), driven by
+ * scripted events through tests/daemon/edgepair.h: the MODEL/RESYNC
+ * sequence, rounds that conserve the pair's sum, early and deferred
+ * rounds, generations, refusals, and ending a session with rounds in
+ * flight. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "edgepair.h"
+
+static gsp_config config(gsp_method method, unsigned rank)
+{
+	gsp_config c;
+	gsp_config_default(&c);
+	c.method = method;
+	c.rank = rank;
+	return c;
+}
+
+static void up(edgepair *p)
+{
+	ep_session_up(p, 5);
+	ep_pump(p);
+	ck_assert_int_eq(p->a.e->state, EDGE_UP);
+	ck_assert_int_eq(p->b.e->state, EDGE_UP);
+	ck_assert(p->a.e->up && p->b.e->up);
+}
+
+/* Both ends step, then every frame is delivered. */
+static void round_trip(edgepair *p)
+{
+	ck_assert_int_ge(ep_step(&p->a), 0);
+	ck_assert_int_ge(ep_step(&p->b), 0);
+	ep_pump(p);
+}
+
+static void apply_both(edgepair *p)
+{
+	ck_assert_int_ge(gsp_node_apply(p->a.node), 0);
+	ck_assert_int_ge(gsp_node_apply(p->b.node), 0);
+}
+
+START_TEST(test_model_resync_up)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 2);
+	ep_init(&p, "20x30,7", &c);
+	ep_session_up(&p, 5);
+	ck_assert_int_eq(p.a.e->state, EDGE_WAIT_MODEL);
+	ck_assert_uint_eq(p.a.n_out, 1);          /* MODEL */
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);
+	ck_assert_int_eq(p.b.e->state, EDGE_WAIT_RESYNC);
+	ck_assert_int_eq(p.b.accepted, 1);
+	ep_pump(&p);
+	ck_assert_int_eq(p.a.e->state, EDGE_UP);
+	ck_assert_int_eq(p.b.e->state, EDGE_UP);
+	ck_assert_uint_eq(p.a.e->generation, p.b.e->generation);
+	ck_assert_uint_eq(p.a.e->generation, 1);
+	ck_assert_uint_gt(p.a.max_frame, GSP_PROTO_CONTROL_MAX);
+	ck_assert_int_eq(ep_info(&p.a).role, GSP_ROLE_LO);
+	ck_assert_int_eq(ep_info(&p.b).role, GSP_ROLE_HI);
+	ep_free(&p);
+}
+END_TEST
+
+/* The pair's sum is what gossip must never move; their distance falls. */
+static void conserve(gsp_method method, unsigned rank)
+{
+	edgepair p;
+	gsp_config c = config(method, rank);
+	ep_init(&p, "20x30,7", &c);
+	up(&p);
+	double sum0 = ep_sum(&p), dist0 = ep_distance(&p);
+	for (int t = 0; t < 30; t++)
+		round_trip(&p);
+	apply_both(&p);
+	ck_assert_uint_eq(p.a.e->rounds_completed, 30);
+	ck_assert_uint_eq(p.b.e->rounds_completed, 30);
+	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+	ck_assert_double_lt(ep_distance(&p), 0.5 * dist0);
+	ep_free(&p);
+}
+
+START_TEST(test_rounds_conserve_powergossip)
+{
+	conserve(GSP_METHOD_POWERGOSSIP, 1);
+}
+END_TEST
+
+START_TEST(test_rounds_conserve_exact)
+{
+	conserve(GSP_METHOD_EXACT, 1);
+}
+END_TEST
+
+START_TEST(test_early_round_waits_for_our_projection)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 1);
+	ep_init(&p, "16x16", &c);
+	up(&p);
+	double sum0 = ep_sum(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);        /* a: round 1 out */
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0); /* b has not stepped */
+	ck_assert_ptr_nonnull(p.b.e->early);
+	ck_assert_uint_eq(p.b.e->early_round, 1);
+	ck_assert_int_ge(ep_step(&p.b), 0);        /* b projects, uses it */
+	ck_assert_ptr_null(p.b.e->early);
+	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_COMPLETED);
+	ep_pump(&p);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
+	apply_both(&p);
+	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+	/* A second early round for the same round is malformed. */
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_round_two_ahead_is_malformed)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "8", &c);
+	up(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);      /* early round 1 */
+	/* a cannot send round 2 before round 1 completes; forge one. */
+	gsp_msg_round r = {.degree = 1, .generation = p.a.e->generation, .round = 3};
+	uint8_t payload[32] = {0}, buf[128];
+	size_t n;
+	r.payload = payload;
+	r.payload_len = sizeof(payload);
+	ck_assert_int_eq(gsp_msg_round_encode(&r, buf, sizeof(buf), &n), 0);
+	ck_assert_int_eq(edge_frame(p.b.e, buf, n), -EBADMSG);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_round_while_busy_is_deferred_then_used)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "40", &c);
+	up(&p);
+	double sum0 = ep_sum(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	p.b.set.busy = true;                       /* b's engine off the loop */
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);
+	ck_assert_uint_eq(p.b.e->n_deferred, 1);
+	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_IN_FLIGHT);
+	p.b.set.busy = false;
+	edges_after_busy(&p.b.set, true);
+	ck_assert_uint_eq(p.b.e->n_deferred, 0);
+	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_COMPLETED);
+	ep_pump(&p);
+	apply_both(&p);
+	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_session_end_while_busy_completes_the_round_first)
+{
+	/* b had already completed round 1 with a's message; a's engine was
+	 * busy when b's message and then the end of the session came: a must
+	 * complete the round too, or the pair's sum moves. */
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "40", &c);
+	up(&p);
+	double sum0 = ep_sum(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);  /* b completes */
+	p.a.set.busy = true;
+	ck_assert_int_eq(ep_deliver_one(&p.b), 0);  /* kept at a */
+	p.a.session = false;
+	edge_session_down(p.a.e);
+	ck_assert(p.a.e->down_deferred);
+	p.a.set.busy = false;
+	edges_after_busy(&p.a.set, true);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
+	ck_assert(!ep_info(&p.a).active);
+	apply_both(&p);
+	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_session_down_disables_the_edge)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 1);
+	ep_init(&p, "10x10", &c);
+	up(&p);
+	round_trip(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);     /* round 2 in flight at a */
+	ep_end_session(&p.a);
+	ck_assert_int_eq(p.a.e->state, EDGE_DOWN);
+	ck_assert(!p.a.e->up);
+	ck_assert(!ep_info(&p.a).active);
+	ck_assert_int_gt(p.a.changes, 0);
+	/* A new session starts the next generation, both ends agreeing. */
+	ep_session_up(&p, 9);
+	ep_pump(&p);
+	ck_assert_int_eq(p.a.e->state, EDGE_UP);
+	ck_assert_uint_eq(p.a.e->generation, p.b.e->generation);
+	ck_assert(ep_info(&p.a).active);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_old_generation_round_is_malformed)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "12", &c);
+	up(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ep_frame stale = p.a.out[0];
+	p.a.out[0].data = NULL;
+	p.a.n_out = 0;
+	ck_assert_uint_eq(p.b.e->generation, 1);
+	/* Generation 1 against a b whose generation moved on. */
+	p.b.e->generation = 2;
+	ck_assert_int_eq(edge_frame(p.b.e, stale.data, stale.len), -EBADMSG);
+	free(stale.data);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_fingerprint_mismatch_closes)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 1);
+	ep_end_init(&p.a, "10x10", &c, 0, 1, 1, true);
+	ep_end_init(&p.b, "10x10", &c, 0, 1, 2, false);   /* other fingerprint */
+	p.a.other = &p.b;
+	p.b.other = &p.a;
+	ep_session_up(&p, 1);
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);
+	ck_assert_int_eq(p.b.closes, 1);
+	ck_assert_int_eq(p.b.close_reason, GSP_BYE_FINGERPRINT);
+	ck_assert_ptr_nonnull(strstr(p.b.error, "model mismatch"));
+	ck_assert_uint_eq(p.b.counters.fingerprint_mismatch, 1);
+	ck_assert_int_eq(p.b.e->state, EDGE_DOWN);
+	ck_assert_int_eq(p.b.accepted, 0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_round_before_model_is_malformed)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "12", &c);
+	ep_session_up(&p, 1);
+	gsp_msg_round r = {.degree = 1, .generation = 1, .round = 1};
+	uint8_t payload[48] = {0}, buf[128];
+	size_t n;
+	r.payload = payload;
+	r.payload_len = sizeof(payload);
+	ck_assert_int_eq(gsp_msg_round_encode(&r, buf, sizeof(buf), &n), 0);
+	ck_assert_int_eq(edge_frame(p.b.e, buf, n), -EBADMSG);
+	ck_assert_int_eq(edge_frame(p.b.e, (const uint8_t *)"\x03", 1) < 0, 1);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_no_model_at_one_end_idles)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "12", &c);
+	edges_detach(&p.b.set);
+	ep_session_up(&p, 1);
+	ep_pump(&p);
+	ck_assert_int_eq(p.a.e->state, EDGE_IDLE);
+	ck_assert_int_eq(p.b.e->state, EDGE_IDLE);
+	ck_assert_int_eq(p.a.accepted + p.b.accepted, 2);
+	ck_assert_int_eq(p.a.closes + p.b.closes, 0);
+	/* Re-attach so ep_free detaches a live model. */
+	edge_model m = p.a.set.model;
+	m.node = p.b.node;
+	ck_assert_int_eq(edges_attach(&p.b.set, &m), 0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_staleness_never_underflows_during_a_step)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "12", &c);
+	up(&p);
+	round_trip(&p);
+	uint32_t applied, skipped;
+	edges_step_begin(&p.a.set, &applied, &skipped);   /* a step starts */
+	ck_assert_uint_eq(applied, 1);
+	ck_assert_uint_eq(edge_staleness(p.a.e), 0);
+	ck_assert_uint_eq(edges_max_staleness(&p.a.set), 0);
+	ep_free(&p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("daemon-edge");
+	TCase *tc = tcase_create("edge");
+	tcase_add_test(tc, test_model_resync_up);
+	tcase_add_test(tc, test_rounds_conserve_powergossip);
+	tcase_add_test(tc, test_rounds_conserve_exact);
+	tcase_add_test(tc, test_early_round_waits_for_our_projection);
+	tcase_add_test(tc, test_round_two_ahead_is_malformed);
+	tcase_add_test(tc, test_round_while_busy_is_deferred_then_used);
+	tcase_add_test(tc, test_session_end_while_busy_completes_the_round_first);
+	tcase_add_test(tc, test_session_down_disables_the_edge);
+	tcase_add_test(tc, test_old_generation_round_is_malformed);
+	tcase_add_test(tc, test_fingerprint_mismatch_closes);
+	tcase_add_test(tc, test_round_before_model_is_malformed);
+	tcase_add_test(tc, test_no_model_at_one_end_idles);
+	tcase_add_test(tc, test_staleness_never_underflows_during_a_step);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
