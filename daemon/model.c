@@ -120,7 +120,8 @@ int model_register(model *m, void *owner, const char *trainer,
 	gsp_wire_tensor *wire = NULL;
 	int err = gsp_api_register_decode(body, len, &reg);
 	if (err) {
-		snprintf(err_text, err_len, "malformed REGISTER");
+		snprintf(err_text, err_len, "malformed REGISTER: %s", gsp_strerror(err));
+		err = -EBADMSG;
 		goto refuse;
 	}
 	if (m->registered) {

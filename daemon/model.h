@@ -37,7 +37,8 @@ void model_init(model *m, mesh *ms, const gsp_config *engine);
 /* REGISTER from owner (HELLO name trainer): body is the request, fd the
  * buffer it passed (-1 if none).  The call always takes fd: it is the
  * model's on success and closed on failure.  On failure the reason is in
- * err.  Every session is then closed, so it redials with the new MODEL. */
+ * err; -EBADMSG means the request itself is malformed.  Every session is
+ * then closed, so it redials with the new MODEL. */
 int model_register(model *m, void *owner, const char *trainer,
 		   const uint8_t *body, size_t len, int fd, char *err,
 		   size_t err_len);

@@ -1,0 +1,387 @@
+/* Unit tests of the step and model layers (daemon/step.h, model.h) on a
+ * real libuv loop with no network: REGISTER's fd ownership, the STEP,
+ * DRAIN and AVERAGE states, callbacks that are never synchronous and
+ * never follow a failed start, and DETACH during each state (a scripted
+ * edge, fed frames by hand, holds a round in flight). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "step.h"
+
+static uv_loop_t *loop;
+static gsp_daemon_config cfg;
+static gsp_keypair key;
+static counters ctrs;
+static mesh ms;
+static model mdl;
+static stepper st;
+
+typedef struct client {
+	int calls;
+	step_result last;
+} client;
+
+static void on_done(void *c, const step_result *r)
+{
+	client *x = c;
+	x->calls++;
+	x->last = *r;
+}
+
+/* n_peers peers with no Endpoint (nothing is dialled). */
+static void setup_peers(size_t n_peers)
+{
+	loop = calloc(1, sizeof(*loop));
+	ck_assert_int_eq(uv_loop_init(loop), 0);
+	gsp_daemon_config_default(&cfg);
+	cfg.engine.method = GSP_METHOD_EXACT;
+	gsp_keypair_generate(&key);
+	cfg.peers = calloc(n_peers + 1, sizeof(*cfg.peers));
+	cfg.n_peers = n_peers;
+	for (size_t i = 0; i < n_peers; i++) {
+		gsp_keypair k;
+		gsp_keypair_generate(&k);
+		memcpy(cfg.peers[i].public_key, k.pub, sizeof(k.pub));
+		cfg.peers[i].index = -1;
+	}
+	memset(&ctrs, 0, sizeof(ctrs));
+	char err[256];
+	ck_assert_int_eq(mesh_init(&ms, loop, &key, &ctrs, &cfg, err, sizeof(err)), 0);
+	model_init(&mdl, &ms, &cfg.engine);
+	step_init(&st, loop, &mdl, cfg.max_staleness);
+	mesh_set_changed(&ms, step_edges_changed, &st);
+}
+
+static void setup(void)
+{
+	setup_peers(0);
+}
+
+static void setup_one_peer(void)
+{
+	setup_peers(1);
+}
+
+static void teardown(void)
+{
+	while (step_busy(&st))
+		uv_run(loop, UV_RUN_ONCE);
+	step_detach(&st);
+	step_close(&st);
+	uv_run(loop, UV_RUN_DEFAULT);
+	mesh_free(&ms);
+	gsp_daemon_config_clear(&cfg);
+	ck_assert_int_eq(uv_loop_close(loop), 0);
+	free(loop);
+}
+
+/* A buffer of n floats: a memfd, sealed unless told otherwise. */
+static int buffer(size_t n, bool sealed)
+{
+	int fd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)(n * 4)), 0);
+	float *p = mmap(NULL, n * 4, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)i;
+	munmap(p, n * 4);
+	if (sealed)
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	return fd;
+}
+
+static size_t register_body(size_t n, uint64_t bytes, uint8_t *buf, size_t cap)
+{
+	gsp_wire_tensor t = {.name = "w", .name_len = 1, .ndim = 1, .dims = {n}};
+	gsp_api_register reg = {.buffer_bytes = bytes};
+	size_t len;
+	ck_assert_int_eq(gsp_api_register_encode(&reg, &t, 1, buf, cap, &len), 0);
+	return len;
+}
+
+static bool fd_open(int fd)
+{
+	return fcntl(fd, F_GETFD) != -1 || errno != EBADF;
+}
+
+static int do_register(void *owner, size_t n, bool sealed, int *ret_fd)
+{
+	uint8_t body[256];
+	char err[256];
+	size_t len = register_body(n, n * 4, body, sizeof(body));
+	int fd = buffer(n, sealed);
+	if (ret_fd)
+		*ret_fd = fd;
+	return model_register(&mdl, owner, "test", body, len, fd, err, sizeof(err));
+}
+
+/* ---- REGISTER's fd ---------------------------------------------------- */
+
+START_TEST(test_register_takes_the_fd_on_every_outcome)
+{
+	client a, b;
+	char err[256];
+	uint8_t body[256];
+	int fd;
+	/* Malformed (cut short): the fd is closed, not leaked. */
+	fd = buffer(8, true);
+	size_t cut = register_body(8, 32, body, sizeof(body)) - 3;
+	ck_assert_int_eq(model_register(&mdl, &a, "a", body, cut, fd, err, sizeof(err)),
+			 -EBADMSG);
+	ck_assert(!fd_open(fd));
+	/* Unsealed: refused with the reason, fd closed. */
+	ck_assert_int_eq(do_register(&a, 8, false, &fd), -EPERM);
+	ck_assert(!fd_open(fd));
+	/* Too small for its tensors. */
+	fd = buffer(4, true);
+	size_t len = register_body(8, 32, body, sizeof(body));
+	ck_assert_int_eq(model_register(&mdl, &a, "a", body, len, fd, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert(!fd_open(fd));
+	/* Accepted: the model's. */
+	ck_assert_int_eq(do_register(&a, 8, true, &fd), 0);
+	ck_assert(fd_open(fd));
+	ck_assert(mdl.registered);
+	/* Another trainer meanwhile: refused, its fd closed, ours kept. */
+	int fd2;
+	ck_assert_int_eq(do_register(&b, 8, true, &fd2), -EBUSY);
+	ck_assert(!fd_open(fd2));
+	ck_assert(fd_open(fd));
+	step_detach(&st);
+	ck_assert(!mdl.registered);
+	ck_assert(!fd_open(fd));
+}
+END_TEST
+
+START_TEST(test_unsealed_refusal_names_the_seals)
+{
+	uint8_t body[256];
+	char err[256];
+	size_t len = register_body(8, 32, body, sizeof(body));
+	ck_assert_int_eq(model_register(&mdl, NULL, "t", body, len, buffer(8, false),
+					err, sizeof(err)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "F_SEAL_SHRINK"));
+}
+END_TEST
+
+/* ---- STEP, DRAIN, AVERAGE --------------------------------------------- */
+
+static void run_until_calls(client *c, int calls)
+{
+	for (int i = 0; i < 10000 && c->calls < calls; i++)
+		uv_run(loop, UV_RUN_ONCE);
+	ck_assert_int_eq(c->calls, calls);
+}
+
+START_TEST(test_step_reply_is_never_synchronous)
+{
+	client c = {0};
+	ck_assert_int_eq(do_register(&c, 16, true, NULL), 0);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(c.calls, 0);
+	ck_assert_int_eq(st.state, STEP_REPLY);
+	run_until_calls(&c, 1);
+	ck_assert_int_eq(c.last.err, 0);
+	ck_assert(!c.last.average);
+	ck_assert_uint_eq(c.last.step.step, 1);
+	ck_assert_int_eq(st.state, STEP_IDLE);
+}
+END_TEST
+
+START_TEST(test_failed_start_never_calls_back)
+{
+	client c = {0}, d = {0};
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), -ENOENT);
+	ck_assert_int_eq(do_register(&c, 16, true, NULL), 0);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(step_start(&st, &d, 0, on_done), -EBUSY);
+	gsp_api_average avg = {.target = 1e-3};
+	ck_assert_int_eq(step_average(&st, &d, &avg, on_done), -EBUSY);
+	run_until_calls(&c, 1);
+	uv_run(loop, UV_RUN_NOWAIT);
+	ck_assert_int_eq(d.calls, 0);
+}
+END_TEST
+
+START_TEST(test_drain_and_average_without_edges)
+{
+	client c = {0};
+	ck_assert_int_eq(do_register(&c, 16, true, NULL), 0);
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(c.calls, 0);
+	run_until_calls(&c, 1);
+	ck_assert_int_eq(c.last.err, 0);
+	gsp_api_average avg = {.target = 1e-3};
+	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	ck_assert_int_eq(c.calls, 1);
+	run_until_calls(&c, 2);
+	ck_assert(c.last.average);
+	ck_assert_int_eq(c.last.err, 0);
+	ck_assert_uint_eq(c.last.avg.rounds, 0);
+	ck_assert(!c.last.avg.reached);
+}
+END_TEST
+
+/* The engine step on the thread pool, slowed so the test acts inside. */
+static void offload_slowly(void)
+{
+	st.offload_floats = 0;
+	st.test_delay_ms = 200;
+}
+
+START_TEST(test_detach_during_an_offloaded_step_waits_for_it)
+{
+	client c = {0};
+	int fd;
+	offload_slowly();
+	ck_assert_int_eq(do_register(&c, 1024, true, &fd), 0);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_RUN);
+	ck_assert(step_busy(&st));
+	step_detach(&st);
+	/* The worker still uses the node and the mapping. */
+	ck_assert(mdl.registered);
+	ck_assert(fd_open(fd));
+	run_until_calls(&c, 1);
+	ck_assert_int_eq(c.last.err, 0);
+	ck_assert_uint_eq(c.last.step.step, 1);
+	ck_assert(!mdl.registered);
+	ck_assert(!fd_open(fd));
+}
+END_TEST
+
+START_TEST(test_client_gone_during_an_offloaded_step)
+{
+	/* What the API does when a reply fails and closes the client while
+	 * its STEP runs: forget the client, then detach.  The step ends, no
+	 * callback reaches the gone client, and then the model goes. */
+	client c = {0};
+	offload_slowly();
+	ck_assert_int_eq(do_register(&c, 1024, true, NULL), 0);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	step_forget(&st, &c);
+	step_detach(&st);
+	ck_assert(mdl.registered);
+	while (step_busy(&st) || st.state == STEP_REPLY)
+		uv_run(loop, UV_RUN_ONCE);
+	ck_assert_int_eq(c.calls, 0);
+	ck_assert(!mdl.registered);
+	ck_assert_int_eq(st.state, STEP_IDLE);
+}
+END_TEST
+
+/* Brings the one peer's edge up by hand (no session: frames it sends
+ * are dropped), so a projected round stays in flight for ever. */
+static void edge_up_by_hand(void)
+{
+	edge *e = &ms.edges.edge[0];
+	uint8_t seed[GSP_SEED_BYTES] = {3}, buf[512];
+	size_t n;
+	edge_session_up(e, seed);
+	gsp_msg_model m = {.version = GSP_PROTO_VERSION, .method = (uint8_t)cfg.engine.method,
+			   .rank = (uint16_t)cfg.engine.rank, .n_tensors = 1,
+			   .n_floats = gsp_layout_floats(mdl.layout),
+			   .summary = mdl.summary, .summary_len = strlen(mdl.summary)};
+	memcpy(m.fingerprint, mdl.fingerprint, sizeof(m.fingerprint));
+	ck_assert_int_eq(gsp_msg_model_encode(&m, buf, sizeof(buf), &n), 0);
+	ck_assert_int_eq(edge_frame(e, buf, n), 0);
+	gsp_msg_resync rs = {.generation = 0};
+	ck_assert_int_eq(gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n), 0);
+	ck_assert_int_eq(edge_frame(e, buf, n), 0);
+	ck_assert(e->up);
+}
+
+START_TEST(test_detach_during_a_waiting_step_ends_it)
+{
+	client c = {0};
+	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
+	edge_up_by_hand();
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_SYNC, on_done), 0);
+	run_until_calls(&c, 1);                  /* round 1 projected, in flight */
+	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_SYNC, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_WAIT);
+	uv_run(loop, UV_RUN_NOWAIT);
+	ck_assert_int_eq(c.calls, 1);            /* still waiting */
+	step_detach(&st);
+	ck_assert(!mdl.registered);
+	run_until_calls(&c, 2);
+	ck_assert_int_eq(c.last.err, -ECANCELED);
+}
+END_TEST
+
+START_TEST(test_detach_during_drain_and_average_ends_them)
+{
+	client c = {0};
+	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
+	edge_up_by_hand();
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	run_until_calls(&c, 1);
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_DRAIN);
+	step_detach(&st);
+	run_until_calls(&c, 2);
+	ck_assert_int_eq(c.last.err, -ECANCELED);
+
+	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
+	edge_up_by_hand();
+	gsp_api_average avg = {.target = 1e-6, .time_limit_ms = 60000};
+	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_AVERAGE);   /* its round is out */
+	step_detach(&st);
+	run_until_calls(&c, 3);
+	ck_assert(c.last.average);
+	ck_assert_int_eq(c.last.err, -ECANCELED);
+}
+END_TEST
+
+START_TEST(test_average_time_limit_ends_it)
+{
+	client c = {0};
+	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
+	edge_up_by_hand();
+	gsp_api_average avg = {.target = 1e-6, .time_limit_ms = 50};
+	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	run_until_calls(&c, 1);
+	ck_assert_int_eq(c.last.err, 0);
+	ck_assert_uint_eq(c.last.avg.rounds, 1);
+	ck_assert(!c.last.avg.reached);
+	ck_assert(mdl.registered);
+}
+END_TEST
+
+int main(void)
+{
+	if (sodium_init() < 0)
+		return EXIT_FAILURE;
+	Suite *s = suite_create("daemon-step");
+	TCase *tc = tcase_create("no peers");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_register_takes_the_fd_on_every_outcome);
+	tcase_add_test(tc, test_unsealed_refusal_names_the_seals);
+	tcase_add_test(tc, test_step_reply_is_never_synchronous);
+	tcase_add_test(tc, test_failed_start_never_calls_back);
+	tcase_add_test(tc, test_drain_and_average_without_edges);
+	tcase_add_test(tc, test_detach_during_an_offloaded_step_waits_for_it);
+	tcase_add_test(tc, test_client_gone_during_an_offloaded_step);
+	suite_add_tcase(s, tc);
+	TCase *t1 = tcase_create("one peer");
+	tcase_add_checked_fixture(t1, setup_one_peer, teardown);
+	tcase_add_test(t1, test_detach_during_a_waiting_step_ends_it);
+	tcase_add_test(t1, test_detach_during_drain_and_average_ends_them);
+	tcase_add_test(t1, test_average_time_limit_ends_it);
+	suite_add_tcase(s, t1);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
