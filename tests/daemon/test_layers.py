@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""The daemon's layers (daemon/daemon.h, docs/ARCHITECTURE.md): every
+daemon/ file includes and calls only modules of its own layer or below.
+A call is a module's prefix (link_, peers_, edge_ ...) followed by '('.
+
+usage: test_layers.py DAEMON_DIR [--graph]
+"""
+import os
+import re
+import sys
+
+# Bottom to top; a module may use those before it.
+LAYERS = ["rxbuf", "link", "peers", "edge", "mesh", "model", "step",
+          "status", "api", "main"]
+# Files of a module other than <module>.c/.h.
+FILES = {"link_handshake.c": "link", "link_impl.h": "link",
+         "edges.c": "edge", "daemon.h": "status"}
+# Modules beside the layers, usable by all: not checked.
+SHARED = {"config", "endpoint", "handshake", "log", "text", "counters"}
+PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
+          "edges": "edge", "mesh": "mesh", "model": "model", "step": "step",
+          "status": "status", "api": "api"}
+CALL = re.compile(r"\b(%s)_[a-z_0-9]+\s*\(" % "|".join(PREFIX))
+INCLUDE = re.compile(r'#include "([a-z_]+)\.h"')
+
+
+def module_of(name):
+    if name in FILES:
+        return FILES[name]
+    return os.path.splitext(name)[0]
+
+
+def strip_comments(text):
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+
+
+def main():
+    d = sys.argv[1]
+    errors, graph = [], []
+    for name in sorted(os.listdir(d)):
+        if not name.endswith((".c", ".h")):
+            continue
+        mod = module_of(name)
+        if mod in SHARED:
+            continue
+        if mod not in LAYERS:
+            errors.append("%s: module %s is not in the layer list" % (name, mod))
+            continue
+        rank = LAYERS.index(mod)
+        text = strip_comments(open(os.path.join(d, name)).read())
+        for inc in INCLUDE.findall(text):
+            m = module_of(inc + ".h")
+            graph.append("%s -> %s.h" % (name, inc))
+            if m in LAYERS and LAYERS.index(m) > rank:
+                errors.append("%s includes %s.h, a layer above it" % (name, inc))
+        for prefix in set(CALL.findall(text)):
+            m = PREFIX[prefix]
+            if LAYERS.index(m) > rank:
+                errors.append("%s calls %s_*(), a layer above it" % (name, prefix))
+    if "--graph" in sys.argv:
+        print("\n".join(graph))
+    for e in errors:
+        print("FAIL: " + e)
+    print("%d files checked, %d violations" % (len(graph) and len(set(
+        g.split(" ")[0] for g in graph)), len(errors)))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
