@@ -390,6 +390,7 @@ int link_accept(link_env *env, uv_stream_t *server, plink **ret)
 void link__opened(plink *l)
 {
 	l->phase = LINK_OPEN;
+	l->confirming = false;
 	l->last_rx_ms = now_ms(l);
 	link_set_max_frame(l, GSP_PROTO_CONTROL_MAX);
 	l->env->ops->up(l);
@@ -439,7 +440,7 @@ static int on_sealed(plink *l, const uint8_t *pt, size_t len)
 static int on_frame(plink *l, const uint8_t *body, size_t len, char *why,
 		    size_t why_len)
 {
-	if (l->phase == LINK_HANDSHAKE)
+	if (l->phase == LINK_HANDSHAKE && !l->confirming)
 		return link__hs_frame(l, body, len, why, why_len);
 	if (len <= GSP_AEAD_TAG_BYTES)
 		return -EBADMSG;
@@ -449,7 +450,13 @@ static int on_frame(plink *l, const uint8_t *body, size_t len, char *why,
 	if (!pt)
 		return -ENOMEM;
 	int err = gsp_session_open(&l->sess, body, len, pt);
-	if (!err) {
+	if (!err && l->confirming) {
+		/* The initiator's first transport frame opened: it holds the
+		 * session keys, so the handshake was not a replay. */
+		l->confirming = false;
+		link__opened(l);     /* the owner may close it at once */
+	}
+	if (!err && l->phase == LINK_OPEN) {
 		l->last_rx_ms = now_ms(l);
 		l->stats->rx_bytes += len + GSP_FRAME_HEADER;
 		l->stats->rx_frames++;
@@ -540,11 +547,15 @@ static void on_timer(uv_timer_t *t)
 		     "no frame for %u ms", dead);
 		return;
 	}
-	if (now - l->last_tx_ms >= limit(l->env->ping_ms, LINK_PING_MS)) {
-		uint8_t buf[32];
-		size_t n;
-		gsp_msg_ping ping = {.nonce = ++l->ping_nonce, .time_ns = uv_hrtime()};
-		if (gsp_msg_ping_encode(&ping, buf, sizeof(buf), &n) == 0)
-			link_send(l, buf, n);
-	}
+	if (now - l->last_tx_ms >= limit(l->env->ping_ms, LINK_PING_MS))
+		link__ping(l);
+}
+
+void link__ping(plink *l)
+{
+	uint8_t buf[32];
+	size_t n;
+	gsp_msg_ping ping = {.nonce = ++l->ping_nonce, .time_ns = uv_hrtime()};
+	if (gsp_msg_ping_encode(&ping, buf, sizeof(buf), &n) == 0)
+		link_send(l, buf, n);
 }

@@ -50,7 +50,10 @@ static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
 		return -EPROTO;
 	if ((err = link__send_clear(l, out, n)) != 0)
 		return err;
-	link__opened(l);
+	/* Not up until the initiator proves it holds the keys (its first
+	 * transport frame): a replayed HS_INIT displaces nothing. */
+	l->confirming = true;
+	link_set_max_frame(l, GSP_PROTO_CONTROL_MAX);
 	return 0;
 }
 
@@ -70,6 +73,9 @@ static int on_hs_resp(plink *l, const uint8_t *body, size_t len, char *why,
 		return -EACCES;
 	}
 	link__opened(l);
+	/* Confirms the session to the responder at once (a PING is the
+	 * smallest transport frame). */
+	link__ping(l);
 	return 0;
 }
 

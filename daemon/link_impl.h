@@ -14,6 +14,7 @@ struct plink {
 	uv_timer_t timer;        /* handshake deadline, then heartbeats */
 	link_phase phase;
 	bool initiator;
+	bool confirming;         /* responder: keys agreed, not yet confirmed */
 	bool down_called;
 	bool closing_handles;
 	int pending_close;       /* handles still to close */
@@ -37,8 +38,11 @@ struct plink {
 
 /* A handshake message, in the clear. */
 int link__send_clear(plink *l, const uint8_t *msg, size_t len);
-/* Session keys agreed: frames flow, ops->up is told. */
+/* Session keys agreed (and, at the responder, confirmed by the
+ * initiator's first transport frame): frames flow, ops->up is told. */
 void link__opened(plink *l);
+/* Sends a PING (heartbeat, RTT, and the initiator's confirmation). */
+void link__ping(plink *l);
 /* Initiator, once connected: sends HS_INIT. */
 int link__hs_initiate(plink *l);
 /* A frame before the handshake ended.  why: the reason to record, for

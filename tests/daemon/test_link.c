@@ -5,6 +5,7 @@
  * while frames are queued. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -47,14 +48,15 @@ static int fake_authorize(plink *l, const uint8_t key[GSP_HS_KEY],
 	side *s = side_of(l);
 	if (!s->expect_key || memcmp(key, s->expect_key, GSP_HS_KEY) != 0)
 		return -EACCES;
-	s->link = l;
 	link_bind(l, s, &s->stats, "test");
 	return 0;
 }
 
 static void fake_up(plink *l)
 {
-	side_of(l)->ups++;
+	side *s = side_of(l);
+	s->ups++;
+	s->link = l;
 }
 
 static int fake_frame(plink *l, const uint8_t *pt, size_t len)
@@ -394,6 +396,107 @@ START_TEST(test_close_sends_queued_frames_first)
 }
 END_TEST
 
+static bool never(void)
+{
+	return false;
+}
+
+START_TEST(test_replayed_handshake_displaces_nothing)
+{
+	/* An HS_INIT that authenticates (here made with B's key, as a replay
+	 * of a captured one would) but is never followed by a transport
+	 * frame: A answers it, but the session is never up, so the real one
+	 * stays, and the deadline closes the impostor. */
+	A.env.hs_timeout_ms = 300;
+	A.env.ping_ms = 100;
+	connect_both();
+	plink *real = A.link;
+	gsp_hs hs;
+	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
+	uint8_t ts[GSP_HS_TIMESTAMP], frame[4 + GSP_HS_INIT_MSG_BYTES];
+	size_t n;
+	gsp_hs_timestamp(ts);
+	ck_assert_int_eq(gsp_hs_initiate(&hs, &B.key, A.key.pub, ts, msg.payload), 0);
+	ck_assert_int_eq(gsp_hs_init_encode(&msg, frame + 4, sizeof(frame) - 4, &n), 0);
+	ck_assert_int_eq(gsp_frame_header_write(frame, 4, (uint32_t)n), 0);
+	int fd = raw_connect();
+	ck_assert_int_eq(write(fd, frame, 4 + n), (ssize_t)(4 + n));
+	uint64_t closed = A.counters.links_closed;
+	run_until(never, 800);
+	ck_assert_int_eq(A.ups, 1);
+	ck_assert_ptr_eq(A.link, real);
+	ck_assert_int_eq(link_get_phase(real), LINK_OPEN);
+	ck_assert_int_eq(B.downs, 0);
+	ck_assert_int_eq(A.downs, 1);                          /* the impostor */
+	ck_assert_str_eq(A.why, "handshake timed out");
+	ck_assert_uint_gt(A.counters.links_closed, closed);
+	gsp_hs_clear(&hs);
+	close(fd);
+}
+END_TEST
+
+/* A raw initiator with B's key: the handshake and one sealed PING by
+ * hand, so the test controls every byte after them. */
+static int raw_session(gsp_session *sess)
+{
+	gsp_hs hs;
+	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
+	uint8_t ts[GSP_HS_TIMESTAMP], buf[256];
+	size_t n;
+	gsp_hs_timestamp(ts);
+	ck_assert_int_eq(gsp_hs_initiate(&hs, &B.key, A.key.pub, ts, msg.payload), 0);
+	ck_assert_int_eq(gsp_hs_init_encode(&msg, buf + 4, sizeof(buf) - 4, &n), 0);
+	ck_assert_int_eq(gsp_frame_header_write(buf, 4, (uint32_t)n), 0);
+	int fd = raw_connect();
+	ck_assert_int_eq(write(fd, buf, 4 + n), (ssize_t)(4 + n));
+	/* A answers once the loop runs: poll the socket meanwhile. */
+	size_t got = 0, want = 4 + GSP_HS_RESP_MSG_BYTES;
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 1000 && got < want; i++) {
+		uv_run(loop, UV_RUN_NOWAIT);
+		ssize_t r = read(fd, buf + got, want - got);
+		if (r > 0)
+			got += (size_t)r;
+		else
+			usleep(1000);
+	}
+	ck_assert_uint_eq(got, want);
+	gsp_hs_resp resp;
+	ck_assert_int_eq(gsp_hs_resp_decode(buf + 4, got - 4, &resp), 0);
+	ck_assert_int_eq(gsp_hs_read_response(&hs, resp.payload, sizeof(resp.payload), sess), 0);
+	gsp_hs_clear(&hs);
+	gsp_msg_ping ping = {.nonce = 1};
+	uint8_t pt[32];
+	ck_assert_int_eq(gsp_msg_ping_encode(&ping, pt, sizeof(pt), &n), 0);
+	ck_assert_int_eq(gsp_frame_header_write(buf, 4, (uint32_t)(n + GSP_AEAD_TAG_BYTES)), 0);
+	ck_assert_int_eq(gsp_session_seal(sess, pt, n, buf + 4), 0);
+	ck_assert_int_eq(write(fd, buf, 4 + n + GSP_AEAD_TAG_BYTES),
+			 (ssize_t)(4 + n + GSP_AEAD_TAG_BYTES));
+	return fd;
+}
+
+START_TEST(test_trickled_frame_does_not_keep_a_link_alive)
+{
+	/* Liveness counts authenticated frames, not bytes: a listed peer
+	 * trickling a frame that never completes is declared dead. */
+	A.env.dead_ms = 300;
+	A.env.ping_ms = 100;
+	gsp_session sess;
+	int fd = raw_session(&sess);
+	ck_assert(run_until(a_up, 2000));
+	uint8_t hdr[4] = {0xe8, 0x03};   /* 1000 bytes announced */
+	ck_assert_int_eq(write(fd, hdr, 4), 4);
+	for (int i = 0; i < 20 && A.downs == 0; i++) {
+		ck_assert_int_eq(write(fd, "x", 1), 1);
+		run_until(a_down, 50);
+	}
+	ck_assert_int_eq(A.downs, 1);
+	ck_assert_str_eq(A.why, "no frame for 300 ms");
+	gsp_session_clear(&sess);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_unlisted_initiator_refused)
 {
 	A.expect_key = NULL;
@@ -434,6 +537,8 @@ int main(void)
 	tcase_add_test(tc, test_pings_keep_a_quiet_link_alive);
 	tcase_add_test(tc, test_full_queue_closes_and_fails);
 	tcase_add_test(tc, test_close_sends_queued_frames_first);
+	tcase_add_test(tc, test_replayed_handshake_displaces_nothing);
+	tcase_add_test(tc, test_trickled_frame_does_not_keep_a_link_alive);
 	tcase_add_test(tc, test_unlisted_initiator_refused);
 	tcase_add_test(tc, test_connect_refused_names_the_address);
 	suite_add_tcase(s, tc);
