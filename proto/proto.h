@@ -66,6 +66,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "key.h"             /* GSP_KEY_BYTES */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -105,7 +107,6 @@ extern "C" {
 #define GSP_API_MAX_TENSORS 65536
 
 #define GSP_FINGERPRINT_BYTES 32
-#define GSP_KEY_BYTES 32            /* X25519 public key */
 #define GSP_TAI64N_BYTES 12         /* HS_INIT timestamp */
 #define GSP_GEN_TAG_BYTES 16
 
