@@ -168,6 +168,11 @@ int gsp_frame_parse(const uint8_t *buf, size_t avail, uint32_t max_len,
 int gsp_frame_header_write(uint8_t *buf, size_t cap,
 			   uint32_t body_len) GSP_MUST_CHECK;
 
+/* The body length that a frame header declares, unchecked: for a reader
+ * that sizes its buffer once gsp_frame_parse() of the header alone said
+ * -EAGAIN, and for messages about a length gsp_frame_parse() refused. */
+uint32_t gsp_frame_header_read(const uint8_t buf[static GSP_FRAME_HEADER]);
+
 /* Frame body cap of an authenticated peer link once both ends registered
  * a model whose largest ROUND payload is max_round_payload bytes (0: no
  * model): max(GSP_PROTO_CONTROL_MAX, ROUND head + payload + tag).

@@ -1,14 +1,15 @@
-/* daemonlink: the trainer tools' connection to gossipd (see daemonlink.h). */
+/* trainerlink: the trainer tools' connection to gossipd (see trainerlink.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "daemonlink.h"
+#include "proto.h"             /* this client's protocol version */
+#include "trainerlink.h"
 
-int gsp_link_connect(const char *prog, const char *socket, const char *name,
-		     gsp_client **ret)
+int trainer_link_connect(const char *prog, const char *socket, const char *name,
+			 gsp_client **ret)
 {
 	int err = gsp_client_connect(socket, name, ret);
 
@@ -25,7 +26,8 @@ int gsp_link_connect(const char *prog, const char *socket, const char *name,
 	return err;
 }
 
-int gsp_link_fail(const char *prog, gsp_client *c, const char *what, int err)
+int trainer_link_fail(const char *prog, gsp_client *c, const char *what,
+		      int err)
 {
 	const char *text = gsp_client_last_error(c);
 
@@ -48,8 +50,8 @@ static unsigned count(const char *json, const char *needle)
 	return n;
 }
 
-int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
-			unsigned timeout_s)
+int trainer_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
+			    unsigned timeout_s)
 {
 	unsigned configured = 0, up = 0;
 
@@ -57,7 +59,7 @@ int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
 		char *json;
 		int err = gsp_client_status(c, &json);
 		if (err < 0) {
-			gsp_link_fail(prog, c, "status", err);
+			trainer_link_fail(prog, c, "status", err);
 			return -1;
 		}
 		configured = count(json, "\"peer\":");
@@ -74,7 +76,8 @@ int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
 	return -1;
 }
 
-int gsp_link_dump(const char *prog, const char *path, const float *x, size_t n)
+int trainer_link_dump(const char *prog, const char *path, const float *x,
+		      size_t n)
 {
 	FILE *f = fopen(path, "wb");
 
