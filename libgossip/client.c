@@ -267,7 +267,8 @@ static int request(gsp_client *c, uint8_t *frame, size_t body_len,
 	if (err < 0)
 		return err;
 	err = decode(body, len, ret);
-	if (err == -EPROTONOSUPPORT && decode == decode_hello_ok &&
+	/* Only HELLO_OK, of the replies, carries a version. */
+	if (err == -EPROTONOSUPPORT &&
 	    gsp_proto_version_of(body, len, &c->failure.version) == 0)
 		return broken(c, GSP_CLIENT_VERSION, -EPROTONOSUPPORT);
 	if (err < 0)

@@ -26,8 +26,8 @@ int gsp_key_from_base64(const char *text, uint8_t ret_key[static GSP_KEY_BYTES])
 	 * past the NUL of a shorter string. */
 	if (!text || strnlen(text, GSP_KEY_BASE64_LEN + 1) != GSP_KEY_BASE64_LEN)
 		return -EINVAL;
-	/* libsodium 1.0.18 decodes bytes above 0x7f as if they were letters
-	 * of the alphabet: refuse them first, without a branch per byte. */
+	/* libsodium 1.0.18 (Debian 12) accepts bytes above 0x7f as base64
+	 * characters: refuse them first, without a branch per byte. */
 	for (size_t i = 0; i < GSP_KEY_BASE64_LEN; i++)
 		high |= (uint8_t)text[i];
 	if (high & 0x80)

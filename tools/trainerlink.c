@@ -11,15 +11,23 @@
 int trainer_link_connect(const char *prog, const char *socket, const char *name,
 			 gsp_client **ret)
 {
-	int err = gsp_client_connect(socket, name, ret);
+	const gsp_client_options opts = {.client_name = name};
+	gsp_client_failure f;
+	int err = gsp_client_connect_opts(socket, &opts, ret, &f);
 
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		fprintf(stderr, "%s: gossipd is not running: cannot connect "
 			"to %s (%s)\n", prog, socket, gsp_strerror(err));
-	else if (err == -EPROTONOSUPPORT)
+	else if (err < 0 && f.stage == GSP_CLIENT_VERSION)
 		fprintf(stderr, "%s: gossipd at %s speaks another protocol "
-			"version (this client speaks %u.%u)\n", prog, socket,
-			GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR);
+			"version (%u.%u; this client speaks %u.%u)\n", prog,
+			socket, GSP_PROTO_MAJOR(f.version),
+			GSP_PROTO_MINOR(f.version), GSP_PROTO_VERSION_MAJOR,
+			GSP_PROTO_VERSION_MINOR);
+	else if (err == -EPROTONOSUPPORT)
+		fprintf(stderr, "%s: gossipd at %s refused this client's "
+			"protocol version %u.%u: %s\n", prog, socket,
+			GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR, f.text);
 	else if (err < 0)
 		fprintf(stderr, "%s: cannot connect to gossipd at %s: %s\n",
 			prog, socket, gsp_strerror(err));
