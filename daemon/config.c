@@ -54,29 +54,6 @@ void gsp_daemon_config_clear(gsp_daemon_config *cfg)
 	cfg->n_peers = 0;
 }
 
-int gsp_key_from_base64(const char *text, uint8_t key[GSP_KEY_BYTES])
-{
-	uint8_t tmp[GSP_KEY_BYTES];
-	size_t len = 0;
-	const char *end;
-	if (!text || strlen(text) != 44 ||
-	    sodium_base642bin(tmp, sizeof(tmp), text, 44, NULL, &len, &end,
-			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
-	    len != GSP_KEY_BYTES || *end != '\0') {
-		sodium_memzero(tmp, sizeof(tmp));
-		return -EINVAL;
-	}
-	memcpy(key, tmp, GSP_KEY_BYTES);
-	sodium_memzero(tmp, sizeof(tmp));
-	return 0;
-}
-
-void gsp_key_to_base64(const uint8_t key[GSP_KEY_BYTES], char out[45])
-{
-	sodium_bin2base64(out, 45, key, GSP_KEY_BYTES,
-			  sodium_base64_VARIANT_ORIGINAL);
-}
-
 /* The ini_reader: hands out one line at a time so the handler knows the
  * line number and whether a new section started (a second [Peer]). */
 static char *reader(char *str, int num, void *stream)

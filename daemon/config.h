@@ -29,8 +29,8 @@
 #include <stdint.h>
 
 #include "gossip.h"
+#include "key.h"              /* GSP_KEY_BYTES, the key codec */
 
-#define GSP_KEY_BYTES 32
 #define GSP_PATH_MAX 1024
 #define GSP_ADDR_MAX 128
 #define GSP_MAX_PEERS 1024
@@ -88,9 +88,5 @@ int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
 int gsp_daemon_config_load(const char *path, gsp_daemon_config *cfg,
 			   char *err, size_t err_len);
 void gsp_daemon_config_clear(gsp_daemon_config *cfg);
-
-/* Strict base64 (standard alphabet, padded) of exactly 32 bytes. */
-int gsp_key_from_base64(const char *text, uint8_t key[GSP_KEY_BYTES]);
-void gsp_key_to_base64(const uint8_t key[GSP_KEY_BYTES], char out[45]);
 
 #endif

@@ -51,7 +51,8 @@ static void mix_hash(gsp_hs *hs, const uint8_t *data, size_t len)
 }
 
 /* MixKey(DH(priv, pub)); fails on a low-order public key. */
-static int mix_dh(gsp_hs *hs, const uint8_t priv[32], const uint8_t pub[32],
+static int mix_dh(gsp_hs *hs, const uint8_t priv[GSP_KEY_BYTES],
+		  const uint8_t pub[GSP_KEY_BYTES],
 		  uint8_t k[32])
 {
 	uint8_t dh[32];
@@ -84,33 +85,15 @@ static int open_hash(gsp_hs *hs, const uint8_t k[32], const uint8_t *ct,
 }
 
 static void hs_start(gsp_hs *hs, const gsp_keypair *s, bool initiator,
-		     const uint8_t responder_pub[32])
+		     const uint8_t responder_pub[GSP_KEY_BYTES])
 {
 	memset(hs, 0, sizeof(*hs));
 	hash2(hs->h, (const uint8_t *)PROTOCOL_NAME, sizeof(PROTOCOL_NAME) - 1,
 	      NULL, 0);
 	memcpy(hs->ck, hs->h, 32);
-	mix_hash(hs, responder_pub, 32);
+	mix_hash(hs, responder_pub, GSP_KEY_BYTES);
 	hs->s = *s;
 	hs->initiator = initiator;
-}
-
-void gsp_keypair_generate(gsp_keypair *kp)
-{
-	crypto_box_keypair(kp->pub, kp->priv);
-}
-
-int gsp_keypair_from_private(const uint8_t priv[GSP_HS_KEY], gsp_keypair *kp)
-{
-	gsp_keypair k;
-	memcpy(k.priv, priv, GSP_HS_KEY);
-	if (crypto_scalarmult_base(k.pub, k.priv) != 0) {
-		sodium_memzero(&k, sizeof(k));
-		return -EINVAL;
-	}
-	*kp = k;
-	sodium_memzero(&k, sizeof(k));
-	return 0;
 }
 
 void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP])
@@ -126,22 +109,22 @@ void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP])
 }
 
 int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
-		    const uint8_t remote_pub[GSP_HS_KEY],
+		    const uint8_t remote_pub[GSP_KEY_BYTES],
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
 		    uint8_t out[GSP_HS_INIT_BYTES])
 {
 	uint8_t k[32];
 	hs_start(hs, s, true, remote_pub);
-	memcpy(hs->remote_s, remote_pub, 32);
+	memcpy(hs->remote_s, remote_pub, GSP_KEY_BYTES);
 	gsp_keypair_generate(&hs->e);
-	memcpy(out, hs->e.pub, 32);
-	mix_hash(hs, hs->e.pub, 32);
+	memcpy(out, hs->e.pub, GSP_KEY_BYTES);
+	mix_hash(hs, hs->e.pub, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_s, k))
 		goto fail;
-	seal_hash(hs, k, s->pub, 32, out + 32);
+	seal_hash(hs, k, s->pub, GSP_KEY_BYTES, out + GSP_KEY_BYTES);
 	if (mix_dh(hs, s->priv, hs->remote_s, k))
 		goto fail;
-	seal_hash(hs, k, timestamp, GSP_HS_TIMESTAMP, out + 32 + 48);
+	seal_hash(hs, k, timestamp, GSP_HS_TIMESTAMP, out + 2 * GSP_KEY_BYTES + GSP_HS_TAG);
 	sodium_memzero(k, sizeof(k));
 	hs->step = 1;
 	return 0;
@@ -152,23 +135,23 @@ fail:
 }
 
 int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s, const uint8_t *in,
-		     size_t len, uint8_t ret_peer[GSP_HS_KEY],
+		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
 		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP])
 {
-	uint8_t k[32], peer[32], ts[GSP_HS_TIMESTAMP];
+	uint8_t k[32], peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP];
 	int err = -EBADMSG;
 	if (len != GSP_HS_INIT_BYTES)
 		return -EBADMSG;
 	hs_start(hs, s, false, s->pub);
-	memcpy(hs->remote_e, in, 32);
-	mix_hash(hs, hs->remote_e, 32);
+	memcpy(hs->remote_e, in, GSP_KEY_BYTES);
+	mix_hash(hs, hs->remote_e, GSP_KEY_BYTES);
 	if (mix_dh(hs, s->priv, hs->remote_e, k) ||
-	    open_hash(hs, k, in + 32, 48, peer) ||
+	    open_hash(hs, k, in + GSP_KEY_BYTES, GSP_KEY_BYTES + GSP_HS_TAG, peer) ||
 	    mix_dh(hs, s->priv, peer, k) ||
-	    open_hash(hs, k, in + 80, GSP_HS_TIMESTAMP + GSP_HS_TAG, ts))
+	    open_hash(hs, k, in + 2 * GSP_KEY_BYTES + GSP_HS_TAG, GSP_HS_TIMESTAMP + GSP_HS_TAG, ts))
 		goto out;
-	memcpy(hs->remote_s, peer, 32);
-	memcpy(ret_peer, peer, 32);
+	memcpy(hs->remote_s, peer, GSP_KEY_BYTES);
+	memcpy(ret_peer, peer, GSP_KEY_BYTES);
 	memcpy(ret_timestamp, ts, GSP_HS_TIMESTAMP);
 	hs->step = 1;
 	err = 0;
@@ -191,7 +174,7 @@ static void split(gsp_hs *hs, gsp_session *ret)
 	memcpy(s.rx_key, hs->initiator ? k2 : k1, 32);
 	crypto_generichash(s.edge_seed, 32, (const uint8_t *)label,
 			   sizeof(label) - 1, hs->ck, 32);
-	memcpy(s.peer, hs->remote_s, 32);
+	memcpy(s.peer, hs->remote_s, GSP_KEY_BYTES);
 	*ret = s;
 	sodium_memzero(&s, sizeof(s));
 	sodium_memzero(k1, sizeof(k1));
@@ -206,15 +189,15 @@ int gsp_hs_respond(gsp_hs *hs, uint8_t out[GSP_HS_RESP_BYTES],
 	if (hs->initiator || hs->step != 1)
 		return -EINVAL;
 	gsp_keypair_generate(&hs->e);
-	memcpy(out, hs->e.pub, 32);
-	mix_hash(hs, hs->e.pub, 32);
+	memcpy(out, hs->e.pub, GSP_KEY_BYTES);
+	mix_hash(hs, hs->e.pub, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||
 	    mix_dh(hs, hs->e.priv, hs->remote_s, k)) {
 		sodium_memzero(k, sizeof(k));
 		gsp_hs_clear(hs);
 		return -EBADMSG;
 	}
-	seal_hash(hs, k, NULL, 0, out + 32);
+	seal_hash(hs, k, NULL, 0, out + GSP_KEY_BYTES);
 	sodium_memzero(k, sizeof(k));
 	split(hs, ret_session);
 	return 0;
@@ -229,11 +212,11 @@ int gsp_hs_read_response(gsp_hs *hs, const uint8_t *in, size_t len,
 	if (len != GSP_HS_RESP_BYTES)
 		return -EBADMSG;
 	gsp_hs saved = *hs;
-	memcpy(hs->remote_e, in, 32);
-	mix_hash(hs, hs->remote_e, 32);
+	memcpy(hs->remote_e, in, GSP_KEY_BYTES);
+	mix_hash(hs, hs->remote_e, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||
 	    mix_dh(hs, hs->s.priv, hs->remote_e, k) ||
-	    open_hash(hs, k, in + 32, GSP_HS_TAG, NULL)) {
+	    open_hash(hs, k, in + GSP_KEY_BYTES, GSP_HS_TAG, NULL)) {
 		/* A forged response must not spoil the real one. */
 		*hs = saved;
 		sodium_memzero(&saved, sizeof(saved));

@@ -18,26 +18,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GSP_HS_KEY 32
+#include "key.h"              /* GSP_KEY_BYTES, gsp_keypair */
+
 #define GSP_HS_TAG 16
 #define GSP_HS_TIMESTAMP 12
 /* e (32) | {s} (32 + 16) | {timestamp} (12 + 16) */
-#define GSP_HS_INIT_BYTES (GSP_HS_KEY + GSP_HS_KEY + GSP_HS_TAG + GSP_HS_TIMESTAMP + GSP_HS_TAG)
+#define GSP_HS_INIT_BYTES (GSP_KEY_BYTES + GSP_KEY_BYTES + GSP_HS_TAG + GSP_HS_TIMESTAMP + GSP_HS_TAG)
 /* e (32) | {} (16) */
-#define GSP_HS_RESP_BYTES (GSP_HS_KEY + GSP_HS_TAG)
+#define GSP_HS_RESP_BYTES (GSP_KEY_BYTES + GSP_HS_TAG)
 #define GSP_SESSION_OVERHEAD GSP_HS_TAG
 /* A session refuses to seal or open past this many frames. */
 #define GSP_SESSION_MAX_FRAMES (UINT64_C(1) << 60)
 
-typedef struct gsp_keypair {
-	uint8_t pub[GSP_HS_KEY];
-	uint8_t priv[GSP_HS_KEY];
-} gsp_keypair;
-
 typedef struct gsp_hs {
 	uint8_t h[32], ck[32];
 	gsp_keypair s, e;
-	uint8_t remote_s[GSP_HS_KEY], remote_e[GSP_HS_KEY];
+	uint8_t remote_s[GSP_KEY_BYTES], remote_e[GSP_KEY_BYTES];
 	bool initiator;
 	int step;
 } gsp_hs;
@@ -46,12 +42,8 @@ typedef struct gsp_session {
 	uint8_t tx_key[32], rx_key[32];
 	uint64_t tx_n, rx_n;
 	uint8_t edge_seed[32];       /* the same at both ends, never sent */
-	uint8_t peer[GSP_HS_KEY];    /* the authenticated remote static key */
+	uint8_t peer[GSP_KEY_BYTES];    /* the authenticated remote static key */
 } gsp_session;
-
-/* A new static key pair (X25519); the public key of a private one. */
-void gsp_keypair_generate(gsp_keypair *kp);
-int gsp_keypair_from_private(const uint8_t priv[GSP_HS_KEY], gsp_keypair *kp);
 
 /* TAI64N-like timestamp of now (big-endian seconds + nanoseconds), so
  * lexicographic order is time order. */
@@ -59,7 +51,7 @@ void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP]);
 
 /* Initiator: writes INIT for the responder with static key remote_pub. */
 int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
-		    const uint8_t remote_pub[GSP_HS_KEY],
+		    const uint8_t remote_pub[GSP_KEY_BYTES],
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
 		    uint8_t out[GSP_HS_INIT_BYTES]);
 /* Responder: authenticates INIT and returns the initiator's static key
@@ -67,7 +59,7 @@ int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
  * is newer than the last one seen from that key.  -EBADMSG if INIT does
  * not decrypt (wrong responder key, tampering). */
 int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s, const uint8_t *in,
-		     size_t len, uint8_t ret_peer[GSP_HS_KEY],
+		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
 		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP]);
 /* Responder: writes RESPONSE and derives the session. */
 int gsp_hs_respond(gsp_hs *hs, uint8_t out[GSP_HS_RESP_BYTES],

@@ -16,6 +16,7 @@
 
 #include "api.h"
 #include "daemon.h"
+#include "key.h"
 #include "log.h"
 
 static void usage(FILE *f)
@@ -32,25 +33,28 @@ static void usage(FILE *f)
 }
 
 /* Reads a base64 private key file, or creates one (mode 0600). */
-static int load_key(const char *path, uint8_t priv[32])
+static int load_key(const char *path, uint8_t priv[static GSP_KEY_BYTES])
 {
 	char text[128];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
 		gsp_keypair kp;
-		char b64[45];
+		char b64[GSP_KEY_BASE64_LEN + 1];
 		gsp_keypair_generate(&kp);
 		gsp_key_to_base64(kp.priv, b64);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 || write(fd, b64, 44) != 44 || write(fd, "\n", 1) != 1) {
+		if (fd < 0 || write(fd, b64, GSP_KEY_BASE64_LEN) != GSP_KEY_BASE64_LEN ||
+		    write(fd, "\n", 1) != 1) {
 			int e = errno;
 			if (fd >= 0)
 				close(fd);
+			sodium_memzero(&kp, sizeof(kp));
+			sodium_memzero(b64, sizeof(b64));
 			gsp_err("cannot create the key file %s: %s", path, strerror(e));
 			return -e;
 		}
 		close(fd);
-		memcpy(priv, kp.priv, 32);
+		memcpy(priv, kp.priv, GSP_KEY_BYTES);
 		sodium_memzero(&kp, sizeof(kp));
 		sodium_memzero(b64, sizeof(b64));
 		gsp_info("generated a new private key in %s", path);

@@ -10,10 +10,22 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "client.h"
+#include "proto.h"
+
+/* client.h states the protocol's limits and flags without proto.h. */
+_Static_assert(GSP_CLIENT_NAME_MAX == GSP_API_NAME_MAX, "name cap");
+_Static_assert(GSP_CLIENT_TENSOR_NAME_MAX == GSP_WIRE_NAME_MAX,
+	       "tensor name cap");
+_Static_assert(GSP_CLIENT_MAX_TENSORS == GSP_API_MAX_TENSORS, "tensor cap");
+_Static_assert(GSP_CLIENT_MAX_FRAME == GSP_API_MAX_FRAME, "frame cap");
+_Static_assert(GSP_CLIENT_ERROR_TEXT_MAX == GSP_API_ERROR_TEXT_MAX, "text cap");
+_Static_assert(GSP_CLIENT_STEP_SYNC == GSP_STEP_SYNC &&
+	       GSP_CLIENT_STEP_DRAIN == GSP_STEP_DRAIN, "STEP flags");
 
 /* Room for every request except REGISTER (HELLO is the largest: 5 +
  * GSP_API_NAME_MAX) and for every reply except a large STATUS_OK or
@@ -27,17 +39,60 @@ struct gsp_client {
 	size_t params_bytes;
 	uint8_t *rx;            /* one reply frame, header included */
 	size_t rx_cap;
-	char error[GSP_API_ERROR_TEXT_MAX + 1];
+	gsp_client_failure failure;   /* of the last call */
 };
 
-/* ---- socket I/O ----------------------------------------------------------- */
+/* ---- failures ------------------------------------------------------------- */
 
-/* Marks the stream unusable and returns err. */
-static int broken(gsp_client *c, int err)
+/* A new call: nothing failed yet. */
+static void begin(gsp_client *c)
 {
-	c->broken = true;
+	c->failure.stage = GSP_CLIENT_OK;
+	c->failure.code = 0;
+	c->failure.version = 0;
+	c->failure.frame_len = 0;
+	c->failure.reply_type = 0;
+	c->failure.unexpected_type = false;
+	c->failure.text[0] = '\0';
+}
+
+/* Records a failure at stage and returns err. */
+static int failed(gsp_client *c, gsp_client_stage stage, int err)
+{
+	c->failure.stage = stage;
+	c->failure.code = err;
 	return err;
 }
+
+static int local(gsp_client *c, int err)
+{
+	return failed(c, GSP_CLIENT_LOCAL, err);
+}
+
+/* Marks the stream unusable and records err at stage. */
+static int broken(gsp_client *c, gsp_client_stage stage, int err)
+{
+	c->broken = true;
+	return failed(c, stage, err);
+}
+
+/* A socket call's errno as a client error: a timeout (SO_RCVTIMEO,
+ * SO_SNDTIMEO) reads as EAGAIN. */
+static int sys_error(void)
+{
+	return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+}
+
+/* A reply that decode refused with err: of the wrong type (-ENOMSG) or
+ * malformed.  The stream is no longer trusted. */
+static int bad_reply(gsp_client *c, const uint8_t *body, int err)
+{
+	c->failure.reply_type = body[0];
+	c->failure.unexpected_type = err == -ENOMSG;
+	return broken(c, GSP_CLIENT_REPLY, -EBADMSG);
+}
+
+/* ---- socket I/O ----------------------------------------------------------- */
 
 /* Sends frame[0..len), the first byte carrying pass_fd as SCM_RIGHTS when
  * pass_fd >= 0.  A partial sendmsg() sends the rest without the fd: the
@@ -70,7 +125,7 @@ static int send_frame(gsp_client *c, const uint8_t *frame, size_t len,
 		if (n < 0 && errno == EINTR)
 			continue;          /* nothing was sent, fd included */
 		if (n < 0)
-			return broken(c, -errno);
+			return broken(c, GSP_CLIENT_IO, sys_error());
 		done = (size_t)n;
 		break;
 	}
@@ -79,7 +134,7 @@ static int send_frame(gsp_client *c, const uint8_t *frame, size_t len,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return broken(c, -errno);
+			return broken(c, GSP_CLIENT_IO, sys_error());
 		done += (size_t)n;
 	}
 	return 0;
@@ -95,17 +150,17 @@ static int recv_exact(gsp_client *c, uint8_t *p, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return broken(c, -errno);
+			return broken(c, GSP_CLIENT_IO, sys_error());
 		if (n == 0)
-			return broken(c, -ECONNRESET);
+			return broken(c, GSP_CLIENT_IO, -ECONNRESET);
 		done += (size_t)n;
 	}
 	return 0;
 }
 
 /* Reads one reply frame into c->rx.  An ERROR reply returns its code with
- * the text kept in c->error; any other reply is returned in *ret_body for
- * the caller's decoder (0). */
+ * its text kept in the failure record; any other reply is returned in
+ * *ret_body for the caller's decoder (0). */
 static int recv_reply(gsp_client *c, const uint8_t **ret_body,
 		      size_t *ret_len)
 {
@@ -120,16 +175,17 @@ static int recv_reply(gsp_client *c, const uint8_t **ret_body,
 		return err;
 	/* With the header alone, a valid length gives -EAGAIN; 0 and lengths
 	 * over the cap are refused before anything is buffered. */
+	len = gsp_frame_header_read(c->rx);
 	err = gsp_frame_parse(c->rx, GSP_FRAME_HEADER, GSP_API_MAX_FRAME,
 			      &body, &body_len, &used);
-	if (err != -EAGAIN)
-		return broken(c, -EBADMSG);
-	len = (uint32_t)c->rx[0] | (uint32_t)c->rx[1] << 8 |
-	      (uint32_t)c->rx[2] << 16 | (uint32_t)c->rx[3] << 24;
+	if (err != -EAGAIN) {
+		c->failure.frame_len = len;
+		return broken(c, GSP_CLIENT_FRAME, -EBADMSG);
+	}
 	if ((size_t)len + GSP_FRAME_HEADER > c->rx_cap) {
 		uint8_t *rx = realloc(c->rx, (size_t)len + GSP_FRAME_HEADER);
-		if (!rx)
-			return broken(c, -ENOMEM);   /* the body is unread */
+		if (!rx)   /* the body is unread: the stream is lost */
+			return broken(c, GSP_CLIENT_LOCAL, -ENOMEM);
 		c->rx = rx;
 		c->rx_cap = (size_t)len + GSP_FRAME_HEADER;
 	}
@@ -138,141 +194,269 @@ static int recv_reply(gsp_client *c, const uint8_t **ret_body,
 		return err;
 	err = gsp_frame_parse(c->rx, (size_t)len + GSP_FRAME_HEADER,
 			      GSP_API_MAX_FRAME, &body, &body_len, &used);
-	if (err < 0)
-		return broken(c, -EBADMSG);
+	if (err < 0) {
+		c->failure.frame_len = len;
+		return broken(c, GSP_CLIENT_FRAME, -EBADMSG);
+	}
 
 	if (body[0] == GSP_API_ERROR) {
-		if (gsp_api_error_decode(body, body_len, &e) < 0)
-			return broken(c, -EBADMSG);
-		memcpy(c->error, e.text, e.text_len);
-		c->error[e.text_len] = '\0';
-		return e.code;
+		err = gsp_api_error_decode(body, body_len, &e);
+		if (err < 0)
+			return bad_reply(c, body, err);
+		memcpy(c->failure.text, e.text, e.text_len);
+		c->failure.text[e.text_len] = '\0';
+		return failed(c, GSP_CLIENT_DAEMON, e.code);
 	}
 	*ret_body = body;
 	*ret_len = body_len;
 	return 0;
 }
 
-/* Sends the request frame[4..4+body_len) (the header is written here) and
- * reads its reply as recv_reply(). */
-static int call(gsp_client *c, uint8_t *frame, size_t body_len, int pass_fd,
-		const uint8_t **ret_body, size_t *ret_len)
+/* ---- requests ------------------------------------------------------------- */
+
+/* Decodes a reply body into *ret; each wraps one proto/ decoder. */
+typedef int (*reply_decoder)(const uint8_t *body, size_t len, void *ret);
+
+static int decode_ok(const uint8_t *body, size_t len, void *ret)
 {
+	(void)ret;
+	return gsp_api_ok_decode(body, len);
+}
+
+static int decode_hello_ok(const uint8_t *body, size_t len, void *ret)
+{
+	return gsp_api_hello_ok_decode(body, len, ret);
+}
+
+static int decode_step_ok(const uint8_t *body, size_t len, void *ret)
+{
+	return gsp_api_step_ok_decode(body, len, ret);
+}
+
+static int decode_average_ok(const uint8_t *body, size_t len, void *ret)
+{
+	return gsp_api_average_ok_decode(body, len, ret);
+}
+
+static int decode_status_ok(const uint8_t *body, size_t len, void *ret)
+{
+	return gsp_api_status_ok_decode(body, len, ret);
+}
+
+/* The one path of every request: sends the request body
+ * frame[4..4+body_len) (the header is written here; pass_fd, if >= 0,
+ * travels with it), reads the reply and decodes it into *ret.  Any reply
+ * that does not decode leaves the client unusable. */
+static int request(gsp_client *c, uint8_t *frame, size_t body_len,
+		   int pass_fd, reply_decoder decode, void *ret)
+{
+	const uint8_t *body = NULL;
+	size_t len = 0;
 	int err;
 
 	if (c->broken)
-		return -ENOTCONN;
+		return local(c, -ENOTCONN);
 	err = gsp_frame_header_write(frame, GSP_FRAME_HEADER,
 				     (uint32_t)body_len);
 	if (err < 0)
-		return err;
+		return local(c, err);
 	err = send_frame(c, frame, GSP_FRAME_HEADER + body_len, pass_fd);
 	if (err < 0)
 		return err;
-	return recv_reply(c, ret_body, ret_len);
+	err = recv_reply(c, &body, &len);
+	if (err < 0)
+		return err;
+	err = decode(body, len, ret);
+	/* Only HELLO_OK, of the replies, carries a version. */
+	if (err == -EPROTONOSUPPORT &&
+	    gsp_proto_version_of(body, len, &c->failure.version) == 0)
+		return broken(c, GSP_CLIENT_VERSION, -EPROTONOSUPPORT);
+	if (err < 0)
+		return bad_reply(c, body, err);
+	return 0;
 }
 
-/* A request whose only success reply is OK. */
-static int call_ok(gsp_client *c, uint8_t *frame, size_t body_len,
-		   int pass_fd)
+/* Encodes a small request into buf[0..cap); each wraps one proto/
+ * encoder. */
+typedef int (*request_encoder)(const void *msg, uint8_t *buf, size_t cap,
+			       size_t *ret_len);
+
+static int encode_step(const void *msg, uint8_t *buf, size_t cap,
+		       size_t *ret_len)
 {
-	const uint8_t *body;
+	return gsp_api_step_encode(msg, buf, cap, ret_len);
+}
+
+static int encode_average(const void *msg, uint8_t *buf, size_t cap,
+			  size_t *ret_len)
+{
+	return gsp_api_average_encode(msg, buf, cap, ret_len);
+}
+
+static int encode_status(const void *msg, uint8_t *buf, size_t cap,
+			 size_t *ret_len)
+{
+	(void)msg;
+	return gsp_api_status_encode(buf, cap, ret_len);
+}
+
+static int encode_detach(const void *msg, uint8_t *buf, size_t cap,
+			 size_t *ret_len)
+{
+	(void)msg;
+	return gsp_api_detach_encode(buf, cap, ret_len);
+}
+
+static int encode_hello(const void *msg, uint8_t *buf, size_t cap,
+			size_t *ret_len)
+{
+	return gsp_api_hello_encode(msg, buf, cap, ret_len);
+}
+
+/* A request that fits in SMALL_FRAME and passes no fd: encodes msg, then
+ * request().  An encoder's refusal (-EINVAL: bad flags or limits) is a
+ * local failure, and the connection stays usable. */
+static int small_request(gsp_client *c, request_encoder encode,
+			 const void *msg, reply_decoder decode, void *ret)
+{
+	uint8_t frame[SMALL_FRAME];
 	size_t len;
 	int err;
 
-	err = call(c, frame, body_len, pass_fd, &body, &len);
+	begin(c);
+	err = encode(msg, frame + GSP_FRAME_HEADER,
+		     sizeof(frame) - GSP_FRAME_HEADER, &len);
 	if (err < 0)
-		return err;
-	if (gsp_api_ok_decode(body, len) < 0)
-		return broken(c, -EBADMSG);
-	return 0;
+		return local(c, err);
+	return request(c, frame, len, -1, decode, ret);
 }
 
 /* ---- connect -------------------------------------------------------------- */
 
 /* connect() on a blocking socket, resumed after EINTR: the attempt goes on
- * in the background, so wait for it and read its outcome. */
-static int connect_unix(int fd, const struct sockaddr_un *sa)
+ * in the background, so wait for it (at most timeout_ms, 0: no limit) and
+ * read its outcome. */
+static int connect_unix(int fd, const struct sockaddr_un *sa,
+			uint32_t timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int wait = timeout_ms && timeout_ms <= INT32_MAX ? (int)timeout_ms : -1;
 	socklen_t optlen = sizeof(int);
-	int soerr = 0;
+	int soerr = 0, n;
 
 	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
 		return 0;
 	if (errno != EINTR)
-		return -errno;
-	while (poll(&p, 1, -1) < 0)
+		return sys_error();
+	while ((n = poll(&p, 1, wait)) < 0)
 		if (errno != EINTR)
 			return -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &optlen) < 0)
 		return -errno;
 	return -soerr;
 }
 
-int gsp_client_connect(const char *socket_path, const char *client_name,
-		       gsp_client **ret)
+/* Sets the send and receive timeouts of fd (timeout_ms 0: none). */
+static int set_timeouts(int fd, uint32_t timeout_ms)
+{
+	struct timeval tv = {.tv_sec = timeout_ms / 1000,
+			     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
+
+	if (timeout_ms == 0)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Opens the socket and says HELLO; on failure c is left for the caller
+ * to read its failure record and free. */
+static int open_client(gsp_client *c, const char *socket_path,
+		       const gsp_client_options *opts)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	gsp_api_hello hello = {.version = GSP_PROTO_VERSION};
-	uint8_t frame[SMALL_FRAME];
-	const uint8_t *body;
-	size_t path_len, len;
+	size_t path_len;
+	int err;
+
+	if (!socket_path)
+		return local(c, -EINVAL);
+	path_len = strlen(socket_path);
+	if (path_len == 0)
+		return local(c, -EINVAL);
+	if (path_len >= sizeof(sa.sun_path))
+		return failed(c, GSP_CLIENT_CONNECT, -ENAMETOOLONG);
+	memcpy(sa.sun_path, socket_path, path_len + 1);
+	hello.name = opts->client_name ? opts->client_name : "";
+	hello.name_len = strlen(hello.name);
+	if (hello.name_len > GSP_API_NAME_MAX)
+		return local(c, -EINVAL);
+
+	c->rx_cap = SMALL_FRAME;
+	c->rx = malloc(c->rx_cap);
+	if (!c->rx)
+		return local(c, -ENOMEM);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return failed(c, GSP_CLIENT_CONNECT, -errno);
+	err = set_timeouts(c->fd, opts->timeout_ms);
+	if (err == 0)
+		err = connect_unix(c->fd, &sa, opts->timeout_ms);
+	if (err < 0)
+		return failed(c, GSP_CLIENT_CONNECT, err);
+	err = small_request(c, encode_hello, &hello, decode_hello_ok, &hello);
+	if (err < 0)
+		return err;
+	begin(c);
+	return 0;
+}
+
+int gsp_client_connect_opts(const char *socket_path,
+			    const gsp_client_options *opts, gsp_client **ret,
+			    gsp_client_failure *failure)
+{
+	static const gsp_client_options defaults;
 	gsp_client *c;
 	int err;
 
-	if (!socket_path || !ret)
+	if (!ret) {
+		if (failure) {
+			memset(failure, 0, sizeof(*failure));
+			failure->stage = GSP_CLIENT_LOCAL;
+			failure->code = -EINVAL;
+		}
 		return -EINVAL;
-	path_len = strlen(socket_path);
-	if (path_len == 0)
-		return -EINVAL;
-	if (path_len >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, socket_path, path_len + 1);
-	hello.name = client_name ? client_name : "";
-	hello.name_len = strlen(hello.name);
-	if (hello.name_len > GSP_API_NAME_MAX)
-		return -EINVAL;
-	err = gsp_api_hello_encode(&hello, frame + GSP_FRAME_HEADER,
-				   sizeof(frame) - GSP_FRAME_HEADER, &len);
-	if (err < 0)
-		return err;
-
+	}
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		if (failure) {
+			memset(failure, 0, sizeof(*failure));
+			failure->stage = GSP_CLIENT_LOCAL;
+			failure->code = -ENOMEM;
+		}
 		return -ENOMEM;
-	c->rx_cap = SMALL_FRAME;
-	c->rx = malloc(c->rx_cap);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (!c->rx) {
-		err = -ENOMEM;
-		goto fail;
 	}
-	if (c->fd < 0) {
-		err = -errno;
-		goto fail;
-	}
-	err = connect_unix(c->fd, &sa);
-	if (err < 0)
-		goto fail;
-
-	err = call(c, frame, len, -1, &body, &len);
-	if (err < 0)
-		goto fail;
-	err = gsp_api_hello_ok_decode(body, len, &hello);
+	c->fd = -1;
+	err = open_client(c, socket_path, opts ? opts : &defaults);
 	if (err < 0) {
-		/* Another major is a clean refusal; anything else is garbage. */
-		if (err != -EPROTONOSUPPORT)
-			err = -EBADMSG;
-		goto fail;
+		if (failure)
+			*failure = c->failure;
+		gsp_client_close(c);
+		return err;
 	}
-	c->error[0] = '\0';
 	*ret = c;
 	return 0;
+}
 
-fail:
-	gsp_client_close(c);
-	return err;
+int gsp_client_connect(const char *socket_path, const char *client_name,
+		       gsp_client **ret)
+{
+	gsp_client_options opts = {.client_name = client_name};
+
+	return gsp_client_connect_opts(socket_path, &opts, ret, NULL);
 }
 
 /* ---- register and detach -------------------------------------------------- */
@@ -342,17 +526,19 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	size_t bytes = 0, len;
 	int fd = -1, err;
 
-	if (!c || !tensors || !ret_params || n == 0 || n > GSP_API_MAX_TENSORS)
+	if (!c)
 		return -EINVAL;
-	c->error[0] = '\0';
+	begin(c);
+	if (!tensors || !ret_params || n == 0 || n > GSP_API_MAX_TENSORS)
+		return local(c, -EINVAL);
 	if (c->broken)
-		return -ENOTCONN;
+		return local(c, -ENOTCONN);
 	if (c->params)
-		return -EBUSY;
+		return local(c, -EBUSY);
 
 	wire = calloc(n, sizeof(*wire));
 	if (!wire)
-		return -ENOMEM;
+		return local(c, -ENOMEM);
 	err = wire_tensors(tensors, n, wire, &floats);
 	if (err < 0)
 		goto out;
@@ -380,7 +566,7 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	err = shared_buffer(bytes, &fd, &map);
 	if (err < 0)
 		goto out;
-	err = call_ok(c, frame, len, fd);
+	err = request(c, frame, len, fd, decode_ok, NULL);
 	if (err < 0)
 		goto out;
 	c->params = map;
@@ -389,6 +575,8 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	*ret_params = c->params;
 
 out:
+	if (err < 0 && c->failure.stage == GSP_CLIENT_OK)
+		local(c, err);          /* refused before the request went out */
 	if (map)
 		munmap(map, bytes);
 	if (fd >= 0)
@@ -400,18 +588,11 @@ out:
 
 int gsp_client_detach(gsp_client *c)
 {
-	uint8_t frame[SMALL_FRAME];
-	size_t len;
 	int err;
 
 	if (!c)
 		return -EINVAL;
-	c->error[0] = '\0';
-	err = gsp_api_detach_encode(frame + GSP_FRAME_HEADER,
-				    sizeof(frame) - GSP_FRAME_HEADER, &len);
-	if (err < 0)
-		return err;
-	err = call_ok(c, frame, len, -1);
+	err = small_request(c, encode_detach, NULL, decode_ok, NULL);
 	if (err < 0)
 		return err;
 	if (c->params)
@@ -423,86 +604,75 @@ int gsp_client_detach(gsp_client *c)
 
 /* ---- step, average, status ------------------------------------------------ */
 
-int gsp_client_step(gsp_client *c, uint32_t flags, gsp_api_step_ok *ret_stats)
+int gsp_client_step(gsp_client *c, uint32_t flags,
+		    gsp_client_step_result *ret_stats)
 {
 	gsp_api_step msg = {.flags = flags};
 	gsp_api_step_ok ok;
-	uint8_t frame[SMALL_FRAME];
-	const uint8_t *body;
-	size_t len;
 	int err;
 
 	if (!c)
 		return -EINVAL;
-	c->error[0] = '\0';
-	err = gsp_api_step_encode(&msg, frame + GSP_FRAME_HEADER,
-				  sizeof(frame) - GSP_FRAME_HEADER, &len);
+	err = small_request(c, encode_step, &msg, decode_step_ok, &ok);
 	if (err < 0)
 		return err;
-	err = call(c, frame, len, -1, &body, &len);
-	if (err < 0)
-		return err;
-	if (gsp_api_step_ok_decode(body, len, &ok) < 0)
-		return broken(c, -EBADMSG);
 	if (ret_stats)
-		*ret_stats = ok;
+		*ret_stats = (gsp_client_step_result){
+			.step = ok.step,
+			.edges_applied = ok.edges_applied,
+			.edges_projected = ok.edges_projected,
+			.edges_skipped = ok.edges_skipped,
+			.max_staleness = ok.max_staleness,
+			.bytes_sent = ok.bytes_sent,
+			.bytes_received = ok.bytes_received,
+			.consensus_estimate = ok.consensus_estimate,
+		};
 	return 0;
 }
 
 int gsp_client_average(gsp_client *c, double target, uint32_t time_limit_ms,
-		       uint32_t max_rounds, gsp_api_average_ok *ret)
+		       uint32_t max_rounds, gsp_client_average_result *ret)
 {
 	gsp_api_average msg = {.target = target,
 			       .time_limit_ms = time_limit_ms,
 			       .max_rounds = max_rounds};
 	gsp_api_average_ok ok;
-	uint8_t frame[SMALL_FRAME];
-	const uint8_t *body;
-	size_t len;
 	int err;
 
 	if (!c)
 		return -EINVAL;
-	c->error[0] = '\0';
-	err = gsp_api_average_encode(&msg, frame + GSP_FRAME_HEADER,
-				     sizeof(frame) - GSP_FRAME_HEADER, &len);
+	err = small_request(c, encode_average, &msg, decode_average_ok, &ok);
 	if (err < 0)
 		return err;
-	err = call(c, frame, len, -1, &body, &len);
-	if (err < 0)
-		return err;
-	if (gsp_api_average_ok_decode(body, len, &ok) < 0)
-		return broken(c, -EBADMSG);
 	if (ret)
-		*ret = ok;
+		*ret = (gsp_client_average_result){
+			.rounds = ok.rounds,
+			.estimate = ok.estimate,
+			.reached = ok.reached,
+		};
 	return 0;
 }
 
 int gsp_client_status(gsp_client *c, char **ret_json)
 {
 	gsp_api_status_ok ok;
-	uint8_t frame[SMALL_FRAME];
-	const uint8_t *body;
-	size_t len;
 	char *json;
 	int err;
 
-	if (!c || !ret_json)
+	if (!c)
 		return -EINVAL;
-	c->error[0] = '\0';
-	err = gsp_api_status_encode(frame + GSP_FRAME_HEADER,
-				    sizeof(frame) - GSP_FRAME_HEADER, &len);
+	if (!ret_json) {
+		begin(c);
+		return local(c, -EINVAL);
+	}
+	err = small_request(c, encode_status, NULL, decode_status_ok, &ok);
 	if (err < 0)
 		return err;
-	err = call(c, frame, len, -1, &body, &len);
-	if (err < 0)
-		return err;
-	if (gsp_api_status_ok_decode(body, len, &ok) < 0)
-		return broken(c, -EBADMSG);
 	json = malloc(ok.json_len + 1);
 	if (!json)
-		return -ENOMEM;
-	memcpy(json, ok.json, ok.json_len);
+		return local(c, -ENOMEM);
+	if (ok.json_len)
+		memcpy(json, ok.json, ok.json_len);
 	json[ok.json_len] = '\0';
 	*ret_json = json;
 	return 0;
@@ -512,7 +682,16 @@ int gsp_client_status(gsp_client *c, char **ret_json)
 
 const char *gsp_client_last_error(const gsp_client *c)
 {
-	return c ? c->error : "";
+	return c && c->failure.stage == GSP_CLIENT_DAEMON ? c->failure.text : "";
+}
+
+const gsp_client_failure *gsp_client_last_failure(const gsp_client *c)
+{
+	static const gsp_client_failure no_client = {
+		.stage = GSP_CLIENT_LOCAL, .code = -EINVAL,
+	};
+
+	return c ? &c->failure : &no_client;
 }
 
 void gsp_client_close(gsp_client *c)

@@ -18,7 +18,7 @@
  *		{.name = "b", .ndim = 1, .shape = {100}},
  *	};
  *	float *params;
- *	gsp_api_step_ok st;
+ *	gsp_client_step_result st;
  *
  *	int r = gsp_client_connect("/run/gossipd/gossipd.sock", "my-trainer", &c);
  *	if (r < 0) {
@@ -59,8 +59,15 @@
  *     message that does not decode, or a reply of the wrong type).  The
  *     stream can no longer be trusted: the client is then unusable.
  *   - -ECONNRESET or -EPIPE: the daemon closed the connection (it stopped
- *     or restarted).  The client is then unusable, as after any other
- *     failure of the socket itself, or -ENOMEM for a large reply.
+ *     or restarted); -ETIMEDOUT: a send or a reply took longer than the
+ *     timeout_ms of gsp_client_connect_opts().  The client is then
+ *     unusable, as after any other failure of the socket itself, or
+ *     -ENOMEM for a large reply.
+ *   - gsp_client_last_failure() says what a failed call met, beyond its
+ *     code (the stage, the daemon's version, the length of a refused
+ *     frame, the type of an unexpected reply), for messages that name
+ *     the cause; gsp_client_connect_opts() fills the same record when
+ *     it fails.
  *   - Every later call on an unusable client returns -ENOTCONN without
  *     touching the socket.  The parameter buffer stays mapped and valid
  *     until gsp_client_close(), so the trainer can still save its model.
@@ -69,31 +76,112 @@
  *   Outputs (ret_*) are written only on success.
  *
  * Blocking
- *   Calls block until the daemon replies; there is no timeout (a STEP with
- *   GSP_STEP_SYNC, or AVERAGE, can take as long as the neighbours do).
- *   Interrupted system calls (EINTR) are restarted.  Writes use
- *   MSG_NOSIGNAL, so a closed daemon gives -EPIPE rather than SIGPIPE.
+ *   Calls block until the daemon replies.  By default there is no timeout
+ *   (a STEP with GSP_CLIENT_STEP_SYNC, or AVERAGE, can take as long as the
+ *   neighbours do); gsp_client_connect_opts() sets one for every connect,
+ *   send and receive (not for a whole call: a reply that trickles in may
+ *   take longer).  Interrupted system calls (EINTR) are restarted.  Writes
+ *   use MSG_NOSIGNAL, so a closed daemon gives -EPIPE rather than SIGPIPE.
  *
  * Threads: a gsp_client is not thread-safe; use one per thread or lock.
  */
 #ifndef GOSSIP_CLIENT_H
 #define GOSSIP_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gossip.h"
-#include "proto.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Limits of the local API that client calls check (proto/PROTOCOL.md). */
+#define GSP_CLIENT_NAME_MAX 128          /* client_name, in bytes */
+#define GSP_CLIENT_TENSOR_NAME_MAX 63    /* a tensor's name, in bytes */
+#define GSP_CLIENT_MAX_TENSORS 65536     /* tensors in one model */
+#define GSP_CLIENT_MAX_FRAME (1u << 20)  /* a request or reply, in bytes */
+#define GSP_CLIENT_ERROR_TEXT_MAX 1024   /* the daemon's ERROR text */
+
+/* gsp_client_step() flags. */
+#define GSP_CLIENT_STEP_SYNC 0x1u  /* wait until every connected edge's
+				      round in flight has completed */
+#define GSP_CLIENT_STEP_DRAIN 0x2u /* settle before leaving: wait for every
+				      round in flight, answer rounds a
+				      neighbour already sent, apply, and
+				      start no new round */
+
 typedef struct gsp_client gsp_client;
+
+/* What gsp_client_step() reports. */
+typedef struct gsp_client_step_result {
+	uint64_t step;               /* STEPs served since REGISTER */
+	uint32_t edges_applied;      /* edge updates applied by this step */
+	uint32_t edges_projected;    /* rounds started by this step */
+	uint32_t edges_skipped;      /* edges whose round is still in flight */
+	uint32_t max_staleness;      /* in steps, over all edges */
+	uint64_t bytes_sent;         /* since REGISTER, all edges */
+	uint64_t bytes_received;
+	double consensus_estimate;   /* relative; NaN until an edge has
+					completed a round */
+} gsp_client_step_result;
+
+/* What gsp_client_average() reports. */
+typedef struct gsp_client_average_result {
+	uint32_t rounds;             /* gossip rounds run */
+	double estimate;             /* the final consensus estimate; NaN
+					when unknown */
+	bool reached;                /* estimate <= target */
+} gsp_client_average_result;
+
+/* Options of gsp_client_connect_opts(); zero-initialise, then set. */
+typedef struct gsp_client_options {
+	const char *client_name;     /* shown in the daemon's logs and
+					status; NULL: "" */
+	uint32_t timeout_ms;         /* the longest wait for the connection,
+					each send and each receive, for the
+					client's whole life; 0: no limit */
+} gsp_client_options;
+
+/* Where a call failed, for gsp_client_failure. */
+typedef enum gsp_client_stage {
+	GSP_CLIENT_OK = 0,           /* the last call succeeded */
+	GSP_CLIENT_LOCAL,            /* before any I/O: invalid arguments,
+					memory, an unusable client */
+	GSP_CLIENT_CONNECT,          /* creating or connecting the socket */
+	GSP_CLIENT_IO,               /* sending or receiving: -ECONNRESET,
+					-EPIPE (the daemon closed),
+					-ETIMEDOUT, other socket errors */
+	GSP_CLIENT_DAEMON,           /* the daemon's ERROR reply: its code
+					and text */
+	GSP_CLIENT_VERSION,          /* HELLO_OK of another major version */
+	GSP_CLIENT_FRAME,            /* a reply frame of length 0 or above
+					GSP_CLIENT_MAX_FRAME */
+	GSP_CLIENT_REPLY,            /* a reply of another type than the
+					request's, or that does not decode */
+} gsp_client_stage;
+
+/* What the last failed call met (the fields of its stage are set, the
+ * others are 0). */
+typedef struct gsp_client_failure {
+	gsp_client_stage stage;
+	int code;                    /* what the call returned */
+	uint16_t version;            /* VERSION: the daemon's, major << 8 |
+					minor */
+	uint32_t frame_len;          /* FRAME: the declared length */
+	uint8_t reply_type;          /* REPLY: the reply's type byte */
+	bool unexpected_type;        /* REPLY: true when the type is not the
+					request's reply, false when the
+					reply does not decode */
+	char text[GSP_CLIENT_ERROR_TEXT_MAX + 1]; /* DAEMON: its text, else "" */
+} gsp_client_failure;
 
 /* Connects to the daemon's socket at socket_path and exchanges HELLO /
  * HELLO_OK.  client_name (NULL: "") is shown in the daemon's logs and
- * status; at most GSP_API_NAME_MAX bytes.  Errors:
+ * status; at most GSP_CLIENT_NAME_MAX bytes.  No timeout (see
+ * gsp_client_connect_opts()).  Errors:
  *   -ENOENT          no socket at that path (the daemon is not running);
  *   -ECONNREFUSED    a stale socket file (the daemon is not running);
  *   -EACCES          no permission on the socket (check its group);
@@ -106,9 +194,27 @@ typedef struct gsp_client gsp_client;
  *	if (r == -ENOENT || r == -ECONNREFUSED)
  *		fprintf(stderr, "gossipd is not running\n");
  */
-GSP_API int gsp_client_connect(const char *socket_path,
-			       const char *client_name,
-			       gsp_client **ret) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_client_connect(const char *socket_path,
+				  const char *client_name,
+				  gsp_client **ret) GSP_MUST_CHECK;
+
+/* gsp_client_connect() with options (opts NULL: the defaults): the client
+ * name and a timeout.  -ETIMEDOUT when the daemon does not accept or
+ * answer HELLO within opts->timeout_ms.  On failure, if failure is not
+ * NULL, it says what the attempt met (stage GSP_CLIENT_CONNECT for the
+ * socket's own errors, the others as for gsp_client_last_failure()).
+ *
+ *	gsp_client_options o = {.client_name = "probe", .timeout_ms = 5000};
+ *	gsp_client_failure f;
+ *	if (gsp_client_connect_opts(path, &o, &c, &f) < 0 &&
+ *	    f.stage == GSP_CLIENT_VERSION)
+ *		fprintf(stderr, "gossipd speaks %u.%u\n", f.version >> 8,
+ *			f.version & 0xff);
+ */
+GSP_EXPORT int gsp_client_connect_opts(const char *socket_path,
+				       const gsp_client_options *opts,
+				       gsp_client **ret,
+				       gsp_client_failure *failure) GSP_MUST_CHECK;
 
 /* Registers the model tensors[0..n) (name, ndim and shape are read; the
  * derived fields are ignored): creates the shared buffer of
@@ -117,10 +223,10 @@ GSP_API int gsp_client_connect(const char *socket_path,
  * the mapped buffer, tensor i starting at float numel_0 + ... +
  * numel_{i-1}; fill it (the initial model) before the first STEP.  It stays
  * valid until a successful gsp_client_detach() or gsp_client_close().
- * Names must be NUL-terminated and at most GSP_WIRE_NAME_MAX bytes.
- * Errors: -EINVAL (n is 0 or above GSP_API_MAX_TENSORS, a bad name, ndim
- * or dimension), -EOVERFLOW, -EMSGSIZE (the description exceeds
- * GSP_API_MAX_FRAME), -EBUSY (this client already holds a registration:
+ * Names must be NUL-terminated and at most GSP_CLIENT_TENSOR_NAME_MAX
+ * bytes.  Errors: -EINVAL (n is 0 or above GSP_CLIENT_MAX_TENSORS, a bad
+ * name, ndim or dimension), -EOVERFLOW, -EMSGSIZE (the description exceeds
+ * GSP_CLIENT_MAX_FRAME), -EBUSY (this client already holds a registration:
  * detach first), system errors (-ENOMEM...), or the daemon's ERROR code
  * (-EBUSY: another trainer holds the daemon's model; -EMSGSIZE: the model
  * is too large for the configured method...), with its text in
@@ -131,25 +237,24 @@ GSP_API int gsp_client_connect(const char *socket_path,
  *	if (gsp_client_register(c, &t, 1, &p) == 0)
  *		memcpy(p, my_weights, 64 * 300 * sizeof(float));
  */
-GSP_API int gsp_client_register(gsp_client *c, const gsp_tensor *tensors,
-				size_t n, float **ret_params) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_client_register(gsp_client *c, const gsp_tensor *tensors,
+				   size_t n, float **ret_params) GSP_MUST_CHECK;
 
 /* One gossip step, typically right after the optimizer step: the daemon
  * applies every completed edge update into the buffer and projects the
- * next round.  flags: 0 or GSP_STEP_SYNC (wait until every connected
- * edge's round in flight has completed: reproducible runs, tests).  On
- * success *ret_stats (may be NULL) gets the step's statistics
- * (gsp_api_step_ok in proto.h; consensus_estimate is NaN until an edge has
- * completed a round).  Errors: -EINVAL for unknown flags; the daemon's
- * -ENOENT (nothing registered) or -EPERM (another connection's model).
+ * next round.  flags: 0, GSP_CLIENT_STEP_SYNC (reproducible runs, tests)
+ * or GSP_CLIENT_STEP_DRAIN (the last step of a run).  On success
+ * *ret_stats (may be NULL) gets the step's statistics.  Errors: -EINVAL
+ * for unknown flags; the daemon's -ENOENT (nothing registered) or -EPERM
+ * (another connection's model).
  *
- *	gsp_api_step_ok st;
+ *	gsp_client_step_result st;
  *	if (gsp_client_step(c, 0, &st) == 0)
  *		printf("step %llu: %u edges applied\n",
  *		       (unsigned long long)st.step, st.edges_applied);
  */
-GSP_API int gsp_client_step(gsp_client *c, uint32_t flags,
-			    gsp_api_step_ok *ret_stats) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_client_step(gsp_client *c, uint32_t flags,
+			       gsp_client_step_result *ret_stats) GSP_MUST_CHECK;
 
 /* Gossip-only rounds, without training, until the consensus estimate is
  * <= target, time_limit_ms passed, or max_rounds rounds ran (0 = no
@@ -160,17 +265,17 @@ GSP_API int gsp_client_step(gsp_client *c, uint32_t flags,
  * -EINVAL (target not finite or negative, both limits 0); daemon codes as
  * for gsp_client_step().
  *
- *	gsp_api_average_ok avg;
+ *	gsp_client_average_result avg;
  *	if (gsp_client_average(c, 1e-4, 30000, 0, &avg) == 0 && !avg.reached)
  *		fprintf(stderr, "consensus not reached: %g\n", avg.estimate);
  */
-GSP_API int gsp_client_average(gsp_client *c, double target,
-			       uint32_t time_limit_ms, uint32_t max_rounds,
-			       gsp_api_average_ok *ret) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_client_average(gsp_client *c, double target,
+				  uint32_t time_limit_ms, uint32_t max_rounds,
+				  gsp_client_average_result *ret) GSP_MUST_CHECK;
 
 /* The daemon's status document (the JSON of `gossipctl status --json`) as
- * a malloc'd NUL-terminated string in *ret_json; free() it.  Allowed with
- * or without a registration.
+ * a malloc'd NUL-terminated string in *ret_json; free() it.  The document
+ * itself holds no NUL.  Allowed with or without a registration.
  *
  *	char *json;
  *	if (gsp_client_status(c, &json) == 0) {
@@ -178,7 +283,7 @@ GSP_API int gsp_client_average(gsp_client *c, double target,
  *		free(json);
  *	}
  */
-GSP_API int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
 
 /* Gives the model back: the daemon stops using the buffer and drops its
  * edge state; on success the client unmaps the buffer (the pointer from
@@ -190,16 +295,27 @@ GSP_API int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
  *	save_checkpoint(params);
  *	gsp_client_detach(c);
  */
-GSP_API int gsp_client_detach(gsp_client *c);
+GSP_EXPORT int gsp_client_detach(gsp_client *c);
 
 /* The text of the daemon's ERROR reply if the last call on c failed with
  * one, "" otherwise (also after a success or a local failure).  Valid until
  * the next call on c.  Accepts NULL (returns ""). */
-GSP_API const char *gsp_client_last_error(const gsp_client *c);
+GSP_EXPORT const char *gsp_client_last_error(const gsp_client *c);
+
+/* What the last call on c met if it failed (stage GSP_CLIENT_OK after a
+ * success).  Valid until the next call on c.  Accepts NULL (returns a
+ * record of stage GSP_CLIENT_LOCAL, code -EINVAL).
+ *
+ *	const gsp_client_failure *f = gsp_client_last_failure(c);
+ *	if (f->stage == GSP_CLIENT_REPLY && f->unexpected_type)
+ *		fprintf(stderr, "unexpected reply 0x%02x\n", f->reply_type);
+ */
+GSP_EXPORT const gsp_client_failure *
+gsp_client_last_failure(const gsp_client *c);
 
 /* Closes the connection (the daemon then detaches implicitly), unmaps the
  * parameter buffer and frees c.  Accepts NULL. */
-GSP_API void gsp_client_close(gsp_client *c);
+GSP_EXPORT void gsp_client_close(gsp_client *c);
 
 #ifdef __cplusplus
 }

@@ -42,9 +42,9 @@ extern "C" {
 #endif
 
 #if defined(GSP_BUILDING_LIBRARY)
-#define GSP_API __attribute__((visibility("default")))
+#define GSP_EXPORT __attribute__((visibility("default")))
 #else
-#define GSP_API
+#define GSP_EXPORT
 #endif
 #define GSP_MUST_CHECK __attribute__((warn_unused_result))
 
@@ -59,7 +59,7 @@ enum {
 };
 
 /* Human-readable text for any return code (errno or GSP_E*). */
-GSP_API const char *gsp_strerror(int err);
+GSP_EXPORT const char *gsp_strerror(int err);
 
 /* ---- layouts ---------------------------------------------------------- */
 
@@ -82,15 +82,15 @@ typedef struct gsp_layout gsp_layout;
 /* Validates and copies n tensor descriptions (name, ndim, shape); every
  * dimension must be >= 1 and the total must fit in memory.  Derived fields
  * of the input are ignored. */
-GSP_API int gsp_layout_new(const gsp_tensor *tensors, size_t n,
-			   gsp_layout **ret_layout) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_layout_new(const gsp_tensor *tensors, size_t n,
+			      gsp_layout **ret_layout) GSP_MUST_CHECK;
 /* Parses "100x100,64x300,64" (x-separated dims, comma-separated tensors;
  * names become t0, t1, ...). */
-GSP_API int gsp_layout_parse(const char *spec, gsp_layout **ret_layout) GSP_MUST_CHECK;
-GSP_API void gsp_layout_free(gsp_layout *layout);
-GSP_API size_t gsp_layout_count(const gsp_layout *layout);
-GSP_API const gsp_tensor *gsp_layout_tensor(const gsp_layout *layout, size_t i);
-GSP_API uint64_t gsp_layout_floats(const gsp_layout *layout);
+GSP_EXPORT int gsp_layout_parse(const char *spec, gsp_layout **ret_layout) GSP_MUST_CHECK;
+GSP_EXPORT void gsp_layout_free(gsp_layout *layout);
+GSP_EXPORT size_t gsp_layout_count(const gsp_layout *layout);
+GSP_EXPORT const gsp_tensor *gsp_layout_tensor(const gsp_layout *layout, size_t i);
+GSP_EXPORT uint64_t gsp_layout_floats(const gsp_layout *layout);
 
 /* ---- methods and configuration --------------------------------------- */
 
@@ -103,8 +103,8 @@ typedef enum gsp_method {
 } gsp_method;
 
 /* Parses "powergossip", "exact", "choco-topk", "choco-randk", "choco-sign". */
-GSP_API int gsp_method_parse(const char *name, gsp_method *ret_method);
-GSP_API const char *gsp_method_name(gsp_method method);
+GSP_EXPORT int gsp_method_parse(const char *name, gsp_method *ret_method);
+GSP_EXPORT const char *gsp_method_name(gsp_method method);
 
 typedef struct gsp_config {
 	gsp_method method;
@@ -116,7 +116,7 @@ typedef struct gsp_config {
 } gsp_config;
 
 /* Reference defaults: powergossip, rank 1, warm start, gamma 1, 1%. */
-GSP_API void gsp_config_default(gsp_config *cfg);
+GSP_EXPORT void gsp_config_default(gsp_config *cfg);
 
 /* ---- nodes and edges -------------------------------------------------- */
 
@@ -147,70 +147,70 @@ typedef struct gsp_edge_info {
 /* params: m floats laid out as in layout, owned by the caller and alive for
  * the node's lifetime; the node reads and writes it only inside
  * gsp_node_step/apply/project.  The layout is copied. */
-GSP_API int gsp_node_new(const gsp_layout *layout, float *params,
-			 const gsp_config *cfg, gsp_node **ret_node) GSP_MUST_CHECK;
-GSP_API void gsp_node_free(gsp_node *node);
+GSP_EXPORT int gsp_node_new(const gsp_layout *layout, float *params,
+			    const gsp_config *cfg, gsp_node **ret_node) GSP_MUST_CHECK;
+GSP_EXPORT void gsp_node_free(gsp_node *node);
 
 /* Adds an edge with mixing weight 0 < weight <= 1, this node's role, and a
  * seed both ends share (GSP_SEED_BYTES).  Returns the edge index (>= 0). */
-GSP_API int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
-			      const uint8_t *seed, size_t seed_len) GSP_MUST_CHECK;
-GSP_API size_t gsp_node_edge_count(const gsp_node *node);
+GSP_EXPORT int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
+				 const uint8_t *seed, size_t seed_len) GSP_MUST_CHECK;
+GSP_EXPORT size_t gsp_node_edge_count(const gsp_node *node);
 /* Starts a new generation on an edge: fresh state from a new seed, round
  * 0, IDLE and active (a reconnected neighbour).  -EBUSY while the edge
  * still holds a completed update (apply it first).  On failure the edge
  * is unchanged.  Byte counters carry on. */
-GSP_API int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
-				gsp_role role, const uint8_t *seed,
-				size_t seed_len) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
+				   gsp_role role, const uint8_t *seed,
+				   size_t seed_len) GSP_MUST_CHECK;
 /* Takes an edge out of projection and completion (its neighbour is gone):
  * a round in flight is dropped; a completed round's update still lands at
  * the next apply, as it does at the other end.  gsp_node_edge_reset
  * brings the edge back. */
-GSP_API int gsp_node_edge_disable(gsp_node *node, size_t edge);
+GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
 /* Changes an edge's mixing weight (degrees changed); both ends must. */
-GSP_API int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);
-GSP_API int gsp_node_edge_info(const gsp_node *node, size_t edge,
-			       gsp_edge_info *ret_info);
+GSP_EXPORT int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);
+GSP_EXPORT int gsp_node_edge_info(const gsp_node *node, size_t edge,
+				  gsp_edge_info *ret_info);
 
 /* Apply every COMPLETED edge's update into params (they become IDLE).
  * Returns the number of edges applied. */
-GSP_API int gsp_node_apply(gsp_node *node) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_apply(gsp_node *node) GSP_MUST_CHECK;
 /* Project the next round's message for every IDLE edge (they become
  * IN_FLIGHT).  Returns the number of edges projected.  Fails with
  * GSP_ENONFINITE, changing nothing, if params hold a NaN or infinity. */
-GSP_API int gsp_node_project(gsp_node *node) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_project(gsp_node *node) GSP_MUST_CHECK;
 /* Projects one IDLE edge only (a neighbour is waiting for that round). */
-GSP_API int gsp_node_project_edge(gsp_node *node, size_t edge) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_project_edge(gsp_node *node, size_t edge) GSP_MUST_CHECK;
 /* apply + project fused into one pass over params.  Returns the number of
  * edges projected.  The apply part commits even if projecting fails. */
-GSP_API int gsp_node_step(gsp_node *node) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_step(gsp_node *node) GSP_MUST_CHECK;
 /* The instruction set the step's kernel runs on: "avx512", "avx2" or
  * "generic" (4-float vectors).  The widest the CPU runs; the environment
  * variable GSP_KERNEL may name a narrower one (for tests and
  * benchmarks). */
-GSP_API const char *gsp_kernel_name(void);
+GSP_EXPORT const char *gsp_kernel_name(void);
 
 /* The retained outgoing message of an IN_FLIGHT (or later) edge: bytes,
  * length and round.  Valid until the edge is next projected. */
-GSP_API int gsp_node_message(const gsp_node *node, size_t edge,
-			     const void **ret_msg, size_t *ret_len,
-			     uint64_t *ret_round);
+GSP_EXPORT int gsp_node_message(const gsp_node *node, size_t edge,
+				const void **ret_msg, size_t *ret_len,
+				uint64_t *ret_round);
 /* Size in bytes of any message for that edge and round (either end). */
-GSP_API int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
-				      uint64_t round);
+GSP_EXPORT int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
+					 uint64_t round);
 /* Completes an IN_FLIGHT edge's round with the neighbour's message for the
  * same round (msg aligned to 4 bytes).  Validates length and content
  * (finite values, indices in range) before changing anything. */
-GSP_API int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
-			      const void *msg, size_t len) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
+				 const void *msg, size_t len) GSP_MUST_CHECK;
 
 /* Introspection for tests and tools: the shared factors A (m x r) and
  * B (k x r), row-major, of compressed tensor `tensor` on a powergossip edge.
  * Either output may be NULL.  ret_rank gets r. */
-GSP_API int gsp_node_edge_factors(const gsp_node *node, size_t edge,
-				  size_t tensor, const float **ret_a,
-				  const float **ret_b, unsigned *ret_rank);
+GSP_EXPORT int gsp_node_edge_factors(const gsp_node *node, size_t edge,
+				     size_t tensor, const float **ret_a,
+				     const float **ret_b, unsigned *ret_rank);
 
 /* ---- topologies and mixing weights ----------------------------------- */
 
@@ -224,35 +224,35 @@ typedef enum gsp_topology {
 
 typedef struct gsp_graph gsp_graph;
 
-GSP_API int gsp_topology_parse(const char *name, gsp_topology *ret_topo);
-GSP_API const char *gsp_topology_name(gsp_topology topo);
+GSP_EXPORT int gsp_topology_parse(const char *name, gsp_topology *ret_topo);
+GSP_EXPORT const char *gsp_topology_name(gsp_topology topo);
 
 /* Builds the graph on n nodes (ids 0..n-1).  Ring needs n >= 2; torus uses
  * the most nearly square a x b = n with a, b >= 2 (n >= 4, not prime);
  * exponential links i and i +- 2^j mod n. */
-GSP_API int gsp_graph_new(gsp_topology topo, unsigned n,
-			  gsp_graph **ret_graph) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_graph_new(gsp_topology topo, unsigned n,
+			     gsp_graph **ret_graph) GSP_MUST_CHECK;
 /* Parses an edge list "0-1,1-2,2-0" on n nodes (no self loops, no
  * duplicates; every node must have at least one edge). */
-GSP_API int gsp_graph_parse_edges(const char *spec, unsigned n,
-				  gsp_graph **ret_graph) GSP_MUST_CHECK;
-GSP_API void gsp_graph_free(gsp_graph *graph);
-GSP_API unsigned gsp_graph_nodes(const gsp_graph *graph);
-GSP_API size_t gsp_graph_edge_count(const gsp_graph *graph);
+GSP_EXPORT int gsp_graph_parse_edges(const char *spec, unsigned n,
+				     gsp_graph **ret_graph) GSP_MUST_CHECK;
+GSP_EXPORT void gsp_graph_free(gsp_graph *graph);
+GSP_EXPORT unsigned gsp_graph_nodes(const gsp_graph *graph);
+GSP_EXPORT size_t gsp_graph_edge_count(const gsp_graph *graph);
 /* Edge e as (lo, hi) with lo < hi. */
-GSP_API int gsp_graph_edge(const gsp_graph *graph, size_t e, unsigned *ret_lo,
-			   unsigned *ret_hi);
-GSP_API unsigned gsp_graph_degree(const gsp_graph *graph, unsigned i);
+GSP_EXPORT int gsp_graph_edge(const gsp_graph *graph, size_t e, unsigned *ret_lo,
+			      unsigned *ret_hi);
+GSP_EXPORT unsigned gsp_graph_degree(const gsp_graph *graph, unsigned i);
 /* Metropolis-Hastings weight w_ij = 1/(1+max(deg_i,deg_j)) for an edge,
  * or the self weight w_ii = 1 - sum_j w_ij when i == j; 0 for non-edges. */
-GSP_API double gsp_graph_weight(const gsp_graph *graph, unsigned i, unsigned j);
+GSP_EXPORT double gsp_graph_weight(const gsp_graph *graph, unsigned i, unsigned j);
 /* Eigenvalues of I - W: lambda_2 (smallest non-zero) and lambda_max
  * (LAPACK ssyev).  Fails with -EINVAL for a disconnected graph. */
-GSP_API int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
-			       double *ret_lambda_max) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
+				  double *ret_lambda_max) GSP_MUST_CHECK;
 /* gamma = 2 / (lambda_2 + lambda_max), the best fixed consensus step. */
-GSP_API int gsp_graph_optimal_gamma(const gsp_graph *graph,
-				    double *ret_gamma) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_graph_optimal_gamma(const gsp_graph *graph,
+				       double *ret_gamma) GSP_MUST_CHECK;
 
 #ifdef __cplusplus
 }

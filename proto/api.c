@@ -5,15 +5,6 @@
 #include "proto.h"
 #include "wire.h"
 
-static int room(uint8_t *buf, size_t cap, size_t need, size_t *ret_len)
-{
-	if (!ret_len)
-		return -EINVAL;
-	if (!buf || cap < need)
-		return -ENOBUFS;
-	return 0;
-}
-
 /* ---- HELLO / HELLO_OK --------------------------------------------------- */
 
 static int hello_encode(uint8_t type, const gsp_api_hello *msg, uint8_t *buf,

@@ -38,6 +38,11 @@ int gsp_frame_header_write(uint8_t *buf, size_t cap, uint32_t body_len)
 	return 0;
 }
 
+uint32_t gsp_frame_header_read(const uint8_t buf[static GSP_FRAME_HEADER])
+{
+	return get_u32(buf);
+}
+
 int gsp_proto_peer_max_frame(uint64_t max_round_payload, uint32_t *ret_max)
 {
 	const uint64_t over = GSP_MSG_ROUND_HEAD + GSP_AEAD_TAG_BYTES;

@@ -5,16 +5,6 @@
 #include "proto.h"
 #include "wire.h"
 
-/* Every encoder: validate, then check room, then write exactly `need`. */
-static int room(uint8_t *buf, size_t cap, size_t need, size_t *ret_len)
-{
-	if (!ret_len)
-		return -EINVAL;
-	if (!buf || cap < need)
-		return -ENOBUFS;
-	return 0;
-}
-
 static bool all_zero(const uint8_t *p, size_t n)
 {
 	uint8_t acc = 0;

@@ -66,6 +66,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "key.h"             /* GSP_KEY_BYTES */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -105,7 +107,6 @@ extern "C" {
 #define GSP_API_MAX_TENSORS 65536
 
 #define GSP_FINGERPRINT_BYTES 32
-#define GSP_KEY_BYTES 32            /* X25519 public key */
 #define GSP_TAI64N_BYTES 12         /* HS_INIT timestamp */
 #define GSP_GEN_TAG_BYTES 16
 
@@ -166,6 +167,11 @@ int gsp_frame_parse(const uint8_t *buf, size_t avail, uint32_t max_len,
  * -EINVAL if body_len is 0, -ENOBUFS if cap < 4. */
 int gsp_frame_header_write(uint8_t *buf, size_t cap,
 			   uint32_t body_len) GSP_MUST_CHECK;
+
+/* The body length that a frame header declares, unchecked: for a reader
+ * that sizes its buffer once gsp_frame_parse() of the header alone said
+ * -EAGAIN, and for messages about a length gsp_frame_parse() refused. */
+uint32_t gsp_frame_header_read(const uint8_t buf[static GSP_FRAME_HEADER]);
 
 /* Frame body cap of an authenticated peer link once both ends registered
  * a model whose largest ROUND payload is max_round_payload bytes (0: no

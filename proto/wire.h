@@ -63,6 +63,19 @@ static inline uint64_t get_u64(const uint8_t *p)
 	return v;
 }
 
+/* Every encoder validates its struct, then checks here that `need` bytes
+ * fit in buf[0..cap), then writes exactly `need`: -EINVAL without
+ * ret_len, -ENOBUFS without room. */
+static inline int room(const uint8_t *buf, size_t cap, size_t need,
+		       const size_t *ret_len)
+{
+	if (!ret_len)
+		return -EINVAL;
+	if (!buf || cap < need)
+		return -ENOBUFS;
+	return 0;
+}
+
 /* Sequential writer over a buffer whose size the encoder checked first. */
 typedef struct wr {
 	uint8_t *p;

@@ -18,7 +18,7 @@ GSP_BASE_PACKAGES=(
 # What tools/run-tests adds: every tool a test needs, and gnuplot for
 # tools/consensus-experiment's plots.
 GSP_TEST_PACKAGES=(
-	check                             # the C unit tests (tests/unit, tests/daemon)
+	check                             # the C unit tests (tests/*/)
 	python3-numpy python3-torch       # suite python: the NumPy and PyTorch client
 	clang libclang-rt-14-dev          # build-fuzz/: libFuzzer harnesses
 	# tests/install/ (suite deploy): unit, man page, filter and metrics checks

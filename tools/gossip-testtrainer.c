@@ -17,7 +17,7 @@
 
 #include "cli.h"
 #include "client.h"
-#include "daemonlink.h"
+#include "trainerlink.h"
 #include "gossip.h"
 #include "sim.h"
 
@@ -158,7 +158,7 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->wait_edges = (unsigned)v;
 			break;
 		case 'N':
-			if (strlen(optarg) > GSP_API_NAME_MAX)
+			if (strlen(optarg) > GSP_CLIENT_NAME_MAX)
 				return die("--name is too long", optarg);
 			o->name = optarg;
 			break;
@@ -185,7 +185,7 @@ static int parse_args(int argc, char **argv, opts *o)
 
 static int fail(gsp_client *c, const char *what, int err)
 {
-	return gsp_link_fail(PROG, c, what, err);
+	return trainer_link_fail(PROG, c, what, err);
 }
 
 static int run(const opts *o, const gsp_layout *layout)
@@ -194,8 +194,8 @@ static int run(const opts *o, const gsp_layout *layout)
 	uint64_t floats = gsp_layout_floats(layout);
 	gsp_tensor *tensors = calloc(n, sizeof(*tensors));
 	gsp_client *c = NULL;
-	gsp_api_step_ok st;
-	gsp_api_average_ok avg;
+	gsp_client_step_result st;
+	gsp_client_average_result avg;
 	float *params;
 	int err, rc = 1;
 
@@ -205,7 +205,7 @@ static int run(const opts *o, const gsp_layout *layout)
 	}
 	for (size_t i = 0; i < n; i++)
 		tensors[i] = *gsp_layout_tensor(layout, i);
-	if (gsp_link_connect(PROG, o->socket, o->name, &c) < 0)
+	if (trainer_link_connect(PROG, o->socket, o->name, &c) < 0)
 		goto out;
 	err = gsp_client_register(c, tensors, n, &params);
 	if (err < 0) {
@@ -214,13 +214,13 @@ static int run(const opts *o, const gsp_layout *layout)
 	}
 	gsp_fill_gaussian(params, floats, o->seed, o->node_index);
 	if (o->dump_initial &&
-	    gsp_link_dump(PROG, o->dump_initial, params, floats))
+	    trainer_link_dump(PROG, o->dump_initial, params, floats))
 		goto out;
-	if (o->wait_edges && gsp_link_wait_edges(PROG, c, o->wait_edges, 30))
+	if (o->wait_edges && trainer_link_wait_edges(PROG, c, o->wait_edges, 30))
 		goto out;
 
 	for (unsigned long long s = 0; s < o->steps; s++) {
-		err = gsp_client_step(c, o->sync ? GSP_STEP_SYNC : 0, &st);
+		err = gsp_client_step(c, o->sync ? GSP_CLIENT_STEP_SYNC : 0, &st);
 		if (err < 0) {
 			fail(c, "step", err);
 			goto out;
@@ -238,7 +238,7 @@ static int run(const opts *o, const gsp_layout *layout)
 	}
 	/* Settle every edge so that each round lands at both ends or at
 	 * neither before the parameters are read and the model detached. */
-	err = gsp_client_step(c, GSP_STEP_DRAIN, &st);
+	err = gsp_client_step(c, GSP_CLIENT_STEP_DRAIN, &st);
 	if (err < 0) {
 		fail(c, "drain", err);
 		goto out;
@@ -263,7 +263,7 @@ static int run(const opts *o, const gsp_layout *layout)
 		printf("%s\n", json);
 		free(json);
 	}
-	if (o->dump && gsp_link_dump(PROG, o->dump, params, floats))
+	if (o->dump && trainer_link_dump(PROG, o->dump, params, floats))
 		goto out;
 	fflush(stdout);
 	err = gsp_client_detach(c);

@@ -31,7 +31,7 @@
 
 #include "cli.h"
 #include "client.h"
-#include "daemonlink.h"
+#include "trainerlink.h"
 #include "idx.h"
 #include "mlp.h"
 #include "rng.h"
@@ -78,7 +78,7 @@ typedef struct trainer {
 	size_t steps_per_epoch;   /* the same on every node: smallest shard */
 	double accuracy;          /* after the last epoch */
 	uint64_t steps;
-	gsp_api_step_ok last;     /* stats of the last STEP */
+	gsp_client_step_result last; /* stats of the last STEP */
 	struct timespec t0;
 } trainer;
 
@@ -258,7 +258,7 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->threads = (int)v;
 			break;
 		case 'N':
-			if (strlen(optarg) > GSP_API_NAME_MAX)
+			if (strlen(optarg) > GSP_CLIENT_NAME_MAX)
 				return die("--name is too long", optarg);
 			o->name = optarg;
 			break;
@@ -356,7 +356,7 @@ static int setup_model(trainer *t)
 		size_t nt = gsp_mlp_tensor_count(t->net);
 		gsp_tensor tensors[2 * GSP_MLP_MAX_LAYERS];
 		gsp_mlp_tensors(t->net, tensors);
-		err = gsp_link_connect(PROG, o->socket, o->name, &t->client);
+		err = trainer_link_connect(PROG, o->socket, o->name, &t->client);
 		if (err == -ENOENT || err == -ECONNREFUSED)
 			fprintf(stderr, PROG ": start gossipd first (see "
 				"docs/DAEMON.md), or train without it: "
@@ -365,7 +365,7 @@ static int setup_model(trainer *t)
 			return -1;
 		err = gsp_client_register(t->client, tensors, nt, &t->params);
 		if (err < 0)
-			return -gsp_link_fail(PROG, t->client, "register", err);
+			return -trainer_link_fail(PROG, t->client, "register", err);
 	}
 	gsp_mlp_bind(t->net, t->params);
 	gsp_mlp_init(t->net, o->init_seed);
@@ -421,10 +421,11 @@ static int train_step(trainer *t, const uint32_t *rows, double *loss)
 		return -1;
 	}
 	if (t->client) {
-		int err = gsp_client_step(t->client, o->sync ? GSP_STEP_SYNC : 0,
+		int err = gsp_client_step(t->client,
+					  o->sync ? GSP_CLIENT_STEP_SYNC : 0,
 					  &t->last);
 		if (err < 0)
-			return -gsp_link_fail(PROG, t->client, "step", err);
+			return -trainer_link_fail(PROG, t->client, "step", err);
 	}
 	gsp_sgd_step(&t->sgd, t->params, gsp_mlp_grads(t->net));
 	t->steps++;
@@ -477,20 +478,20 @@ static int finish(trainer *t)
 	/* The model the last epoch measured (nothing touched it since). */
 	r.test_accuracy = o->epochs ? t->accuracy : test_accuracy(t);
 	if (t->client) {
-		err = gsp_client_step(t->client, GSP_STEP_DRAIN, &t->last);
+		err = gsp_client_step(t->client, GSP_CLIENT_STEP_DRAIN, &t->last);
 		if (err < 0)
-			return -gsp_link_fail(PROG, t->client, "drain", err);
+			return -trainer_link_fail(PROG, t->client, "drain", err);
 		/* Bytes of training, the rounds DRAIN settled included. */
 		r.sent_mb = (double)t->last.bytes_sent / 1e6;
 		r.consensus = t->last.consensus_estimate;
 		if (o->average) {
-			gsp_api_average_ok avg;
+			gsp_client_average_result avg;
 			err = gsp_client_average(t->client, o->average_target,
 						 o->average_ms,
 						 o->average_rounds, &avg);
 			if (err < 0)
-				return -gsp_link_fail(PROG, t->client,
-						      "average", err);
+				return -trainer_link_fail(PROG, t->client,
+							  "average", err);
 			r.average_rounds = avg.rounds;
 			r.consensus = avg.estimate;
 			r.averaged_accuracy = test_accuracy(t);
@@ -510,20 +511,20 @@ static int run(const opts *o)
 	t.last.consensus_estimate = NAN;
 	if (load_data(&t) || setup_model(&t))
 		goto out;
-	if (t.client && gsp_link_wait_edges(PROG, t.client, o->wait_edges,
-					    o->wait_seconds))
+	if (t.client && trainer_link_wait_edges(PROG, t.client, o->wait_edges,
+						o->wait_seconds))
 		goto out;
 	gsp_report_header(stdout, o->format);
 	clock_gettime(CLOCK_MONOTONIC, &t.t0);
 	if (train(&t) || finish(&t))
 		goto out;
-	if (o->dump && gsp_link_dump(PROG, o->dump, t.params,
+	if (o->dump && trainer_link_dump(PROG, o->dump, t.params,
 					 gsp_mlp_param_count(t.net)))
 		goto out;
 	if (t.client) {
 		int err = gsp_client_detach(t.client);
 		if (err < 0) {
-			gsp_link_fail(PROG, t.client, "detach", err);
+			trainer_link_fail(PROG, t.client, "detach", err);
 			goto out;
 		}
 		t.params = NULL;

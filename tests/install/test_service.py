@@ -26,7 +26,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 import gossipcluster as cluster  # noqa: E402
-CHECK_PROM = os.path.join(HERE, "..", "unit", "check_prom.py")
+CHECK_PROM = os.path.join(HERE, "..", "tools", "check_prom.py")
 BUILD = None
 
 

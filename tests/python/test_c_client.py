@@ -28,14 +28,14 @@ class Tensor(ctypes.Structure):        # gsp_tensor (libgossip/gossip.h)
                 ("k", ctypes.c_uint64), ("compressed", ctypes.c_bool)]
 
 
-class StepOk(ctypes.Structure):        # gsp_api_step_ok (proto/proto.h)
+class StepOk(ctypes.Structure):        # gsp_client_step_result (client.h)
     _fields_ = [("step", ctypes.c_uint64), ("edges_applied", ctypes.c_uint32),
                 ("edges_projected", ctypes.c_uint32), ("edges_skipped", ctypes.c_uint32),
                 ("max_staleness", ctypes.c_uint32), ("bytes_sent", ctypes.c_uint64),
                 ("bytes_received", ctypes.c_uint64), ("consensus_estimate", ctypes.c_double)]
 
 
-class AverageOk(ctypes.Structure):     # gsp_api_average_ok
+class AverageOk(ctypes.Structure):     # gsp_client_average_result
     _fields_ = [("rounds", ctypes.c_uint32), ("estimate", ctypes.c_double),
                 ("reached", ctypes.c_bool)]
 

@@ -17,7 +17,7 @@ int main(int argc, char **argv)
 		{.name = "weight", .ndim = 2, .shape = {100, 100}},
 		{.name = "bias", .ndim = 1, .shape = {100}},
 	};
-	gsp_api_step_ok st;
+	gsp_client_step_result st;
 	gsp_client *c;
 	float *params;
 	int r;

@@ -6,8 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "handshake.h"
+#include "key.h"
 #include "keyio.h"
 #include "subcommands.h"
 
@@ -24,7 +23,7 @@ static void usage(FILE *f)
 
 int genkey_main(int argc, const char *argv[])
 {
-	char b64[GCTL_KEY_B64_LEN + 2];
+	char b64[GSP_KEY_BASE64_LEN + 2];
 	gsp_keypair kp;
 	struct stat sb;
 	int r;
@@ -47,8 +46,8 @@ int genkey_main(int argc, const char *argv[])
 	gsp_keypair_generate(&kp);
 	gsp_key_to_base64(kp.priv, b64);
 	sodium_memzero(&kp, sizeof(kp));
-	b64[GCTL_KEY_B64_LEN] = '\n';
-	r = gctl_write_all(STDOUT_FILENO, b64, GCTL_KEY_B64_LEN + 1);
+	b64[GSP_KEY_BASE64_LEN] = '\n';
+	r = gctl_write_all(STDOUT_FILENO, b64, GSP_KEY_BASE64_LEN + 1);
 	sodium_memzero(b64, sizeof(b64));
 	if (r < 0) {
 		fprintf(stderr, "%s: genkey: cannot write to stdout: %s\n", PROG_NAME,

@@ -2,18 +2,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
-#include <unistd.h>
 
-#include "gossip.h"
+#include "client.h"
 #include "ipc.h"
-#include "proto.h"
+#include "proto.h"              /* gossipctl's own protocol version */
 #include "subcommands.h"
 
 const char *gctl_socket_path(const char *override)
@@ -53,272 +49,103 @@ int gctl_socket_option(int argc, const char *argv[], int *i, const char *sub,
 	return 1;
 }
 
-/* ---- the connection ---------------------------------------------------- */
+/* ---- the daemon ---------------------------------------------------------- */
 
-typedef struct conn {
-	int fd;
-	const char *path;
-} conn;
-
-static int fail(const conn *c, const char *fmt, ...)
+static void say(const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static int fail(const conn *c, const char *fmt, ...)
+/* "gossipctl: PATH: <message>" on stderr. */
+static void say(const char *path, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: %s: ", PROG_NAME, c->path);
+	fprintf(stderr, "%s: %s: ", PROG_NAME, path);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	return -1;
 }
 
-static int fail_io(const conn *c, const char *what, int err)
+/* Reports a failed client call once; request names what was asked (HELLO
+ * for the connection).  Returns -1. */
+static int report(const char *path, const char *request,
+		  const gsp_client_failure *f)
 {
-	if (err == EAGAIN || err == EWOULDBLOCK)
-		return fail(c, "timed out %s gossipd after %d s", what,
+	int err = -f->code;
+
+	switch (f->stage) {
+	case GSP_CLIENT_CONNECT:
+		if (f->code == -ENAMETOOLONG)
+			fprintf(stderr, "%s: cannot connect to %s: the path is longer "
+				"than %zu bytes\n", PROG_NAME, path,
+				sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		else
+			fprintf(stderr, "%s: cannot connect to %s: %s%s\n", PROG_NAME,
+				path, strerror(err),
+				err == ENOENT || err == ECONNREFUSED ?
+				" (is gossipd running?)" : "");
+		break;
+	case GSP_CLIENT_IO:
+		if (f->code == -ETIMEDOUT)
+			say(path, "timed out waiting for gossipd after %d s",
 			    GCTL_TIMEOUT_SECONDS);
-	return fail(c, "%s gossipd: %s", what, strerror(err));
-}
-
-static int conn_open(conn *c, const char *path)
-{
-	struct sockaddr_un sa;
-	struct timeval tv = { .tv_sec = GCTL_TIMEOUT_SECONDS };
-	size_t len = strlen(path);
-	int fd, err;
-
-	c->fd = -1;
-	c->path = path;
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (len >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "%s: cannot connect to %s: the path is longer than "
-			"%zu bytes\n", PROG_NAME, path, sizeof(sa.sun_path) - 1);
-		return -1;
+		else if (f->code == -ECONNRESET || f->code == -EPIPE)
+			say(path, "gossipd closed the connection");
+		else
+			say(path, "talking to gossipd: %s", strerror(err));
+		break;
+	case GSP_CLIENT_DAEMON:
+		say(path, "gossipd refused %s: %s%s(%s)", request, f->text,
+		    *f->text ? " " : "", gsp_strerror(f->code));
+		break;
+	case GSP_CLIENT_VERSION:
+		say(path, "gossipd speaks local API version %u.%u, gossipctl %u.%u",
+		    GSP_PROTO_MAJOR(f->version), GSP_PROTO_MINOR(f->version),
+		    GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR);
+		break;
+	case GSP_CLIENT_FRAME:
+		if (f->frame_len == 0)
+			say(path, "malformed reply from gossipd: empty frame");
+		else
+			say(path, "malformed reply from gossipd: a %lu-byte frame "
+			    "(the limit is %lu)", (unsigned long)f->frame_len,
+			    (unsigned long)GSP_CLIENT_MAX_FRAME);
+		break;
+	case GSP_CLIENT_REPLY:
+		if (f->unexpected_type)
+			say(path, "unexpected reply 0x%02x from gossipd to %s",
+			    (unsigned)f->reply_type, request);
+		else
+			say(path, "malformed reply from gossipd to %s: %s", request,
+			    gsp_strerror(f->code));
+		break;
+	default:
+		say(path, "%s: %s", request, gsp_strerror(f->code));
+		break;
 	}
-	memcpy(sa.sun_path, path, len);
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		fprintf(stderr, "%s: cannot create a socket: %s\n", PROG_NAME,
-			strerror(errno));
-		return -1;
-	}
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
-		err = errno;
-		close(fd);
-		fprintf(stderr, "%s: cannot set socket timeouts: %s\n", PROG_NAME,
-			strerror(err));
-		return -1;
-	}
-	if (connect(fd, (const struct sockaddr *)&sa,
-		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1)) < 0) {
-		err = errno;
-		close(fd);
-		fprintf(stderr, "%s: cannot connect to %s: %s%s\n", PROG_NAME, path,
-			strerror(err),
-			err == ENOENT || err == ECONNREFUSED ? " (is gossipd running?)" : "");
-		return -1;
-	}
-	c->fd = fd;
-	return 0;
-}
-
-static void conn_close(conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-}
-
-static int send_all(const conn *c, const uint8_t *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return fail_io(c, "sending to", errno);
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Sends one message (without its header) as a frame. */
-static int send_frame(const conn *c, uint8_t *frame, size_t msg_len)
-{
-	if (gsp_frame_header_write(frame, GSP_FRAME_HEADER, (uint32_t)msg_len) < 0)
-		return fail(c, "cannot frame a request");
-	return send_all(c, frame, GSP_FRAME_HEADER + msg_len);
-}
-
-static int recv_all(const conn *c, uint8_t *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = recv(c->fd, buf, len, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return fail_io(c, "waiting for", errno);
-		}
-		if (n == 0)
-			return fail(c, "gossipd closed the connection");
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Receives one frame.  On 0, *ret_frame is the malloc'd frame (free it)
- * and *ret_body / *ret_len its body. */
-static int recv_frame(const conn *c, uint8_t **ret_frame,
-		      const uint8_t **ret_body, uint32_t *ret_len)
-{
-	uint8_t head[GSP_FRAME_HEADER];
-	const uint8_t *body;
-	uint32_t len;
-	size_t consumed;
-	uint8_t *frame;
-	int r;
-
-	if (recv_all(c, head, sizeof(head)) < 0)
-		return -1;
-	/* With only the header present, a valid length reads as -EAGAIN. */
-	r = gsp_frame_parse(head, sizeof(head), GSP_API_MAX_FRAME, &body, &len,
-			    &consumed);
-	len = (uint32_t)head[0] | (uint32_t)head[1] << 8 |
-	      (uint32_t)head[2] << 16 | (uint32_t)head[3] << 24;
-	if (r == -EBADMSG)
-		return fail(c, "malformed reply from gossipd: empty frame");
-	if (r == -EMSGSIZE)
-		return fail(c, "malformed reply from gossipd: a %lu-byte frame "
-			    "(the limit is %lu)", (unsigned long)len,
-			    (unsigned long)GSP_API_MAX_FRAME);
-	if (r != -EAGAIN)
-		return fail(c, "malformed reply from gossipd: %s", gsp_strerror(r));
-	frame = malloc(sizeof(head) + (size_t)len);
-	if (!frame)
-		return fail(c, "out of memory for a %u-byte reply", (unsigned)len);
-	memcpy(frame, head, sizeof(head));
-	if (recv_all(c, frame + sizeof(head), len) < 0) {
-		free(frame);
-		return -1;
-	}
-	r = gsp_frame_parse(frame, sizeof(head) + (size_t)len, GSP_API_MAX_FRAME,
-			    &body, &len, &consumed);
-	if (r < 0) {
-		free(frame);
-		return fail(c, "malformed reply from gossipd: %s", gsp_strerror(r));
-	}
-	*ret_frame = frame;
-	*ret_body = body;
-	*ret_len = len;
-	return 0;
-}
-
-/* Reports a reply that is not the one expected: an ERROR (with the
- * daemon's text) or a malformed or unexpected message. */
-static int fail_reply(const conn *c, const char *request, const uint8_t *body,
-		      uint32_t len, int decode_err)
-{
-	gsp_api_error e;
-
-	if (gsp_api_error_decode(body, len, &e) == 0)
-		return fail(c, "gossipd refused %s: %.*s%s(%s)", request,
-			    (int)e.text_len, e.text ? e.text : "",
-			    e.text_len ? " " : "", gsp_strerror(e.code));
-	if (decode_err == -ENOMSG)
-		return fail(c, "unexpected reply 0x%02x from gossipd to %s",
-			    (unsigned)body[0], request);
-	return fail(c, "malformed reply from gossipd to %s: %s", request,
-		    gsp_strerror(decode_err));
-}
-
-static int say_hello(const conn *c)
-{
-	static const char name[] = "gossipctl";
-	uint8_t frame[GSP_FRAME_HEADER + 8 + sizeof(name)];
-	gsp_api_hello hello = {
-		.version = GSP_PROTO_VERSION,
-		.name = name,
-		.name_len = sizeof(name) - 1,
-	};
-	const uint8_t *body;
-	uint8_t *reply;
-	uint32_t len;
-	uint16_t v;
-	size_t n;
-	int r;
-
-	r = gsp_api_hello_encode(&hello, frame + GSP_FRAME_HEADER,
-				 sizeof(frame) - GSP_FRAME_HEADER, &n);
-	if (r < 0)
-		return fail(c, "cannot encode HELLO: %s", gsp_strerror(r));
-	if (send_frame(c, frame, n) < 0 || recv_frame(c, &reply, &body, &len) < 0)
-		return -1;
-	r = gsp_api_hello_ok_decode(body, len, &hello);
-	if (r == -EPROTONOSUPPORT && gsp_proto_version_of(body, len, &v) == 0)
-		r = fail(c, "gossipd speaks local API version %u.%u, gossipctl %u.%u",
-			 GSP_PROTO_MAJOR(v), GSP_PROTO_MINOR(v),
-			 GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR);
-	else if (r < 0)
-		r = fail_reply(c, "HELLO", body, len, r);
-	free(reply);
-	return r < 0 ? -1 : 0;
-}
-
-static int ask_status(const conn *c, char **ret_json, size_t *ret_len)
-{
-	uint8_t frame[GSP_FRAME_HEADER + 1];
-	gsp_api_status_ok ok;
-	const uint8_t *body;
-	uint8_t *reply;
-	uint32_t len;
-	size_t n;
-	char *json;
-	int r;
-
-	r = gsp_api_status_encode(frame + GSP_FRAME_HEADER, 1, &n);
-	if (r < 0)
-		return fail(c, "cannot encode STATUS: %s", gsp_strerror(r));
-	if (send_frame(c, frame, n) < 0 || recv_frame(c, &reply, &body, &len) < 0)
-		return -1;
-	r = gsp_api_status_ok_decode(body, len, &ok);
-	if (r < 0) {
-		fail_reply(c, "STATUS", body, len, r);
-		free(reply);
-		return -1;
-	}
-	json = malloc(ok.json_len + 1);
-	if (!json) {
-		free(reply);
-		return fail(c, "out of memory for the status document");
-	}
-	if (ok.json_len)
-		memcpy(json, ok.json, ok.json_len);
-	json[ok.json_len] = '\0';
-	*ret_len = ok.json_len;
-	*ret_json = json;
-	free(reply);
-	return 0;
+	return -1;
 }
 
 int gctl_fetch_status(const char *path, char **ret_json, size_t *ret_len)
 {
-	conn c;
+	const gsp_client_options opts = {
+		.client_name = "gossipctl",
+		.timeout_ms = GCTL_TIMEOUT_SECONDS * 1000,
+	};
+	gsp_client_failure f;
+	gsp_client *c;
+	char *json;
 	int r;
 
-	if (conn_open(&c, path) < 0)
+	if (gsp_client_connect_opts(path, &opts, &c, &f) < 0)
+		return report(path, "HELLO", &f);
+	r = gsp_client_status(c, &json);
+	if (r < 0)
+		r = report(path, "STATUS", gsp_client_last_failure(c));
+	gsp_client_close(c);
+	if (r < 0)
 		return -1;
-	r = say_hello(&c);
-	if (r == 0)
-		r = ask_status(&c, ret_json, ret_len);
-	conn_close(&c);
-	return r;
+	*ret_len = strlen(json);   /* the document holds no NUL */
+	*ret_json = json;
+	return 0;
 }

@@ -1,8 +1,8 @@
 /*
- * gossipctl's side of the local API (proto/PROTOCOL.md, "Local API"): one
- * blocking connection to the daemon's Unix socket that says HELLO and asks
- * for the STATUS document.  Failures are reported on stderr here, once,
- * so callers only turn them into an exit code.
+ * gossipctl's side of the local API: which socket to use, and the STATUS
+ * document fetched with libgossip's client (client.h) over one connection
+ * with a timeout.  Failures are reported on stderr here, once, so callers
+ * only turn them into an exit code.
  */
 #ifndef GOSSIPCTL_IPC_H
 #define GOSSIPCTL_IPC_H
@@ -19,7 +19,8 @@
 #define GCTL_SOCKET_HELP \
 	"  --socket PATH  the daemon's socket (default: $" GCTL_SOCKET_ENV ",\n" \
 	"                 else " GCTL_DEFAULT_SOCKET ")\n"
-/* Seconds gossipctl waits for the daemon on each send and receive. */
+/* Seconds gossipctl waits for the daemon to accept, and on each send and
+ * receive. */
 #define GCTL_TIMEOUT_SECONDS 10
 
 /* The socket to use: override if not NULL, else $GOSSIPD_SOCKET if set and

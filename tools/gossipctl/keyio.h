@@ -7,9 +7,6 @@
 
 #include <stddef.h>
 
-/* A 32-byte key in padded standard base64. */
-#define GCTL_KEY_B64_LEN 44
-
 /* Writes len bytes to fd, retrying on EINTR.  0 or a negative errno. */
 int gctl_write_all(int fd, const void *buf, size_t len);
 

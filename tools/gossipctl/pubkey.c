@@ -6,8 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "handshake.h"
+#include "key.h"
 #include "keyio.h"
 #include "subcommands.h"
 
@@ -23,8 +22,8 @@ static void usage(FILE *f)
 
 int pubkey_main(int argc, const char *argv[])
 {
-	char in[GCTL_KEY_B64_LEN + 1];
-	char out[GCTL_KEY_B64_LEN + 2];
+	char in[GSP_KEY_BASE64_LEN + 1];
+	char out[GSP_KEY_BASE64_LEN + 2];
 	uint8_t priv[GSP_KEY_BYTES];
 	gsp_keypair kp;
 	long n;
@@ -47,11 +46,10 @@ int pubkey_main(int argc, const char *argv[])
 			strerror((int)-n));
 		goto out;
 	}
-	if (n != GCTL_KEY_B64_LEN || memchr(in, '\0', GCTL_KEY_B64_LEN) ||
-	    gsp_key_from_base64(in, priv) < 0) {
+	if (n != GSP_KEY_BASE64_LEN || gsp_key_from_base64(in, priv) < 0) {
 		fprintf(stderr, "%s: pubkey: stdin does not hold a private key (%d "
 			"base64 characters and at most one newline)\n", PROG_NAME,
-			GCTL_KEY_B64_LEN);
+			GSP_KEY_BASE64_LEN);
 		goto out;
 	}
 	if (gsp_keypair_from_private(priv, &kp) < 0) {
@@ -59,8 +57,8 @@ int pubkey_main(int argc, const char *argv[])
 		goto out;
 	}
 	gsp_key_to_base64(kp.pub, out);
-	out[GCTL_KEY_B64_LEN] = '\n';
-	r = gctl_write_all(STDOUT_FILENO, out, GCTL_KEY_B64_LEN + 1);
+	out[GSP_KEY_BASE64_LEN] = '\n';
+	r = gctl_write_all(STDOUT_FILENO, out, GSP_KEY_BASE64_LEN + 1);
 	if (r < 0) {
 		fprintf(stderr, "%s: pubkey: cannot write to stdout: %s\n", PROG_NAME,
 			strerror(-r));

@@ -1,31 +1,41 @@
-/* daemonlink: the trainer tools' connection to gossipd (see daemonlink.h). */
+/* trainerlink: the trainer tools' connection to gossipd (see trainerlink.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "daemonlink.h"
+#include "proto.h"             /* this client's protocol version */
+#include "trainerlink.h"
 
-int gsp_link_connect(const char *prog, const char *socket, const char *name,
-		     gsp_client **ret)
+int trainer_link_connect(const char *prog, const char *socket, const char *name,
+			 gsp_client **ret)
 {
-	int err = gsp_client_connect(socket, name, ret);
+	const gsp_client_options opts = {.client_name = name};
+	gsp_client_failure f;
+	int err = gsp_client_connect_opts(socket, &opts, ret, &f);
 
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		fprintf(stderr, "%s: gossipd is not running: cannot connect "
 			"to %s (%s)\n", prog, socket, gsp_strerror(err));
-	else if (err == -EPROTONOSUPPORT)
+	else if (err < 0 && f.stage == GSP_CLIENT_VERSION)
 		fprintf(stderr, "%s: gossipd at %s speaks another protocol "
-			"version (this client speaks %u.%u)\n", prog, socket,
-			GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR);
+			"version (%u.%u; this client speaks %u.%u)\n", prog,
+			socket, GSP_PROTO_MAJOR(f.version),
+			GSP_PROTO_MINOR(f.version), GSP_PROTO_VERSION_MAJOR,
+			GSP_PROTO_VERSION_MINOR);
+	else if (err == -EPROTONOSUPPORT)
+		fprintf(stderr, "%s: gossipd at %s refused this client's "
+			"protocol version %u.%u: %s\n", prog, socket,
+			GSP_PROTO_VERSION_MAJOR, GSP_PROTO_VERSION_MINOR, f.text);
 	else if (err < 0)
 		fprintf(stderr, "%s: cannot connect to gossipd at %s: %s\n",
 			prog, socket, gsp_strerror(err));
 	return err;
 }
 
-int gsp_link_fail(const char *prog, gsp_client *c, const char *what, int err)
+int trainer_link_fail(const char *prog, gsp_client *c, const char *what,
+		      int err)
 {
 	const char *text = gsp_client_last_error(c);
 
@@ -48,8 +58,8 @@ static unsigned count(const char *json, const char *needle)
 	return n;
 }
 
-int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
-			unsigned timeout_s)
+int trainer_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
+			    unsigned timeout_s)
 {
 	unsigned configured = 0, up = 0;
 
@@ -57,7 +67,7 @@ int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
 		char *json;
 		int err = gsp_client_status(c, &json);
 		if (err < 0) {
-			gsp_link_fail(prog, c, "status", err);
+			trainer_link_fail(prog, c, "status", err);
 			return -1;
 		}
 		configured = count(json, "\"peer\":");
@@ -74,7 +84,8 @@ int gsp_link_wait_edges(const char *prog, gsp_client *c, unsigned n,
 	return -1;
 }
 
-int gsp_link_dump(const char *prog, const char *path, const float *x, size_t n)
+int trainer_link_dump(const char *prog, const char *path, const float *x,
+		      size_t n)
 {
 	FILE *f = fopen(path, "wb");
 

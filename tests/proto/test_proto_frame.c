@@ -146,6 +146,22 @@ START_TEST(test_frame_header_write)
 }
 END_TEST
 
+/* The declared length, as written, whatever gsp_frame_parse() says of it. */
+START_TEST(test_frame_header_read)
+{
+	static const uint8_t huge[4] = { 0x01, 0x00, 0x10, 0x00 };
+	static const uint8_t zero[4] = { 0 };
+	uint8_t buf[4];
+
+	ck_assert_int_eq(gsp_frame_header_write(buf, 4, 0x01020304), 0);
+	ck_assert_uint_eq(gsp_frame_header_read(buf), 0x01020304);
+	ck_assert_int_eq(gsp_frame_header_write(buf, 4, UINT32_MAX), 0);
+	ck_assert_uint_eq(gsp_frame_header_read(buf), UINT32_MAX);
+	ck_assert_uint_eq(gsp_frame_header_read(huge), GSP_API_MAX_FRAME + 1);
+	ck_assert_uint_eq(gsp_frame_header_read(zero), 0);
+}
+END_TEST
+
 START_TEST(test_peer_max_frame)
 {
 	uint32_t max = 0;
@@ -540,6 +556,7 @@ static Suite *proto_frame_suite(void)
 	tcase_add_test(tc, test_frame_incremental);
 	tcase_add_test(tc, test_frame_bad_lengths);
 	tcase_add_test(tc, test_frame_header_write);
+	tcase_add_test(tc, test_frame_header_read);
 	tcase_add_test(tc, test_peer_max_frame);
 	tcase_add_test(tc, test_classifiers);
 	tcase_add_test(tc, test_version_of);

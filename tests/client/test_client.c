@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -416,8 +417,8 @@ START_TEST(test_register_shared_memory)
 		{.name = "weight", .ndim = 2, .shape = {100, 100}},
 		{.name = "bias", .ndim = 1, .shape = {100}},
 	};
-	gsp_api_step_ok st;
-	gsp_api_average_ok avg;
+	gsp_client_step_result st;
+	gsp_client_average_result avg;
 	server s;
 	gsp_client *c;
 	float *p = NULL, *p2;
@@ -496,7 +497,7 @@ START_TEST(test_local_checks)
 	gsp_tensor bad = {.ndim = GSP_MAX_DIMS + 1};
 	gsp_tensor zero = {.name = "z", .ndim = 1, .shape = {0}};
 	gsp_tensor longname = {.ndim = 1, .shape = {1}};
-	gsp_api_average_ok avg;
+	gsp_client_average_result avg;
 	char name[GSP_API_NAME_MAX + 2];
 	server s;
 	gsp_client *c;
@@ -578,7 +579,7 @@ static void script_errors(server *s, int fd)
 START_TEST(test_error_replies)
 {
 	gsp_tensor t = {.name = "w", .ndim = 2, .shape = {8, 8}};
-	gsp_api_step_ok st = {.step = 99};
+	gsp_client_step_result st = {.step = 99};
 	server s;
 	gsp_client *c;
 	float *p = NULL;
@@ -721,7 +722,7 @@ static void script_malformed(server *s, int fd)
 
 START_TEST(test_malformed_reply)
 {
-	gsp_api_step_ok st = {.step = 99};
+	gsp_client_step_result st = {.step = 99};
 	server s;
 	gsp_client *c;
 	char *json = NULL;
@@ -788,6 +789,136 @@ START_TEST(test_hangup)
 }
 END_TEST
 
+/* ---- failure records and timeouts ---------------------------------------- */
+
+/* What gsp_client_last_failure() says of each malformed reply. */
+START_TEST(test_malformed_failure)
+{
+	static const struct {
+		gsp_client_stage stage;
+		uint32_t frame_len;
+		uint8_t reply_type;
+		bool unexpected;
+	} want[BAD_COUNT] = {
+		[BAD_LEN_ZERO] = {GSP_CLIENT_FRAME, 0, 0, false},
+		[BAD_LEN_OVER_CAP] = {GSP_CLIENT_FRAME, GSP_API_MAX_FRAME + 1, 0, false},
+		[BAD_WRONG_TYPE] = {GSP_CLIENT_REPLY, 0, GSP_API_OK, true},
+		[BAD_TRUNCATED] = {GSP_CLIENT_REPLY, 0, GSP_API_STEP_OK, false},
+		[BAD_TRAILING] = {GSP_CLIENT_REPLY, 0, GSP_API_STEP_OK, false},
+		[BAD_UNKNOWN_TYPE] = {GSP_CLIENT_REPLY, 0, 0x99, true},
+		[BAD_ERROR_CODE] = {GSP_CLIENT_REPLY, 0, GSP_API_ERROR, false},
+	};
+	const gsp_client_failure *f;
+	server s;
+	gsp_client *c;
+
+	server_start(&s, script_malformed, _i);
+	ck_assert_int_eq(gsp_client_connect(s.path, "bad", &c), 0);
+	f = gsp_client_last_failure(c);
+	ck_assert_int_eq(f->stage, GSP_CLIENT_OK);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -EBADMSG);
+	f = gsp_client_last_failure(c);
+	ck_assert_int_eq(f->stage, want[_i].stage);
+	ck_assert_int_eq(f->code, -EBADMSG);
+	ck_assert_uint_eq(f->frame_len, want[_i].frame_len);
+	ck_assert_uint_eq(f->reply_type, want[_i].reply_type);
+	ck_assert_int_eq(f->unexpected_type, want[_i].unexpected);
+	ck_assert_str_eq(f->text, "");
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ENOTCONN);
+	ck_assert_int_eq(gsp_client_last_failure(c)->stage, GSP_CLIENT_LOCAL);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+}
+END_TEST
+
+/* A refused connection says why through gsp_client_connect_opts(). */
+START_TEST(test_connect_failure)
+{
+	gsp_client_options o = {.client_name = "v", .timeout_ms = 5000};
+	gsp_client_failure f;
+	server s;
+	gsp_client *c = NULL;
+
+	server_start(&s, script_version, _i);
+	ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, &f),
+			 -EPROTONOSUPPORT);
+	ck_assert_ptr_null(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_int_eq(f.code, -EPROTONOSUPPORT);
+	if (_i == 0) {
+		ck_assert_int_eq(f.stage, GSP_CLIENT_VERSION);
+		ck_assert_uint_eq(f.version, 0x0200);
+	} else {
+		ck_assert_int_eq(f.stage, GSP_CLIENT_DAEMON);
+		ck_assert_str_eq(f.text, "gossipd speaks protocol 2.x");
+	}
+
+	ck_assert_int_eq(gsp_client_connect_opts("/nonexistent/gossipd.sock",
+						 NULL, &c, &f), -ENOENT);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(f.stage, GSP_CLIENT_CONNECT);
+	ck_assert_int_eq(f.code, -ENOENT);
+	ck_assert_int_eq(gsp_client_connect_opts("/nonexistent/gossipd.sock",
+						 &o, &c, NULL), -ENOENT);
+	ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, NULL, &f), -EINVAL);
+	ck_assert_int_eq(f.stage, GSP_CLIENT_LOCAL);
+}
+END_TEST
+
+/* A daemon that reads the request and never answers: HELLO (variant 0)
+ * or STEP (variant 1). */
+static void script_silent(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+
+	if (s->variant == 0) {
+		if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_HELLO)
+			return;
+	} else if (srv_hello(s, fd) < 0 ||
+		   srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP) {
+		return;
+	}
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+/* timeout_ms bounds each wait: without it, these calls never return. */
+START_TEST(test_timeout)
+{
+	gsp_client_options o = {.client_name = "slow", .timeout_ms = 200};
+	gsp_client_failure f;
+	struct timespec t0, t1;
+	server s;
+	gsp_client *c = NULL;
+	double waited;
+
+	server_start(&s, script_silent, _i);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (_i == 0) {
+		ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, &f),
+				 -ETIMEDOUT);
+		ck_assert_ptr_null(c);
+		ck_assert_int_eq(f.stage, GSP_CLIENT_IO);
+	} else {
+		ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, &f), 0);
+		ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ETIMEDOUT);
+		ck_assert_int_eq(gsp_client_last_failure(c)->stage, GSP_CLIENT_IO);
+		/* The reply may still come: the stream is given up. */
+		ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ENOTCONN);
+		gsp_client_close(c);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	server_stop(&s);
+	ck_assert(s.ok);
+	waited = (double)(t1.tv_sec - t0.tv_sec) +
+		 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_msg(waited >= 0.19 && waited < 5.0, "waited %.3f s", waited);
+}
+END_TEST
+
 /* ---- EINTR ------------------------------------------------------------------ */
 
 static volatile sig_atomic_t signals_seen;
@@ -824,7 +955,7 @@ static void script_interrupt(server *s, int fd)
 START_TEST(test_eintr)
 {
 	struct sigaction sa = {.sa_handler = on_signal};   /* no SA_RESTART */
-	gsp_api_step_ok st;
+	gsp_client_step_result st;
 	server s;
 	gsp_client *c;
 
@@ -894,6 +1025,9 @@ static Suite *client_suite(void)
 	tcase_add_loop_test(tc, test_version_mismatch, 0, 2);
 	tcase_add_loop_test(tc, test_malformed_reply, 0, BAD_COUNT);
 	tcase_add_loop_test(tc, test_hangup, 0, 2);
+	tcase_add_loop_test(tc, test_malformed_failure, 0, BAD_COUNT);
+	tcase_add_loop_test(tc, test_connect_failure, 0, 2);
+	tcase_add_loop_test(tc, test_timeout, 0, 2);
 	tcase_add_test(tc, test_eintr);
 	tcase_add_test(tc, test_no_daemon);
 	suite_add_tcase(s, tc);

@@ -8,7 +8,7 @@
    python3-prometheus-client) must read every sample back.
 
 Prints one line per problem; exits 1 on any, 0 otherwise.  Used by
-tests/unit/test_gossipctl.sh and tests/install/test_service.py.
+tests/tools/test_gossipctl.sh and tests/install/test_service.py.
 """
 import re
 import sys
