@@ -340,7 +340,7 @@ void link_addr_name(const struct sockaddr *sa, char *out, size_t cap)
 }
 
 int link_connect(link_env *env, const struct sockaddr *sa,
-		 const uint8_t remote_key[GSP_HS_KEY], void *owner,
+		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
 		 link_stats *stats, plink **ret)
 {
 	plink *l = link_new(env, true);
@@ -353,7 +353,7 @@ int link_connect(link_env *env, const struct sockaddr *sa,
 		}
 		return -ENOMEM;
 	}
-	memcpy(l->remote_key, remote_key, GSP_HS_KEY);
+	memcpy(l->remote_key, remote_key, GSP_KEY_BYTES);
 	link_addr_name(sa, l->addr, sizeof(l->addr));
 	l->owner = owner;
 	l->stats = stats;

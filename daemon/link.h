@@ -51,7 +51,7 @@ typedef struct link_ops {
 	/* Responder: the initiator proved static key `key` with handshake
 	 * timestamp ts.  0 accepts (the owner binds the link with
 	 * link_bind), a negative errno refuses and closes it. */
-	int (*authorize)(plink *l, const uint8_t key[GSP_HS_KEY],
+	int (*authorize)(plink *l, const uint8_t key[GSP_KEY_BYTES],
 			 const uint8_t ts[GSP_HS_TIMESTAMP]);
 	/* Session keys agreed: frames may be sent. */
 	void (*up)(plink *l);
@@ -82,7 +82,7 @@ typedef struct link_env {
 /* Dials sa and, once connected, starts the handshake with the responder
  * whose static key is remote_key.  The link is bound to owner at once. */
 int link_connect(link_env *env, const struct sockaddr *sa,
-		 const uint8_t remote_key[GSP_HS_KEY], void *owner,
+		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
 		 link_stats *stats, plink **ret);
 /* Accepts a connection from server; the link waits for the initiator's
  * handshake, unbound until ops->authorize binds it. */

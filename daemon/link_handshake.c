@@ -30,7 +30,7 @@ static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
 		      size_t why_len)
 {
 	gsp_hs_init msg;
-	uint8_t peer_key[GSP_HS_KEY], ts[GSP_TAI64N_BYTES];
+	uint8_t peer_key[GSP_KEY_BYTES], ts[GSP_TAI64N_BYTES];
 	int err = gsp_hs_init_decode(body, len, &msg);
 	if (err)
 		return version_refused(l, body, len, err, why, why_len);

@@ -23,7 +23,7 @@ struct plink {
 	link_stats own_stats;    /* until bound */
 	char name[24];
 	char addr[64];           /* initiator: the address dialed */
-	uint8_t remote_key[GSP_HS_KEY];   /* initiator: the responder's */
+	uint8_t remote_key[GSP_KEY_BYTES];   /* initiator: the responder's */
 	gsp_hs hs;
 	gsp_session sess;
 	rxbuf rx;

@@ -47,7 +47,7 @@ uint16_t peers_degree(const peers *ps)
 
 bool peers_we_are_lo(const peer *p)
 {
-	return memcmp(p->set->key->pub, p->cfg.public_key, GSP_HS_KEY) < 0;
+	return memcmp(p->set->key->pub, p->cfg.public_key, GSP_KEY_BYTES) < 0;
 }
 
 const char *peers_link_state(const peer *p)
@@ -204,16 +204,16 @@ static void peer_start(peer *p)
 
 /* ---- link callbacks --------------------------------------------------- */
 
-static peer *peer_by_key(peers *ps, const uint8_t key[GSP_HS_KEY])
+static peer *peer_by_key(peers *ps, const uint8_t key[GSP_KEY_BYTES])
 {
 	for (size_t i = 0; i < ps->n; i++)
 		if (!ps->peer[i].removed &&
-		    sodium_memcmp(ps->peer[i].cfg.public_key, key, GSP_HS_KEY) == 0)
+		    sodium_memcmp(ps->peer[i].cfg.public_key, key, GSP_KEY_BYTES) == 0)
 			return &ps->peer[i];
 	return NULL;
 }
 
-static int on_authorize(plink *l, const uint8_t key[GSP_HS_KEY],
+static int on_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
 			const uint8_t ts[GSP_HS_TIMESTAMP])
 {
 	peers *ps = link_env_ctx(l);
@@ -362,7 +362,7 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 		p->index = i;
 		p->cfg = cfg->peers[i];
 		peer_name(p);
-		if (!memcmp(p->cfg.public_key, key->pub, GSP_HS_KEY)) {
+		if (!memcmp(p->cfg.public_key, key->pub, GSP_KEY_BYTES)) {
 			snprintf(err, err_len, "%s:%u: [Peer] is this node's own key",
 				 cfg->path, p->cfg.line);
 			return -EINVAL;
@@ -448,18 +448,18 @@ void peers_reconnect_all(peers *ps, uint16_t reason, const char *text)
 		peers_close(&ps->peer[i], reason, text);
 }
 
-static peer *peer_listed(peers *ps, const uint8_t key[GSP_HS_KEY])
+static peer *peer_listed(peers *ps, const uint8_t key[GSP_KEY_BYTES])
 {
 	for (size_t j = 0; j < ps->n; j++)
-		if (!memcmp(ps->peer[j].cfg.public_key, key, GSP_HS_KEY))
+		if (!memcmp(ps->peer[j].cfg.public_key, key, GSP_KEY_BYTES))
 			return &ps->peer[j];
 	return NULL;
 }
 
-static bool in_config(const gsp_daemon_config *cfg, const uint8_t key[GSP_HS_KEY])
+static bool in_config(const gsp_daemon_config *cfg, const uint8_t key[GSP_KEY_BYTES])
 {
 	for (size_t i = 0; i < cfg->n_peers; i++)
-		if (!memcmp(key, cfg->peers[i].public_key, GSP_HS_KEY))
+		if (!memcmp(key, cfg->peers[i].public_key, GSP_KEY_BYTES))
 			return true;
 	return false;
 }
@@ -502,7 +502,7 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 	}
 	for (size_t i = 0; i < cfg->n_peers; i++) {
 		const gsp_peer_config *pc = &cfg->peers[i];
-		if (!memcmp(pc->public_key, ps->key->pub, GSP_HS_KEY))
+		if (!memcmp(pc->public_key, ps->key->pub, GSP_KEY_BYTES))
 			continue;
 		peer *p = peer_listed(ps, pc->public_key);
 		if (!p) {

@@ -42,11 +42,11 @@ static side *side_of(plink *l)
 	return link_env_ctx(l);
 }
 
-static int fake_authorize(plink *l, const uint8_t key[GSP_HS_KEY],
+static int fake_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
 			  const uint8_t ts[GSP_HS_TIMESTAMP])
 {
 	side *s = side_of(l);
-	if (!s->expect_key || memcmp(key, s->expect_key, GSP_HS_KEY) != 0)
+	if (!s->expect_key || memcmp(key, s->expect_key, GSP_KEY_BYTES) != 0)
 		return -EACCES;
 	link_bind(l, s, &s->stats, "test");
 	return 0;
