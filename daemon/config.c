@@ -40,6 +40,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->engine.rank = GSP_DAEMON_DEFAULT_RANK;
 	cfg->topology = GSP_TOPO_RING;
 	cfg->max_staleness = 4;
+	cfg->max_wait_ms = GSP_DAEMON_DEFAULT_MAX_WAIT_MS;
 	cfg->log_level = GSP_LOG_INFO;
 	cfg->index = -1;
 }
@@ -209,6 +210,10 @@ static int node_key(parser *p, const char *name, const char *v)
 	if (!strcmp(name, "MaxStaleness"))
 		return parse_uint(v, 1000000, &c->max_staleness) || !c->max_staleness
 			       ? fail(p, -EINVAL, "MaxStaleness must be 1..1000000, not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "MaxWait"))
+		return parse_uint(v, 3600000, &c->max_wait_ms)
+			       ? fail(p, -EINVAL, "MaxWait must be 0..3600000 (ms), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "SimSeed")) {
 		char *end;

@@ -62,6 +62,7 @@ typedef struct gsp_daemon_config {
 	gsp_topology topology;          /* for Gamma = auto */
 	unsigned nodes;
 	unsigned max_staleness;
+	unsigned max_wait_ms;           /* STEP waits at most this for a lagging edge */
 	gsp_log_level log_level;
 	/* SimSeed/Index: edge seeds and roles as gossip-sim derives them, so
 	 * a cluster replays a simulation (tests, reproducible runs). */
@@ -75,6 +76,10 @@ typedef struct gsp_daemon_config {
 /* The daemon's default Rank: the quick start's measured choice
  * (docs/BENCHMARKS.md); the engine's own default stays 1. */
 #define GSP_DAEMON_DEFAULT_RANK 4
+/* How long an asynchronous STEP waits, at most, for an edge that lags
+ * MaxStaleness steps before it goes on without it (the edge is then a
+ * straggler, and is not waited for again until it keeps pace). */
+#define GSP_DAEMON_DEFAULT_MAX_WAIT_MS 10
 
 /* Fills cfg with defaults (no peers, listen 127.0.0.1:0, socket
  * gossipd.sock, powergossip rank GSP_DAEMON_DEFAULT_RANK, gamma 1). */

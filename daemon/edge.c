@@ -68,6 +68,7 @@ void edge_session_down(edge *e)
 	}
 	e->up = false;
 	e->start_pending = false;
+	e->straggler = false;
 	free(e->early);
 	e->early = NULL;
 	changed(s);

@@ -85,6 +85,8 @@ struct edge {
 	bool down_deferred;      /* the session ended while busy */
 	uint32_t down_generation;
 	uint64_t last_apply_step;
+	bool straggler;          /* a STEP stopped waiting for it; cleared
+				  * when it applies within MaxStaleness */
 	double diff_norm;        /* norm of the last completed difference */
 	uint64_t rounds_completed;  /* with the current model */
 	/* Only grow while the daemon runs (metrics). */
@@ -135,7 +137,8 @@ void edge_after_busy(edge *e, bool replay);
 /* Steps.  edges_step_begin counts the edges a step applies and skips and
  * records the apply; after the step, edges_step_done sends what was
  * projected and uses early messages. */
-void edges_step_begin(edge_set *s, uint32_t *ret_applied, uint32_t *ret_skipped);
+void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
+		      uint32_t *ret_skipped);
 void edges_step_done(edge_set *s);
 /* After a step that ran off the loop (busy again false): sessions that
  * ended, then (replay) the ROUNDs that arrived meanwhile. */
@@ -150,8 +153,12 @@ int edges_answer_early(edge_set *s);
 size_t edges_in_flight(const edge_set *s);
 size_t edges_up(const edge_set *s);
 /* Whether a STEP must wait: with sync for any round in flight, else for
- * an edge in flight that has not applied for max_staleness steps. */
+ * an edge in flight that has not applied for max_staleness steps and is
+ * not a straggler. */
 bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness);
+/* A STEP stops waiting: the edges it waited for become stragglers.
+ * Returns how many. */
+size_t edges_mark_stragglers(edge_set *s, unsigned max_staleness);
 /* The consensus estimate: the largest last difference norm (NaN before
  * any round). */
 double edges_estimate(const edge_set *s);

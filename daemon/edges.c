@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edge.h"
+#include "log.h"
 
 int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c)
 {
@@ -94,7 +95,8 @@ void edges_step_done(edge_set *s)
 		edge_step_done(&s->edge[i]);
 }
 
-void edges_step_begin(edge_set *s, uint32_t *ret_applied, uint32_t *ret_skipped)
+void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
+		      uint32_t *ret_skipped)
 {
 	uint32_t applied = 0, skipped = 0;
 	for (size_t i = 0; i < s->n; i++) {
@@ -106,6 +108,11 @@ void edges_step_begin(edge_set *s, uint32_t *ret_applied, uint32_t *ret_skipped)
 			skipped++;
 		else if (info.state == GSP_EDGE_COMPLETED) {
 			applied++;
+			/* It kept pace again: wait for it from now on. */
+			if (e->straggler && edge_staleness(e) < max_staleness) {
+				e->straggler = false;
+				gsp_info("peer %s: keeps pace again", e->name);
+			}
 			e->last_apply_step = s->steps + 1;
 		}
 	}
@@ -175,10 +182,27 @@ bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness)
 {
 	for (size_t i = 0; s->attached && i < s->n; i++) {
 		const edge *e = &s->edge[i];
-		if (in_flight(e) && (sync || s->steps - e->last_apply_step >= max_staleness))
+		if (in_flight(e) && (sync || (!e->straggler &&
+					      edge_staleness(e) >= max_staleness)))
 			return true;
 	}
 	return false;
+}
+
+size_t edges_mark_stragglers(edge_set *s, unsigned max_staleness)
+{
+	size_t n = 0;
+	for (size_t i = 0; s->attached && i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (in_flight(e) && !e->straggler && edge_staleness(e) >= max_staleness) {
+			e->straggler = true;
+			n++;
+			gsp_info("peer %s: straggler: %llu steps behind, STEPs go on "
+				 "without waiting for it", e->name,
+				 (unsigned long long)edge_staleness(e));
+		}
+	}
+	return n;
 }
 
 double edges_estimate(const edge_set *s)

@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	step_init(&d.step, d.loop, &d.model, d.cfg.max_staleness);
+	step_init(&d.step, d.loop, &d.model, d.cfg.max_staleness, d.cfg.max_wait_ms);
 	mesh_set_changed(&d.mesh, step_edges_changed, &d.step);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);

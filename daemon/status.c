@@ -143,7 +143,7 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	    (unsigned long long)e->rounds_total,
 	    (unsigned long long)e->resyncs);
 	put_num(b, p->stats.rtt_ns ? p->stats.rtt_ns / 1e6 : NAN);
-	put(b, ",\"diff_norm\":");
+	put(b, ",\"straggler\":%s,\"diff_norm\":", e->straggler ? "true" : "false");
 	put_num(b, e->rounds_completed ? e->diff_norm : NAN);
 	put(b, ",\"last_error\":");
 	if (p->last_error[0])

@@ -23,24 +23,28 @@ static size_t env_size(const char *name, size_t dflt)
 
 static void on_reply_timer(uv_timer_t *t);
 static void on_average_timer(uv_timer_t *t);
+static void on_wait_timer(uv_timer_t *t);
 
-void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness)
+void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
+	       unsigned max_wait_ms)
 {
 	*s = (stepper){.loop = loop, .model = m, .mesh = m->mesh,
-		       .max_staleness = max_staleness};
+		       .max_staleness = max_staleness, .max_wait_ms = max_wait_ms};
 	s->offload_floats = env_size("GSP_OFFLOAD_FLOATS", (size_t)1 << 20);
 	/* Test hook: every offloaded step takes at least this long, so tests
 	 * can land peer messages inside the window. */
 	s->test_delay_ms = (unsigned)env_size("GSP_TEST_STEP_DELAY_MS", 0);
 	uv_timer_init(loop, &s->reply_timer);
 	uv_timer_init(loop, &s->avg_timer);
-	s->reply_timer.data = s->avg_timer.data = s;
+	uv_timer_init(loop, &s->wait_timer);
+	s->reply_timer.data = s->avg_timer.data = s->wait_timer.data = s;
 }
 
 void step_close(stepper *s)
 {
 	uv_close((uv_handle_t *)&s->reply_timer, NULL);
 	uv_close((uv_handle_t *)&s->avg_timer, NULL);
+	uv_close((uv_handle_t *)&s->wait_timer, NULL);
 }
 
 bool step_busy(const stepper *s)
@@ -183,7 +187,8 @@ static bool offload(stepper *s)
 static int run_engine(stepper *s, step_state state)
 {
 	s->state = state;
-	edges_step_begin(edges(s), &s->applied, &s->skipped);
+	uv_timer_stop(&s->wait_timer);
+	edges_step_begin(edges(s), s->max_staleness, &s->applied, &s->skipped);
 	if (offload(s))
 		return 1;
 	return step_end(s, gsp_node_step(s->model->node));
@@ -221,6 +226,17 @@ static void drain_advance(stepper *s)
 	reply(s, r < 0 ? r : 0, NULL);
 }
 
+/* MaxWait is over: the lagging edges become stragglers, the STEP goes
+ * on without them. */
+static void on_wait_timer(uv_timer_t *t)
+{
+	stepper *s = t->data;
+	if (s->state != STEP_WAIT)
+		return;
+	edges_mark_stragglers(edges(s), s->max_staleness);
+	run_step(s);
+}
+
 static int start(stepper *s, void *client, step_cb cb, bool average)
 {
 	if (!s->model->registered)
@@ -244,10 +260,13 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 		return 0;
 	}
 	s->sync = flags & GSP_STEP_SYNC;
-	if (edges_must_wait(edges(s), s->sync, s->max_staleness))
-		s->state = STEP_WAIT;
-	else
+	if (!edges_must_wait(edges(s), s->sync, s->max_staleness)) {
 		run_step(s);
+		return 0;
+	}
+	s->state = STEP_WAIT;
+	if (!s->sync)
+		uv_timer_start(&s->wait_timer, on_wait_timer, s->max_wait_ms, 0);
 	return 0;
 }
 
@@ -364,6 +383,7 @@ void step_detach(stepper *s)
 	case STEP_DRAIN:
 	case STEP_AVERAGE:
 		uv_timer_stop(&s->avg_timer);
+		uv_timer_stop(&s->wait_timer);
 		reply(s, -ECANCELED, "the model was detached");
 		break;
 	default:

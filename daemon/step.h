@@ -22,7 +22,8 @@
 
 typedef enum step_state {
 	STEP_IDLE = 0,
-	STEP_WAIT,               /* a STEP waits for rounds in flight */
+	STEP_WAIT,               /* a STEP waits for rounds in flight (at
+				  * most MaxWait unless SYNC) */
 	STEP_RUN,                /* a STEP's engine work runs off the loop */
 	STEP_DRAIN,              /* a DRAIN waits for every round in flight */
 	STEP_AVERAGE,            /* an AVERAGE waits for its round */
@@ -45,6 +46,8 @@ typedef struct stepper {
 	model *model;
 	mesh *mesh;
 	unsigned max_staleness;
+	unsigned max_wait_ms;    /* MaxWait: 0 never waits (but SYNC does) */
+	uv_timer_t wait_timer;
 	size_t offload_floats;   /* models this large step off the loop */
 	unsigned test_delay_ms;  /* GSP_TEST_STEP_DELAY_MS (tests) */
 	step_state state;
@@ -61,7 +64,8 @@ typedef struct stepper {
 	uv_timer_t avg_timer;
 } stepper;
 
-void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness);
+void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
+	       unsigned max_wait_ms);
 /* Closes the timers (daemon stop). */
 void step_close(stepper *s);
 

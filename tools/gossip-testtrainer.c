@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <time.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@ typedef struct opts {
 	uint64_t seed;
 	unsigned node_index;
 	unsigned long long steps;
+	unsigned compute_ms;
 	bool sync;
 	bool average;
 	double target;
@@ -55,6 +58,8 @@ static void usage(FILE *f)
 "                            for the same --data and --seed (default 0)\n"
 "  --steps N                 STEP calls (default 10)\n"
 "  --sync                    STEP with the SYNC flag (wait for every edge)\n"
+"  --compute-ms MS           sleep MS before each STEP (a trainer's compute);\n"
+"                            the step loop's wall time is printed at the end\n"
 "  --average TARGET          then AVERAGE until the consensus estimate\n"
 "                            is <= TARGET\n"
 "  --average-time MS         AVERAGE time limit (default 10000; 0: none)\n"
@@ -83,6 +88,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"node-index", required_argument, 0, 'i'},
 		{"steps", required_argument, 0, 'n'},
 		{"sync", no_argument, 0, 'y'},
+		{"compute-ms", required_argument, 0, 'C'},
 		{"average", required_argument, 0, 'a'},
 		{"average-time", required_argument, 0, 't'},
 		{"average-rounds", required_argument, 0, 'r'},
@@ -126,6 +132,11 @@ static int parse_args(int argc, char **argv, opts *o)
 			break;
 		case 'y':
 			o->sync = true;
+			break;
+		case 'C':
+			if (gsp_cli_uint(optarg, 60000, &v))
+				return die("bad --compute-ms", optarg);
+			o->compute_ms = (unsigned)v;
 			break;
 		case 'a':
 			if (gsp_cli_float(optarg, &f))
@@ -219,7 +230,11 @@ static int run(const opts *o, const gsp_layout *layout)
 	if (o->wait_edges && trainer_link_wait_edges(PROG, c, o->wait_edges, 30))
 		goto out;
 
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned long long s = 0; s < o->steps; s++) {
+		if (o->compute_ms)
+			usleep(o->compute_ms * 1000u);
 		err = gsp_client_step(c, o->sync ? GSP_CLIENT_STEP_SYNC : 0, &st);
 		if (err < 0) {
 			fail(c, "step", err);
@@ -236,6 +251,9 @@ static int run(const opts *o, const gsp_layout *layout)
 			       (unsigned long long)st.bytes_received,
 			       st.consensus_estimate);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("steps %llu seconds %.6f\n", o->steps,
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	/* Settle every edge so that each round lands at both ends or at
 	 * neither before the parameters are read and the model detached. */
 	err = gsp_client_step(c, GSP_CLIENT_STEP_DRAIN, &st);

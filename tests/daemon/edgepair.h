@@ -215,7 +215,7 @@ static void ep_pump(edgepair *p)
 static int ep_step(ep_end *x)
 {
 	uint32_t applied, skipped;
-	edges_step_begin(&x->set, &applied, &skipped);
+	edges_step_begin(&x->set, 4, &applied, &skipped);
 	int r = gsp_node_step(x->node);
 	if (r >= 0)
 		edges_step_done(&x->set);

@@ -296,7 +296,7 @@ START_TEST(test_staleness_never_underflows_during_a_step)
 	up(&p);
 	round_trip(&p);
 	uint32_t applied, skipped;
-	edges_step_begin(&p.a.set, &applied, &skipped);   /* a step starts */
+	edges_step_begin(&p.a.set, 4, &applied, &skipped);   /* a step starts */
 	ck_assert_uint_eq(applied, 1);
 	ck_assert_uint_eq(edge_staleness(p.a.e), 0);
 	ck_assert_uint_eq(edges_max_staleness(&p.a.set), 0);

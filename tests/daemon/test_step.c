@@ -56,7 +56,7 @@ static void setup_peers(size_t n_peers)
 	char err[256];
 	ck_assert_int_eq(mesh_init(&ms, loop, &key, &ctrs, &cfg, err, sizeof(err)), 0);
 	model_init(&mdl, &ms, &cfg.engine);
-	step_init(&st, loop, &mdl, cfg.max_staleness);
+	step_init(&st, loop, &mdl, cfg.max_staleness, cfg.max_wait_ms);
 	mesh_set_changed(&ms, step_edges_changed, &st);
 }
 
@@ -358,6 +358,40 @@ START_TEST(test_average_time_limit_ends_it)
 }
 END_TEST
 
+START_TEST(test_lagging_edge_is_waited_for_once_then_a_straggler)
+{
+	client c = {0};
+	st.max_wait_ms = 50;
+	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
+	edge_up_by_hand();
+	edge *e = &ms.edges.edge[0];
+	/* Round 1 goes out and never comes back; STEPs 2..4 do not wait. */
+	for (int i = 1; i <= 4; i++) {
+		ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+		ck_assert_int_eq(st.state, STEP_REPLY);
+		run_until_calls(&c, i);
+	}
+	ck_assert_uint_eq(edge_staleness(e), 4);
+	/* STEP 5: MaxStaleness reached: it waits, but only MaxWait. */
+	uv_update_time(loop);
+	uint64_t t0 = uv_now(loop);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_WAIT);
+	run_until_calls(&c, 5);
+	ck_assert_int_eq(c.last.err, 0);
+	ck_assert_uint_ge(uv_now(loop) - t0, 45);
+	ck_assert(e->straggler);
+	ck_assert_uint_eq(c.last.step.edges_skipped, 1);
+	/* From now on nobody waits for it. */
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_REPLY);
+	run_until_calls(&c, 6);
+	/* SYNC still waits for it, without a time limit. */
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_SYNC, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_WAIT);
+}
+END_TEST
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -378,6 +412,7 @@ int main(void)
 	tcase_add_test(t1, test_detach_during_a_waiting_step_ends_it);
 	tcase_add_test(t1, test_detach_during_drain_and_average_ends_them);
 	tcase_add_test(t1, test_average_time_limit_ends_it);
+	tcase_add_test(t1, test_lagging_edge_is_waited_for_once_then_a_straggler);
 	suite_add_tcase(s, t1);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
