@@ -243,7 +243,9 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 		s->ops->close(s->ctx, e, GSP_BYE_FINGERPRINT, text);
 		return 0;
 	}
-	gsp_msg_resync rs = {.generation = 0};
+	/* Our last generation: both ends start the one after the larger, so
+	 * a new session's ROUNDs are never taken for an old one's. */
+	gsp_msg_resync rs = {.generation = e->generation};
 	uint8_t buf[64];
 	size_t n;
 	if ((err = gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n)) != 0)
@@ -304,7 +306,7 @@ static int start_generation(edge *e)
 
 /* RESYNC: this version keeps no edge state across sessions, so every
  * session starts generation max(ours, theirs) + 1 with its own seed
- * (PROTOCOL.md 4.6, rule 2). */
+ * (PROTOCOL.md 4.6, rule 2); each end's RESYNC carries its last one. */
 static int on_resync(edge *e, const uint8_t *pt, size_t len)
 {
 	edge_set *s = e->set;
@@ -314,7 +316,7 @@ static int on_resync(edge *e, const uint8_t *pt, size_t len)
 		return err;
 	if (e->state != EDGE_WAIT_RESYNC)
 		return -EBADMSG;
-	uint32_t gen = msg.generation + 1;
+	uint32_t gen = (msg.generation > e->generation ? msg.generation : e->generation) + 1;
 	e->generation = gen ? gen : 1;
 	e->resyncs++;
 	uint32_t cap;

@@ -205,7 +205,15 @@ START_TEST(test_session_down_disables_the_edge)
 	ep_session_up(&p, 9);
 	ep_pump(&p);
 	ck_assert_int_eq(p.a.e->state, EDGE_UP);
-	ck_assert_uint_eq(p.a.e->generation, p.b.e->generation);
+	ck_assert_uint_eq(p.a.e->generation, 2);
+	ck_assert_uint_eq(p.b.e->generation, 2);
+	/* An end that lost its count (a restart) joins the larger one. */
+	ep_end_session(&p.a);
+	p.b.e->generation = 0;
+	ep_session_up(&p, 11);
+	ep_pump(&p);
+	ck_assert_uint_eq(p.a.e->generation, 3);
+	ck_assert_uint_eq(p.b.e->generation, 3);
 	ck_assert(ep_info(&p.a).active);
 	ep_free(&p);
 }
