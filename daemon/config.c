@@ -1,11 +1,13 @@
 /* gossipd configuration file: INI parsed by libinih, values checked here,
  * every error reported as "<file>:<line>: <reason>". */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ini.h>
 #include <sodium.h>
@@ -386,29 +388,38 @@ int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
 int gsp_daemon_config_load(const char *path, gsp_daemon_config *cfg, char *err,
 			   size_t err_len)
 {
-	FILE *f = fopen(path, "r");
-	if (!f) {
+	/* read(2), not stdio: the text may hold an inline PrivateKey, and
+	 * only this buffer, wiped below, ever holds it. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		int e = errno;
 		snprintf(err, err_len, "%s: %s", path, strerror(e));
 		return -e;
 	}
 	char *buf = malloc(CONFIG_MAX_BYTES + 1);
-	size_t n = buf ? fread(buf, 1, CONFIG_MAX_BYTES + 1, f) : 0;
-	int rc = 0;
-	if (!buf)
-		rc = -ENOMEM;
-	else if (ferror(f))
-		rc = -EIO;
-	else if (n > CONFIG_MAX_BYTES)
+	size_t n = 0;
+	int rc = buf ? 0 : -ENOMEM;
+	while (!rc && n <= CONFIG_MAX_BYTES) {
+		ssize_t r = read(fd, buf + n, CONFIG_MAX_BYTES + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = -errno;
+		else if (r == 0)
+			break;
+		else
+			n += (size_t)r;
+	}
+	close(fd);
+	if (!rc && n > CONFIG_MAX_BYTES)
 		rc = -EFBIG;
-	fclose(f);
-	if (rc) {
+	if (!rc)
+		rc = gsp_daemon_config_parse(buf, n, path, cfg, err, err_len);
+	else
 		snprintf(err, err_len, "%s: %s", path,
 			 rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
-		free(buf);
-		return rc;
-	}
-	rc = gsp_daemon_config_parse(buf, n, path, cfg, err, err_len);
+	if (buf)
+		sodium_memzero(buf, n);
 	free(buf);
 	return rc;
 }

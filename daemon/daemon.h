@@ -45,7 +45,7 @@ typedef struct api_server api_server;
 typedef struct gossipd {
 	uv_loop_t *loop;
 	gsp_daemon_config cfg;
-	gsp_keypair key;
+	gsp_keypair *key;        /* sodium_malloc, read-only: the one copy */
 	char key_b64[45];
 	counters counters;
 	mesh mesh;

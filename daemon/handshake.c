@@ -92,7 +92,7 @@ static void hs_start(gsp_hs *hs, const gsp_keypair *s, bool initiator,
 	      NULL, 0);
 	memcpy(hs->ck, hs->h, 32);
 	mix_hash(hs, responder_pub, GSP_KEY_BYTES);
-	hs->s = *s;
+	hs->s = s;
 	hs->initiator = initiator;
 }
 
@@ -215,7 +215,7 @@ int gsp_hs_read_response(gsp_hs *hs, const uint8_t *in, size_t len,
 	memcpy(hs->remote_e, in, GSP_KEY_BYTES);
 	mix_hash(hs, hs->remote_e, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||
-	    mix_dh(hs, hs->s.priv, hs->remote_e, k) ||
+	    mix_dh(hs, hs->s->priv, hs->remote_e, k) ||
 	    open_hash(hs, k, in + GSP_KEY_BYTES, GSP_HS_TAG, NULL)) {
 		/* A forged response must not spoil the real one. */
 		*hs = saved;

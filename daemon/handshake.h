@@ -32,7 +32,8 @@
 
 typedef struct gsp_hs {
 	uint8_t h[32], ck[32];
-	gsp_keypair s, e;
+	const gsp_keypair *s;        /* our static key: the caller's, not copied */
+	gsp_keypair e;
 	uint8_t remote_s[GSP_KEY_BYTES], remote_e[GSP_KEY_BYTES];
 	bool initiator;
 	int step;

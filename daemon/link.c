@@ -325,17 +325,78 @@ static void on_connect(uv_connect_t *req, int status)
 	uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
 }
 
+/* The ip part of sa. */
+static void host_name(const struct sockaddr *sa, char *out, size_t cap)
+{
+	snprintf(out, cap, "?");
+	if (sa->sa_family == AF_INET6)
+		uv_ip6_name((const struct sockaddr_in6 *)sa, out, cap);
+	else if (sa->sa_family == AF_INET)
+		uv_ip4_name((const struct sockaddr_in *)sa, out, cap);
+}
+
 void link_addr_name(const struct sockaddr *sa, char *out, size_t cap)
 {
-	char host[48] = "?";
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-		uv_ip6_name(s6, host, sizeof(host));
-		snprintf(out, cap, "[%s]:%u", host, ntohs(s6->sin6_port));
-	} else {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-		uv_ip4_name(s4, host, sizeof(host));
-		snprintf(out, cap, "%s:%u", host, ntohs(s4->sin_port));
+	char host[48];
+	host_name(sa, host, sizeof(host));
+	if (sa->sa_family == AF_INET6)
+		snprintf(out, cap, "[%s]:%u", host,
+			 ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
+	else
+		snprintf(out, cap, "%s:%u", host,
+			 ntohs(((const struct sockaddr_in *)sa)->sin_port));
+}
+
+void link__preauth_warn(plink *l, const char *fmt, ...)
+{
+	link_env *env = l->env;
+	uint64_t now = uv_now(env->loop);
+	if (now - env->log_window_ms >= 1000) {
+		if (env->log_suppressed)
+			gsp_warn("%u more warnings about unauthenticated connections "
+				 "were not logged", env->log_suppressed);
+		env->log_window_ms = now;
+		env->log_lines = env->log_suppressed = 0;
+	}
+	if (env->log_lines >= LINK_PREAUTH_LOG_PER_S) {
+		env->log_suppressed++;
+		return;
+	}
+	env->log_lines++;
+	char line[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	gsp_warn("%s (from %s)", line, l->addr);
+}
+
+/* Room for one more connection in the handshake from l's address: the
+ * oldest beyond a cap goes (the newest are the likeliest real peers
+ * once an attacker has filled the caps). */
+static void preauth_make_room(plink *l)
+{
+	link_env *env = l->env;
+	unsigned max = env->preauth_max ? env->preauth_max : LINK_PREAUTH_MAX;
+	unsigned per = env->preauth_per_addr ? env->preauth_per_addr
+					     : LINK_PREAUTH_PER_ADDR;
+	unsigned all = 0, same = 0;
+	plink *oldest = NULL, *oldest_same = NULL;
+	for (plink *x = env->links; x; x = x->next) {
+		if (x == l || x->initiator || x->phase != LINK_HANDSHAKE)
+			continue;
+		all++;
+		oldest = x;
+		if (!strcmp(x->host, l->host)) {
+			same++;
+			oldest_same = x;
+		}
+	}
+	plink *victim = same >= per ? oldest_same : all >= max ? oldest : NULL;
+	if (victim) {
+		link__preauth_warn(victim, "too many connections in the handshake: "
+				   "closing the oldest");
+		link_close(victim, GSP_BYE_UNSPECIFIED, "");
 	}
 }
 
@@ -380,6 +441,13 @@ int link_accept(link_env *env, uv_stream_t *server, plink **ret)
 		destroy(l);
 		return err;
 	}
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	if (uv_tcp_getpeername(&l->tcp, (struct sockaddr *)&ss, &len) == 0) {
+		link_addr_name((struct sockaddr *)&ss, l->addr, sizeof(l->addr));
+		host_name((struct sockaddr *)&ss, l->host, sizeof(l->host));
+	}
+	preauth_make_room(l);
 	uv_tcp_nodelay(&l->tcp, 1);
 	uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
 	*ret = l;
@@ -514,7 +582,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		if (err) {
 			if (err != -EACCES)
 				l->env->counters->rx_malformed++;
-			gsp_warn("%s: closing link: %s", l->name, gsp_strerror(err));
+			if (l->owner)
+				gsp_warn("%s: closing link: %s", l->name, gsp_strerror(err));
+			else
+				link__preauth_warn(l, "closing a connection: %s",
+						   gsp_strerror(err));
 			if (!why[0] && err != -EACCES)
 				snprintf(why, sizeof(why), "closed the link: %s",
 					 gsp_strerror(err));

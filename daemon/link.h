@@ -31,6 +31,13 @@
 #define LINK_DEAD_MS 10000
 /* Unsent bytes a link may queue before it is closed as too slow. */
 #define LINK_MAX_QUEUED (256u << 20)
+/* Accepted connections still in the handshake: at most this many, and
+ * this many from one address; a new one beyond a cap closes the oldest. */
+#define LINK_PREAUTH_MAX 128
+#define LINK_PREAUTH_PER_ADDR 8
+/* Warnings about unauthenticated connections: at most this many a
+ * second, then one line that counts the rest. */
+#define LINK_PREAUTH_LOG_PER_S 10
 
 typedef struct plink plink;
 
@@ -76,7 +83,10 @@ typedef struct link_env {
 	/* Limits; 0 takes the LINK_* default (tests set small ones). */
 	unsigned hs_timeout_ms, ping_ms, dead_ms;
 	size_t max_queued;
-	plink *links;
+	unsigned preauth_max, preauth_per_addr;
+	plink *links;            /* newest first */
+	uint64_t log_window_ms;  /* rate limit of pre-auth warnings */
+	unsigned log_lines, log_suppressed;
 } link_env;
 
 /* Dials sa and, once connected, starts the handshake with the responder

@@ -22,7 +22,7 @@ static int version_refused(plink *l, const uint8_t *body, size_t len, int err,
 	l->env->counters->version_mismatch++;
 	snprintf(why, why_len, "handshake refused: it speaks protocol %u.%u, we %u.%u",
 		 v >> 8, v & 0xff, GSP_PROTO_VERSION >> 8, GSP_PROTO_VERSION & 0xff);
-	gsp_warn("%s: %s", l->name, why);
+	link__preauth_warn(l, "%s", why);
 	return -EACCES;
 }
 
@@ -37,7 +37,7 @@ static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
 	if (gsp_hs_read_init(&l->hs, l->env->key, msg.payload, sizeof(msg.payload),
 			     peer_key, ts) != 0) {
 		l->env->counters->hs_refused++;
-		gsp_warn("handshake refused: it does not decrypt with our key");
+		link__preauth_warn(l, "handshake refused: it does not decrypt with our key");
 		return -EACCES;
 	}
 	if ((err = l->env->ops->authorize(l, peer_key, ts)) != 0)

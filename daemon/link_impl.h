@@ -22,7 +22,8 @@ struct plink {
 	link_stats *stats;
 	link_stats own_stats;    /* until bound */
 	char name[24];
-	char addr[64];           /* initiator: the address dialed */
+	char addr[64];           /* the remote address, ip:port */
+	char host[48];           /* its ip part (pre-auth caps) */
 	uint8_t remote_key[GSP_KEY_BYTES];   /* initiator: the responder's */
 	gsp_hs hs;
 	gsp_session sess;
@@ -41,6 +42,9 @@ int link__send_clear(plink *l, const uint8_t *msg, size_t len);
 /* Session keys agreed (and, at the responder, confirmed by the
  * initiator's first transport frame): frames flow, ops->up is told. */
 void link__opened(plink *l);
+/* A warning about a link not yet authenticated, rate-limited. */
+void link__preauth_warn(plink *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Sends a PING (heartbeat, RTT, and the initiator's confirmation). */
 void link__ping(plink *l);
 /* Initiator, once connected: sends HS_INIT. */

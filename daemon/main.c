@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +65,10 @@ static int load_key(const char *path, uint8_t priv[static GSP_KEY_BYTES])
 		gsp_err("cannot open the key file %s: %s", path, strerror(errno));
 		return -errno;
 	}
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+		gsp_warn("the key file %s is readable by others (mode %03o): "
+			 "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
 	ssize_t n = read(fd, text, sizeof(text) - 1);
 	close(fd);
 	if (n < 0)
@@ -115,16 +120,21 @@ static int setup(gossipd *d, const char *config_path)
 	}
 	gsp_log_init(d->cfg.log_level);
 	default_paths(&d->cfg);
-	uint8_t priv[32];
+	uint8_t priv[GSP_KEY_BYTES];
 	if (d->cfg.have_private_key)
-		memcpy(priv, d->cfg.private_key, 32);
+		memcpy(priv, d->cfg.private_key, GSP_KEY_BYTES);
 	else if (load_key(d->cfg.private_key_file, priv) != 0)
 		return -EINVAL;
-	int rc = gsp_keypair_from_private(priv, &d->key);
+	sodium_memzero(d->cfg.private_key, sizeof(d->cfg.private_key));
+	/* The one copy of the static key: locked, guarded, read-only; links
+	 * and handshakes point at it. */
+	d->key = sodium_malloc(sizeof(*d->key));
+	int rc = d->key ? gsp_keypair_from_private(priv, d->key) : -ENOMEM;
 	sodium_memzero(priv, sizeof(priv));
 	if (rc)
 		return rc;
-	gsp_key_to_base64(d->key.pub, d->key_b64);
+	sodium_mprotect_readonly(d->key);
+	gsp_key_to_base64(d->key->pub, d->key_b64);
 	if (d->cfg.gamma_auto) {
 		gsp_graph *g;
 		double gamma;
@@ -138,7 +148,7 @@ static int setup(gossipd *d, const char *config_path)
 		gsp_graph_free(g);
 		d->cfg.engine.gamma = (float)gamma;
 	}
-	rc = mesh_init(&d->mesh, d->loop, &d->key, &d->counters, &d->cfg, msg,
+	rc = mesh_init(&d->mesh, d->loop, d->key, &d->counters, &d->cfg, msg,
 		       sizeof(msg));
 	if (rc) {
 		fprintf(stderr, "gossipd: %s\n", msg);
@@ -266,6 +276,8 @@ int main(int argc, char **argv)
 	}
 	if (sodium_init() < 0)
 		return 1;
+	/* No core dumps or ptrace by other users of the static key. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	static gossipd d;
 	d.loop = uv_default_loop();
 	if (setup(&d, config) != 0)

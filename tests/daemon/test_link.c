@@ -497,6 +497,52 @@ START_TEST(test_trickled_frame_does_not_keep_a_link_alive)
 }
 END_TEST
 
+/* n raw connections that never speak; returns how many A closed. */
+static int preauth_flood(int n, int *fds)
+{
+	for (int i = 0; i < n; i++) {
+		fds[i] = raw_connect();
+		fcntl(fds[i], F_SETFL, O_NONBLOCK);
+		run_until(never, 20);      /* A accepts it */
+	}
+	run_until(never, 100);
+	int closed = 0;
+	for (int i = 0; i < n; i++) {
+		char c;
+		if (read(fds[i], &c, 1) == 0)
+			closed++;
+	}
+	return closed;
+}
+
+START_TEST(test_preauth_caps_close_the_oldest)
+{
+	int fds[20];
+	A.env.preauth_per_addr = 8;
+	ck_assert_int_eq(preauth_flood(20, fds), 12);
+	/* The oldest went: the newest 8 are still open. */
+	char c;
+	ck_assert_int_eq(read(fds[0], &c, 1), 0);
+	ck_assert_int_eq(read(fds[19], &c, 1), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	/* A real peer still gets through. */
+	connect_both();
+	for (int i = 0; i < 20; i++)
+		close(fds[i]);
+}
+END_TEST
+
+START_TEST(test_preauth_global_cap)
+{
+	int fds[12];
+	A.env.preauth_max = 5;
+	A.env.preauth_per_addr = 100;
+	ck_assert_int_eq(preauth_flood(12, fds), 7);
+	for (int i = 0; i < 12; i++)
+		close(fds[i]);
+}
+END_TEST
+
 START_TEST(test_unlisted_initiator_refused)
 {
 	A.expect_key = NULL;
@@ -539,6 +585,8 @@ int main(void)
 	tcase_add_test(tc, test_close_sends_queued_frames_first);
 	tcase_add_test(tc, test_replayed_handshake_displaces_nothing);
 	tcase_add_test(tc, test_trickled_frame_does_not_keep_a_link_alive);
+	tcase_add_test(tc, test_preauth_caps_close_the_oldest);
+	tcase_add_test(tc, test_preauth_global_cap);
 	tcase_add_test(tc, test_unlisted_initiator_refused);
 	tcase_add_test(tc, test_connect_refused_names_the_address);
 	suite_add_tcase(s, tc);
