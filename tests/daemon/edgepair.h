@@ -49,9 +49,9 @@ typedef struct edgepair {
 	ep_end a, b;             /* a is the lo end */
 } edgepair;
 
-static void ep_end_session(ep_end *x);
+static inline void ep_end_session(ep_end *x);
 
-static int ep_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
+static inline int ep_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
 {
 	ep_end *x = ctx;
 	ck_assert(x->session);
@@ -64,7 +64,7 @@ static int ep_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
 
 /* The session ends at both ends, as a link close does; frames in flight
  * are lost. */
-static void ep_close(void *ctx, edge *e, uint16_t reason, const char *text)
+static inline void ep_close(void *ctx, edge *e, uint16_t reason, const char *text)
 {
 	ep_end *x = ctx;
 	x->closes++;
@@ -72,28 +72,28 @@ static void ep_close(void *ctx, edge *e, uint16_t reason, const char *text)
 	ep_end_session(x);
 }
 
-static void ep_error(void *ctx, edge *e, const char *text)
+static inline void ep_error(void *ctx, edge *e, const char *text)
 {
 	ep_end *x = ctx;
 	snprintf(x->error, sizeof(x->error), "%s", text);
 }
 
-static void ep_accepted(void *ctx, edge *e)
+static inline void ep_accepted(void *ctx, edge *e)
 {
 	((ep_end *)ctx)->accepted++;
 }
 
-static void ep_max_frame(void *ctx, edge *e, uint32_t max_body)
+static inline void ep_max_frame(void *ctx, edge *e, uint32_t max_body)
 {
 	((ep_end *)ctx)->max_frame = max_body;
 }
 
-static void ep_changed(void *ctx)
+static inline void ep_changed(void *ctx)
 {
 	((ep_end *)ctx)->changes++;
 }
 
-static uint16_t ep_degree(void *ctx)
+static inline uint16_t ep_degree(void *ctx)
 {
 	return 1;
 }
@@ -104,14 +104,14 @@ static const edge_ops ep_ops = {
 	.changed = ep_changed, .degree = ep_degree,
 };
 
-static void ep_drop_queue(ep_end *x)
+static inline void ep_drop_queue(ep_end *x)
 {
 	for (unsigned i = 0; i < x->n_out; i++)
 		free(x->out[i].data);
 	x->n_out = 0;
 }
 
-static void ep_end_session(ep_end *x)
+static inline void ep_end_session(ep_end *x)
 {
 	ep_end *y = x->other;
 	if (x->session) {
@@ -128,7 +128,7 @@ static void ep_end_session(ep_end *x)
 
 /* One end: parameters value0 + i * slope, a node with `cfg`, the model
  * attached (fingerprint byte fp). */
-static void ep_end_init(ep_end *x, const char *spec, const gsp_config *cfg,
+static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cfg,
 			float value0, float slope, uint8_t fp, bool lo)
 {
 	memset(x, 0, sizeof(*x));
@@ -149,7 +149,7 @@ static void ep_end_init(ep_end *x, const char *spec, const gsp_config *cfg,
 	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
 }
 
-static void ep_init(edgepair *p, const char *spec, const gsp_config *cfg)
+static inline void ep_init(edgepair *p, const char *spec, const gsp_config *cfg)
 {
 	ep_end_init(&p->a, spec, cfg, 1.0f, 0.01f, 1, true);
 	ep_end_init(&p->b, spec, cfg, -2.0f, 0.03f, 1, false);
@@ -157,7 +157,7 @@ static void ep_init(edgepair *p, const char *spec, const gsp_config *cfg)
 	p->b.other = &p->a;
 }
 
-static void ep_end_free(ep_end *x)
+static inline void ep_end_free(ep_end *x)
 {
 	ep_drop_queue(x);
 	edges_detach(&x->set);
@@ -167,14 +167,14 @@ static void ep_end_free(ep_end *x)
 	free(x->params);
 }
 
-static void ep_free(edgepair *p)
+static inline void ep_free(edgepair *p)
 {
 	ep_end_free(&p->a);
 	ep_end_free(&p->b);
 }
 
 /* A session comes up at both ends with one shared seed. */
-static void ep_session_up(edgepair *p, uint8_t seed_byte)
+static inline void ep_session_up(edgepair *p, uint8_t seed_byte)
 {
 	uint8_t seed[GSP_SEED_BYTES];
 	memset(seed, seed_byte, sizeof(seed));
@@ -186,7 +186,7 @@ static void ep_session_up(edgepair *p, uint8_t seed_byte)
 /* Delivers x's oldest queued frame to the other end; returns what
  * edge_frame returned (a malformed frame closes the session, as the link
  * does), or 1 when the queue was empty. */
-static int ep_deliver_one(ep_end *x)
+static inline int ep_deliver_one(ep_end *x)
 {
 	if (x->n_out == 0)
 		return 1;
@@ -201,7 +201,7 @@ static int ep_deliver_one(ep_end *x)
 }
 
 /* Delivers everything queued, both ways, until both queues are empty. */
-static void ep_pump(edgepair *p)
+static inline void ep_pump(edgepair *p)
 {
 	while (p->a.n_out || p->b.n_out) {
 		if (p->a.n_out)
@@ -212,7 +212,7 @@ static void ep_pump(edgepair *p)
 }
 
 /* One STEP on the loop, as step.c runs it. */
-static int ep_step(ep_end *x)
+static inline int ep_step(ep_end *x)
 {
 	uint32_t applied, skipped;
 	edges_step_begin(&x->set, 4, &applied, &skipped);
@@ -222,7 +222,7 @@ static int ep_step(ep_end *x)
 	return r;
 }
 
-static gsp_edge_info ep_info(const ep_end *x)
+static inline gsp_edge_info ep_info(const ep_end *x)
 {
 	gsp_edge_info info;
 	ck_assert_int_eq(gsp_node_edge_info(x->node, 0, &info), 0);
@@ -230,7 +230,7 @@ static gsp_edge_info ep_info(const ep_end *x)
 }
 
 /* Sum over both ends' parameters (double). */
-static double ep_sum(const edgepair *p)
+static inline double ep_sum(const edgepair *p)
 {
 	double s = 0;
 	for (size_t i = 0; i < p->a.n_floats; i++)
@@ -239,7 +239,7 @@ static double ep_sum(const edgepair *p)
 }
 
 /* Norm of a - b. */
-static double ep_distance(const edgepair *p)
+static inline double ep_distance(const edgepair *p)
 {
 	double s = 0;
 	for (size_t i = 0; i < p->a.n_floats; i++) {
