@@ -201,7 +201,7 @@ for args in "--help" "-h" "help"; do
 	expect_grep "gossipctl $args shows --version" '--version'
 done
 run "$G" edges --help
-for state in down connecting handshake idle up; do
+for state in down connecting handshake idle up straggler; do
 	expect_grep "gossipctl edges --help names the state $state" "[ (]$state[,:]"
 done
 for sub in status edges metrics genkey pubkey; do
@@ -355,6 +355,9 @@ def error(code, text):
 SCENARIOS = {
     "ok": (hello_ok(), status_ok(DOC_TEXT)),
     "min": (hello_ok(), status_ok(MIN_TEXT)),
+    "straggler": (hello_ok(), status_ok(json.dumps({"edges": [
+        {"peer": A, "state": "up", "straggler": True},
+        {"peer": B, "state": "up", "straggler": False}]}))),
     "refuse": (hello_ok(), error(-1, "not today")),
     "major": (hello_ok(0x0200, b"gossipd 2.0"), None),
     "badjson": (hello_ok(), status_ok('{"edges": [')),
@@ -575,6 +578,15 @@ else
 	not_ok "gossipd_edges: down, connecting, handshake, idle, up, then others"
 	diff -u "$T/expect-states" "$T/states" | sed 's/^/#   /'
 fi
+
+# An edge that STEPs go on without shows as a straggler.
+S=$T/straggler.sock
+run "$G" --socket "$S" status
+expect "status with a straggler exits 0" 0 ""
+expect_grep "status shows the straggler" "^$(printf %.8s "$A") +straggler "
+expect_grep "status shows the edge that keeps pace as up" "^$(printf %.8s "$B") +up "
+run "$G" --socket "$S" edges
+expect_grep "edges shows the straggler" "^$A +- +straggler "
 
 # A minimal document: no model, no edges.
 S=$T/min.sock

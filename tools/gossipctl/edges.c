@@ -13,8 +13,9 @@ static void usage(FILE *f)
 		"Usage: %s edges [--socket PATH]\n\n"
 		"Shows one line per edge: the peer's public key and endpoint; the\n"
 		"state (down, connecting, handshake, idle: the link is up but one\n"
-		"end has no model registered, up: rounds flow; or another state a\n"
-		"newer daemon adds); the generation, round and staleness (in steps);\n"
+		"end has no model registered, up: rounds flow, straggler: up, but\n"
+		"STEPs go on without waiting for it; or another state a newer\n"
+		"daemon adds); the generation, round and staleness (in steps);\n"
 		"the bytes and frames sent and received; the compression ratio\n"
 		"against exact gossip (the bytes exact gossip would have sent over\n"
 		"the bytes sent); the round-trip time in milliseconds; and the norm\n"
@@ -43,7 +44,7 @@ static int print_edges(const gctl_status *st)
 			rxf[GCTL_CELL_MAX], ratio[GCTL_CELL_MAX], rtt[GCTL_CELL_MAX],
 			norm[GCTL_CELL_MAX];
 		const char *cells[] = {
-			e->peer, e->endpoint, e->state,
+			e->peer, e->endpoint, gctl_edge_state(e),
 			gctl_fmt_uint(gen, &e->generation),
 			gctl_fmt_uint(round, &e->round),
 			gctl_fmt_uint(stale, &e->staleness),

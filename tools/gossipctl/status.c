@@ -149,7 +149,7 @@ static int print_edges(const gctl_status *st)
 		if (e->peer)
 			snprintf(peer, sizeof(peer), "%s", e->peer);
 		const char *cells[] = {
-			peer, e->state, gctl_fmt_uint(round, &e->round),
+			peer, gctl_edge_state(e), gctl_fmt_uint(round, &e->round),
 			gctl_fmt_mb(tx, &e->tx_bytes), gctl_fmt_mb(rx, &e->rx_bytes),
 			gctl_fmt_ratio(ratio, e),
 		};

@@ -60,7 +60,15 @@ static const field edge_fields[] = {
 	FIELD(F_REAL, "rtt_ms", gctl_edge, rtt_ms),
 	FIELD(F_REAL, "diff_norm", gctl_edge, diff_norm),
 	FIELD(F_STR, "last_error", gctl_edge, last_error),
+	FIELD(F_BOOL, "straggler", gctl_edge, straggler),
 };
+
+const char *gctl_edge_state(const gctl_edge *e)
+{
+	if (e->state && !strcmp(e->state, "up") && e->straggler.set && e->straggler.v)
+		return "straggler";
+	return e->state;
+}
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

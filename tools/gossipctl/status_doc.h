@@ -57,7 +57,12 @@ typedef struct gctl_edge {
 	gctl_uint resyncs;            /* RESYNCs (new generations) */
 	gctl_real rtt_ms, diff_norm;
 	const char *last_error;       /* why the edge is down, or NULL */
+	gctl_bool straggler;          /* STEPs do not wait for it (MaxWait) */
 } gctl_edge;
+
+/* The state to show: "straggler" for an edge that is up but that STEPs
+ * go on without, else the daemon's state. */
+const char *gctl_edge_state(const gctl_edge *e);
 
 typedef struct gctl_counter {
 	const char *name;
