@@ -43,6 +43,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->topology = GSP_TOPO_RING;
 	cfg->max_staleness = 4;
 	cfg->max_wait_ms = GSP_DAEMON_DEFAULT_MAX_WAIT_MS;
+	cfg->max_round_change = GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE;
 	cfg->log_level = GSP_LOG_INFO;
 	cfg->index = -1;
 }
@@ -212,6 +213,11 @@ static int node_key(parser *p, const char *name, const char *v)
 	if (!strcmp(name, "MaxStaleness"))
 		return parse_uint(v, 1000000, &c->max_staleness) || !c->max_staleness
 			       ? fail(p, -EINVAL, "MaxStaleness must be 1..1000000, not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "MaxRoundChange"))
+		return parse_float(v, &c->max_round_change) || !(c->max_round_change >= 0)
+			       ? fail(p, -EINVAL, "MaxRoundChange must be a number >= 0 "
+				      "(0: no bound), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "MaxWait"))
 		return parse_uint(v, 3600000, &c->max_wait_ms)

@@ -63,6 +63,7 @@ typedef struct gsp_daemon_config {
 	unsigned nodes;
 	unsigned max_staleness;
 	unsigned max_wait_ms;           /* STEP waits at most this for a lagging edge */
+	float max_round_change;         /* a received round's bound; 0: none */
 	gsp_log_level log_level;
 	/* SimSeed/Index: edge seeds and roles as gossip-sim derives them, so
 	 * a cluster replays a simulation (tests, reproducible runs). */
@@ -77,9 +78,13 @@ typedef struct gsp_daemon_config {
  * (docs/BENCHMARKS.md); the engine's own default stays 1. */
 #define GSP_DAEMON_DEFAULT_RANK 4
 /* How long an asynchronous STEP waits, at most, for an edge that lags
- * MaxStaleness steps before it goes on without it (the edge is then a
- * straggler, and is not waited for again until it keeps pace). */
-#define GSP_DAEMON_DEFAULT_MAX_WAIT_MS 10
+ * MaxStaleness steps before it goes on without it.  After the wait the
+ * edge is a straggler, not waited for again until it keeps pace. */
+#define GSP_DAEMON_DEFAULT_MAX_WAIT_MS 50
+/* The most a neighbour's ROUND message may differ from ours, in units of
+ * our own message's norm (or of sqrt(its length), if that is larger): a
+ * listed peer cannot push arbitrary values into the model. */
+#define GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE 1000.0f
 
 /* Fills cfg with defaults (no peers, listen 127.0.0.1:0, socket
  * gossipd.sock, powergossip rank GSP_DAEMON_DEFAULT_RANK, gamma 1). */

@@ -16,6 +16,7 @@ typedef struct counters {
 	uint64_t api_malformed;         /* api */
 	uint64_t fingerprint_mismatch;  /* edge */
 	uint64_t version_mismatch;      /* link */
+	uint64_t rounds_refused;        /* edge: a ROUND over MaxRoundChange */
 } counters;
 
 #endif

@@ -68,7 +68,7 @@ void edge_session_down(edge *e)
 	}
 	e->up = false;
 	e->start_pending = false;
-	e->straggler = false;
+	e->straggler = e->lagging = false;
 	free(e->early);
 	e->early = NULL;
 	changed(s);
@@ -98,8 +98,9 @@ static int send_round(edge *e)
 	return err;
 }
 
-/* Norm of (peer - mine) relative to mine, for float messages. */
-static double relative_diff(const void *mine, const uint8_t *peer, size_t len)
+/* ||peer - mine||^2 and ||mine||^2, for float messages. */
+static void diff_norms(const void *mine, const uint8_t *peer, size_t len,
+		       double *ret_num, double *ret_den)
 {
 	const float *a = mine;
 	double num = 0.0, den = 0.0;
@@ -110,7 +111,19 @@ static double relative_diff(const void *mine, const uint8_t *peer, size_t len)
 		num += dv * dv;
 		den += (double)a[i / 4] * a[i / 4];
 	}
-	return den > 0 ? sqrt(num / den) : sqrt(num);
+	*ret_num = num;
+	*ret_den = den;
+}
+
+/* Whether a peer's float message stays within MaxRoundChange of ours
+ * (in units of our norm, or of sqrt(length) when that is larger, so a
+ * model of zeros still takes an honest neighbour's round). */
+static bool within_bound(const edge_set *s, double num, double den, size_t len)
+{
+	if (!(s->max_round_change > 0))
+		return true;
+	double unit = sqrt(den) > sqrt((double)len / 4) ? sqrt(den) : sqrt((double)len / 4);
+	return sqrt(num) <= (double)s->max_round_change * unit;
 }
 
 /* Completes the in-flight round with the peer's message. */
@@ -129,8 +142,20 @@ static int complete(edge *e, uint64_t round, uint16_t degree,
 	if (gsp_node_edge_set_weight(node, e->index, w) != 0)
 		return -EINVAL;
 	if (gsp_node_message(node, e->index, &mine, &mlen, NULL) == 0 && mlen == len &&
-	    s->model.method <= GSP_METHOD_EXACT)
-		e->diff_norm = relative_diff(mine, payload, len);
+	    s->model.method <= GSP_METHOD_EXACT) {
+		double num, den;
+		diff_norms(mine, payload, len, &num, &den);
+		if (!within_bound(s, num, den, len)) {
+			s->counters->rounds_refused++;
+			gsp_err("peer %s: round %llu refused: it differs from ours by "
+				"%.3g times our norm (MaxRoundChange %g)", e->name,
+				(unsigned long long)round, sqrt(num / (den > 0 ? den : 1)),
+				(double)s->max_round_change);
+			s->ops->error(s->ctx, e, "a ROUND over MaxRoundChange was refused");
+			return -EACCES;
+		}
+		e->diff_norm = den > 0 ? sqrt(num / den) : sqrt(num);
+	}
 	/* The engine wants 4-byte alignment; payloads sit at offset 16 of a
 	 * decrypted buffer, but copy when they do not. */
 	int err;
@@ -362,6 +387,10 @@ static int on_round(edge *e, const uint8_t *pt, size_t len)
 	int err = gsp_msg_round_decode(pt, len, &msg);
 	if (err)
 		return err;
+	/* The sender's degree sets the weight: it must be one the graph
+	 * allows. */
+	if (msg.degree == 0 || (s->max_degree && msg.degree > s->max_degree))
+		return -EBADMSG;
 	if (s->busy) {
 		/* The engine is busy off the loop: keep it for afterwards.  A
 		 * peer is at most two rounds ahead of a step in progress. */

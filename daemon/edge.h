@@ -30,6 +30,11 @@ typedef enum edge_state {
 	EDGE_IDLE,               /* no model at one end: heartbeats only */
 } edge_state;
 
+/* Rounds in a row a straggler must apply within MaxStaleness before
+ * STEPs wait for it again: a neighbour that is only sometimes on time
+ * does not make the others wait every other round. */
+#define EDGE_PACE_ROUNDS 4
+
 typedef struct edge edge;
 typedef struct edge_set edge_set;
 
@@ -86,7 +91,10 @@ struct edge {
 	uint32_t down_generation;
 	uint64_t last_apply_step;
 	bool straggler;          /* a STEP stopped waiting for it; cleared
-				  * when it applies within MaxStaleness */
+				  * once it applies within MaxStaleness
+				  * EDGE_PACE_ROUNDS times in a row */
+	unsigned on_time;        /* rounds in a row applied within it */
+	bool lagging;            /* a STEP waits for it now */
 	double diff_norm;        /* norm of the last completed difference */
 	uint64_t rounds_completed;  /* with the current model */
 	/* Only grow while the daemon runs (metrics). */
@@ -107,6 +115,10 @@ struct edge_set {
 	bool sim_seed_set;
 	uint64_t sim_seed;
 	int sim_index;
+	/* Checks of what a listed peer sends: the largest degree the graph
+	 * allows (0: unknown) and MaxRoundChange (0: none). */
+	unsigned max_degree;
+	float max_round_change;
 };
 
 int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
@@ -156,9 +168,11 @@ size_t edges_up(const edge_set *s);
  * an edge in flight that has not applied for max_staleness steps and is
  * not a straggler. */
 bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness);
-/* A STEP stops waiting: the edges it waited for become stragglers.
- * Returns how many. */
-size_t edges_mark_stragglers(edge_set *s, unsigned max_staleness);
+/* A STEP starts waiting: the edges it waits for are marked lagging.
+ * When the wait ends, for whatever reason, edges_end_wait makes them
+ * stragglers: no STEP waits twice for one edge that lags. */
+void edges_begin_wait(edge_set *s, unsigned max_staleness);
+void edges_end_wait(edge_set *s);
 /* The consensus estimate: the largest last difference norm (NaN before
  * any round). */
 double edges_estimate(const edge_set *s);

@@ -108,8 +108,9 @@ void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied
 			skipped++;
 		else if (info.state == GSP_EDGE_COMPLETED) {
 			applied++;
-			/* It kept pace again: wait for it from now on. */
-			if (e->straggler && edge_staleness(e) < max_staleness) {
+			e->on_time = edge_staleness(e) < max_staleness ? e->on_time + 1 : 0;
+			/* It keeps pace again: wait for it from now on. */
+			if (e->straggler && e->on_time >= EDGE_PACE_ROUNDS) {
 				e->straggler = false;
 				gsp_info("peer %s: keeps pace again", e->name);
 			}
@@ -189,20 +190,27 @@ bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness)
 	return false;
 }
 
-size_t edges_mark_stragglers(edge_set *s, unsigned max_staleness)
+void edges_begin_wait(edge_set *s, unsigned max_staleness)
 {
-	size_t n = 0;
 	for (size_t i = 0; s->attached && i < s->n; i++) {
 		edge *e = &s->edge[i];
-		if (in_flight(e) && !e->straggler && edge_staleness(e) >= max_staleness) {
-			e->straggler = true;
-			n++;
-			gsp_info("peer %s: straggler: %llu steps behind, STEPs go on "
-				 "without waiting for it", e->name,
-				 (unsigned long long)edge_staleness(e));
-		}
+		e->lagging = in_flight(e) && !e->straggler &&
+			     edge_staleness(e) >= max_staleness;
 	}
-	return n;
+}
+
+void edges_end_wait(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (!e->lagging)
+			continue;
+		e->lagging = false;
+		e->straggler = true;
+		e->on_time = 0;
+		gsp_info("peer %s: straggler: %llu steps behind; STEPs go on without "
+			 "waiting for it", e->name, (unsigned long long)edge_staleness(e));
+	}
 }
 
 double edges_estimate(const edge_set *s)

@@ -115,6 +115,8 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 	m->edges.sim_seed_set = cfg->sim_seed_set;
 	m->edges.sim_seed = cfg->sim_seed;
 	m->edges.sim_index = cfg->index;
+	m->edges.max_degree = cfg->nodes > 1 ? cfg->nodes - 1 : GSP_MAX_PEERS;
+	m->edges.max_round_change = cfg->max_round_change;
 	for (size_t i = 0; i < m->peers.n; i++) {
 		peer *p = &m->peers.peer[i];
 		if (!edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p))) {

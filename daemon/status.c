@@ -185,13 +185,15 @@ char *status_json(const gossipd *d)
 	const counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
 	    "\"hs_replayed\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
-	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu},"
+	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu,"
+	    "\"rounds_refused\":%llu},"
 	    "\"edges\":[",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed, (unsigned long long)c->links_closed,
 	    (unsigned long long)c->api_malformed,
 	    (unsigned long long)c->fingerprint_mismatch,
-	    (unsigned long long)c->version_mismatch);
+	    (unsigned long long)c->version_mismatch,
+	    (unsigned long long)c->rounds_refused);
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {

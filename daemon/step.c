@@ -196,6 +196,8 @@ static int run_engine(stepper *s, step_state state)
 
 static void run_step(stepper *s)
 {
+	if (s->state == STEP_WAIT)
+		edges_end_wait(edges(s));
 	int r = run_engine(s, STEP_RUN);
 	if (r <= 0)
 		reply(s, r, r ? step_error_text(r) : NULL);
@@ -233,7 +235,6 @@ static void on_wait_timer(uv_timer_t *t)
 	stepper *s = t->data;
 	if (s->state != STEP_WAIT)
 		return;
-	edges_mark_stragglers(edges(s), s->max_staleness);
 	run_step(s);
 }
 
@@ -265,8 +266,10 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 		return 0;
 	}
 	s->state = STEP_WAIT;
-	if (!s->sync)
+	if (!s->sync) {
+		edges_begin_wait(edges(s), s->max_staleness);
 		uv_timer_start(&s->wait_timer, on_wait_timer, s->max_wait_ms, 0);
+	}
 	return 0;
 }
 
@@ -382,6 +385,8 @@ void step_detach(stepper *s)
 	case STEP_WAIT:
 	case STEP_DRAIN:
 	case STEP_AVERAGE:
+		if (s->state == STEP_WAIT)
+			edges_end_wait(edges(s));
 		uv_timer_stop(&s->avg_timer);
 		uv_timer_stop(&s->wait_timer);
 		reply(s, -ECANCELED, "the model was detached");

@@ -133,6 +133,8 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 {
 	memset(x, 0, sizeof(*x));
 	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
+	x->set.max_degree = 1;              /* a pair: each end has one edge */
+	x->set.max_round_change = 1000.0f;  /* the daemon's default */
 	x->cfg.index = -1;
 	x->e = edge_add(&x->set, &x->cfg, lo ? "lo" : "hi", lo);
 	ck_assert_ptr_nonnull(x->e);

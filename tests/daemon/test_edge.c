@@ -312,6 +312,78 @@ START_TEST(test_staleness_never_underflows_during_a_step)
 }
 END_TEST
 
+/* A forged ROUND for a's round in flight, every float `value`, with the
+ * given degree. */
+static int forged_round(edgepair *p, float value, uint16_t degree)
+{
+	gsp_edge_info info = ep_info(&p->a);
+	const void *mine;
+	size_t len;
+	ck_assert_int_eq(gsp_node_message(p->a.node, 0, &mine, &len, NULL), 0);
+	uint8_t *payload = malloc(len), *buf = malloc(len + 64);
+	for (size_t i = 0; i < len; i += 4)
+		memcpy(payload + i, &value, 4);
+	gsp_msg_round r = {.degree = degree, .generation = p->a.e->generation,
+			   .round = info.round, .payload = payload, .payload_len = len};
+	size_t n;
+	ck_assert_int_eq(gsp_msg_round_encode(&r, buf, len + 64, &n), 0);
+	int err = edge_frame(p->a.e, buf, n);
+	free(payload);
+	free(buf);
+	return err;
+}
+
+START_TEST(test_round_over_max_round_change_refused)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "64", &c);
+	up(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	double sum_a = 0;
+	for (size_t i = 0; i < p.a.n_floats; i++)
+		sum_a += p.a.params[i];
+	ck_assert_int_eq(forged_round(&p, 3e37f, 1), -EACCES);
+	ck_assert_uint_eq(p.a.counters.rounds_refused, 1);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_IN_FLIGHT);   /* nothing taken */
+	ck_assert_ptr_nonnull(strstr(p.a.error, "MaxRoundChange"));
+	/* Large but plausible values pass: 100 times our norm. */
+	ck_assert_int_eq(forged_round(&p, 100.0f * (float)(fabs(sum_a) / p.a.n_floats + 1), 1), 0);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_round_from_zeros_passes_the_bound)
+{
+	/* Our model all zeros: the bound's unit is sqrt(length), so an
+	 * honest neighbour's N(0,1)-sized round is taken. */
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "64", &c);
+	memset(p.a.params, 0, p.a.n_floats * sizeof(float));
+	up(&p);
+	round_trip(&p);
+	ck_assert_uint_eq(p.a.counters.rounds_refused, 0);
+	ck_assert_uint_eq(p.a.e->rounds_completed, 1);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_impossible_degree_is_malformed)
+{
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "16", &c);
+	up(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_eq(forged_round(&p, 1.0f, 2), -EBADMSG);   /* a pair: 1 at most */
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_IN_FLIGHT);
+	ck_assert_int_eq(forged_round(&p, 1.0f, 1), 0);
+	ep_free(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("daemon-edge");
@@ -329,6 +401,9 @@ int main(void)
 	tcase_add_test(tc, test_round_before_model_is_malformed);
 	tcase_add_test(tc, test_no_model_at_one_end_idles);
 	tcase_add_test(tc, test_staleness_never_underflows_during_a_step);
+	tcase_add_test(tc, test_round_over_max_round_change_refused);
+	tcase_add_test(tc, test_round_from_zeros_passes_the_bound);
+	tcase_add_test(tc, test_impossible_degree_is_malformed);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -28,7 +28,7 @@ NODES, STEPS = 4, 60
 # MaxWait: the trainers start at different times (PyTorch's import) and
 # run only 60 fast steps; this test checks the client in lock-step
 # training, so a STEP waits for a neighbour that has not started yet
-# instead of leaving it behind as a straggler (the default, 10 ms).
+# instead of leaving it behind as a straggler (the default, 50 ms).
 CONF = ("Method = powergossip\nRank = 2\nGamma = auto\nTopology = ring\n"
         "Nodes = %d\nMaxWait = 60000\n" % NODES)
 

@@ -174,6 +174,7 @@ static const struct {
 	{ "fingerprint_mismatch", "Peer links closed for a different model fingerprint." },
 	{ "pong_unmatched", "PONGs dropped for an unknown nonce." },
 	{ "links_closed", "Peer links closed, for any reason." },
+	{ "rounds_refused", "ROUNDs refused for differing from ours by more than MaxRoundChange." },
 	{ "api_malformed", "Local API connections closed for malformed requests." },
 };
 
