@@ -109,6 +109,30 @@ static void default_paths(gsp_daemon_config *cfg)
 			 "%s/gossipd.sock", run ? run : ".");
 }
 
+/* The replay timestamps go to $STATE_DIRECTORY, or beside the key file;
+ * with neither (an inline key, no state directory) they stay in memory. */
+static void replay_file(gossipd *d)
+{
+	char buf[GSP_PATH_MAX], path[GSP_PATH_MAX + 32];
+	const char *state = first_dir("STATE_DIRECTORY", buf, sizeof(buf));
+	if (!state && !d->cfg.have_private_key) {
+		snprintf(buf, sizeof(buf), "%s", d->cfg.private_key_file);
+		char *slash = strrchr(buf, '/');
+		if (slash)
+			*slash = '\0';
+		state = slash ? buf : ".";
+	}
+	if (!state) {
+		gsp_info("no state directory: handshake timestamps kept in memory only");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/replay-timestamps", state);
+	int err = peers_set_replay_file(&d->mesh.peers, path);
+	if (err)
+		gsp_warn("%s: %s: handshake timestamps kept in memory only", path,
+			 gsp_strerror(err));
+}
+
 static int setup(gossipd *d, const char *config_path)
 {
 	char err[512], msg[512];
@@ -155,6 +179,7 @@ static int setup(gossipd *d, const char *config_path)
 		return rc;
 	}
 	model_init(&d->model, &d->mesh, &d->cfg.engine);
+	replay_file(d);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "endpoint.h"
 #include "log.h"
 #include "peers.h"
+#include "replay.h"
 #include "text.h"
 
 static void dial(uv_timer_t *t);
@@ -213,6 +214,48 @@ static peer *peer_by_key(peers *ps, const uint8_t key[GSP_KEY_BYTES])
 	return NULL;
 }
 
+/* Every peer's newest timestamp to the replay file, so a restart does
+ * not take an old HS_INIT again. */
+static void save_timestamps(peers *ps)
+{
+	static const uint8_t zero[GSP_HS_TIMESTAMP];
+	if (!ps->replay_path[0])
+		return;
+	replay_entry *e = calloc(ps->n ? ps->n : 1, sizeof(*e));
+	size_t n = 0;
+	for (size_t i = 0; e && i < ps->n; i++)
+		if (memcmp(ps->peer[i].last_ts, zero, sizeof(zero)) != 0) {
+			memcpy(e[n].key, ps->peer[i].cfg.public_key, GSP_KEY_BYTES);
+			memcpy(e[n++].ts, ps->peer[i].last_ts, GSP_HS_TIMESTAMP);
+		}
+	int err = e ? replay_save(ps->replay_path, e, n) : -ENOMEM;
+	free(e);
+	if (err && !ps->replay_failed)
+		gsp_err("cannot save handshake timestamps to %s: %s (a restart "
+			"may accept a replayed handshake)", ps->replay_path,
+			gsp_strerror(err));
+	ps->replay_failed = err != 0;
+}
+
+int peers_set_replay_file(peers *ps, const char *path)
+{
+	replay_entry *e = calloc(REPLAY_MAX, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	int n = replay_load(path, e);
+	if (n < 0) {
+		free(e);
+		return n;
+	}
+	for (int k = 0; k < n; k++)
+		for (size_t i = 0; i < ps->n; i++)
+			if (!memcmp(ps->peer[i].cfg.public_key, e[k].key, GSP_KEY_BYTES))
+				memcpy(ps->peer[i].last_ts, e[k].ts, GSP_HS_TIMESTAMP);
+	free(e);
+	snprintf(ps->replay_path, sizeof(ps->replay_path), "%s", path);
+	return 0;
+}
+
 static int on_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
 			const uint8_t ts[GSP_HS_TIMESTAMP])
 {
@@ -233,6 +276,7 @@ static int on_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
 		return -EACCES;
 	}
 	memcpy(p->last_ts, ts, GSP_HS_TIMESTAMP);
+	save_timestamps(ps);
 	link_bind(l, p, &p->stats, p->name);
 	return 0;
 }

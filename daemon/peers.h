@@ -69,6 +69,8 @@ struct peers {
 	const peers_ops *ops;
 	void *ctx;
 	bool stopping;
+	char replay_path[GSP_PATH_MAX];  /* "" : timestamps in memory only */
+	bool replay_failed;      /* a save failed (logged once) */
 };
 
 /* The table of cfg's peers.  -EINVAL with the reason in err when one is
@@ -95,6 +97,11 @@ void peers_reconnect_all(peers *ps, uint16_t reason, const char *text);
 void peers_session_ok(peer *p);
 /* Records why p's edge is down (STATUS "last_error"). */
 void peers_error(peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Keeps the newest handshake timestamp of every peer in path (replay.h),
+ * starting from what it holds: 0, or a negative errno (a file that does
+ * not parse), and the table keeps its timestamps in memory only. */
+int peers_set_replay_file(peers *ps, const char *path);
 
 /* Applies a re-read configuration's [Peer] list. */
 void peers_update(peers *ps, const gsp_daemon_config *cfg);

@@ -1,0 +1,194 @@
+/* Unit tests of the persisted handshake timestamps (daemon/replay.h) and
+ * of the peer table that uses them (daemon/peers.h): a restarted table
+ * refuses an HS_INIT it accepted before the restart. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "peers.h"
+#include "replay.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/gsp-replay-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void path_of(char *out, size_t cap, const char *name)
+{
+	snprintf(out, cap, "%s/%s", dir, name);
+}
+
+START_TEST(test_parse_refuses_partial_and_oversized)
+{
+	static replay_entry out[REPLAY_MAX];
+	uint8_t buf[3 * REPLAY_RECORD] = {1};
+	ck_assert_int_eq(replay_parse(buf, 0, out), 0);
+	ck_assert_int_eq(replay_parse(buf, sizeof(buf), out), 3);
+	ck_assert_int_eq(replay_parse(buf, sizeof(buf) - 1, out), -EBADMSG);
+	ck_assert_int_eq(replay_parse(buf, 1, out), -EBADMSG);
+	size_t big = (size_t)(REPLAY_MAX + 1) * REPLAY_RECORD;
+	uint8_t *b = calloc(1, big);
+	ck_assert_int_eq(replay_parse(b, big, out), -EBADMSG);
+	ck_assert_int_eq(replay_parse(b, big - REPLAY_RECORD, out), REPLAY_MAX);
+	free(b);
+}
+END_TEST
+
+START_TEST(test_save_load_round_trip)
+{
+	static replay_entry in[5], out[REPLAY_MAX];
+	char path[128];
+	path_of(path, sizeof(path), "ts");
+	ck_assert_int_eq(replay_load(path, out), 0);      /* no file yet */
+	randombytes_buf(in, sizeof(in));
+	ck_assert_int_eq(replay_save(path, in, 5), 0);
+	ck_assert_int_eq(replay_load(path, out), 5);
+	ck_assert(!memcmp(in, out, sizeof(in)));
+	char tmp[140];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	ck_assert_int_eq(access(tmp, F_OK), -1);           /* renamed away */
+	/* A damaged file is an error, not an empty table. */
+	int fd = open(path, O_WRONLY | O_APPEND);
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+	close(fd);
+	ck_assert_int_eq(replay_load(path, out), -EBADMSG);
+}
+END_TEST
+
+/* ---- the peer table --------------------------------------------------- */
+
+static uv_loop_t *loop;
+
+static void noop_up(void *ctx, peer *p) {}
+static int noop_frame(void *ctx, peer *p, const uint8_t *pt, size_t len) { return 0; }
+static void noop_down(void *ctx, peer *p) {}
+static int noop_added(void *ctx, peer *p) { return 0; }
+static const peers_ops ops = {noop_up, noop_frame, noop_down, noop_added};
+
+typedef struct table {
+	peers ps;
+	counters c;
+	gsp_daemon_config cfg;
+} table;
+
+/* A table that lists `listed` (no Endpoint: it only accepts). */
+static void table_start(table *t, const gsp_keypair *us, const gsp_keypair *listed,
+			const char *replay)
+{
+	char err[256];
+	memset(t, 0, sizeof(*t));
+	gsp_daemon_config_default(&t->cfg);
+	t->cfg.peers = calloc(1, sizeof(*t->cfg.peers));
+	t->cfg.n_peers = 1;
+	memcpy(t->cfg.peers[0].public_key, listed->pub, GSP_KEY_BYTES);
+	ck_assert_int_eq(peers_init(&t->ps, loop, us, &t->c, &t->cfg, &ops, NULL, err,
+				    sizeof(err)), 0);
+	if (replay)
+		ck_assert_int_eq(peers_set_replay_file(&t->ps, replay), 0);
+	ck_assert_int_eq(peers_start(&t->ps, "127.0.0.1:0"), 0);
+}
+
+static void table_stop(table *t)
+{
+	peers_stop(&t->ps);
+	uv_run(loop, UV_RUN_DEFAULT);
+	peers_free(&t->ps);
+	gsp_daemon_config_clear(&t->cfg);
+}
+
+static int port_of(const table *t)
+{
+	return atoi(strrchr(t->ps.listen_addr, ':') + 1);
+}
+
+/* Sends one HS_INIT frame to the table and runs the loop a while. */
+static void send_init(table *t, const uint8_t *frame, size_t len)
+{
+	struct sockaddr_in sa;
+	uv_ip4_addr("127.0.0.1", port_of(t), &sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(write(fd, frame, len), (ssize_t)len);
+	for (int i = 0; i < 50; i++) {
+		uv_run(loop, UV_RUN_NOWAIT);
+		usleep(2000);
+	}
+	close(fd);
+	for (int i = 0; i < 10; i++)
+		uv_run(loop, UV_RUN_NOWAIT);
+}
+
+START_TEST(test_restart_refuses_an_old_handshake)
+{
+	gsp_keypair us, them;
+	gsp_keypair_generate(&us);
+	gsp_keypair_generate(&them);
+	char replay[128];
+	path_of(replay, sizeof(replay), "replay-timestamps");
+	/* An HS_INIT from a listed peer, captured. */
+	gsp_hs hs;
+	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
+	uint8_t ts[GSP_HS_TIMESTAMP], frame[4 + GSP_HS_INIT_MSG_BYTES];
+	size_t n;
+	gsp_hs_timestamp(ts);
+	ck_assert_int_eq(gsp_hs_initiate(&hs, &them, us.pub, ts, msg.payload), 0);
+	ck_assert_int_eq(gsp_hs_init_encode(&msg, frame + 4, sizeof(frame) - 4, &n), 0);
+	ck_assert_int_eq(gsp_frame_header_write(frame, 4, (uint32_t)n), 0);
+	gsp_hs_clear(&hs);
+
+	table t;
+	table_start(&t, &us, &them, replay);
+	send_init(&t, frame, 4 + n);
+	ck_assert_uint_eq(t.c.hs_replayed, 0);
+	ck_assert(!memcmp(t.ps.peer[0].last_ts, ts, sizeof(ts)));
+	table_stop(&t);
+
+	/* The daemon restarts: the same bytes again are a replay. */
+	table_start(&t, &us, &them, replay);
+	send_init(&t, frame, 4 + n);
+	ck_assert_uint_eq(t.c.hs_replayed, 1);
+	table_stop(&t);
+
+	/* Without the file (memory only) the window reopens: what the file
+	 * is for. */
+	table_start(&t, &us, &them, NULL);
+	send_init(&t, frame, 4 + n);
+	ck_assert_uint_eq(t.c.hs_replayed, 0);
+	table_stop(&t);
+}
+END_TEST
+
+int main(void)
+{
+	if (sodium_init() < 0)
+		return EXIT_FAILURE;
+	loop = uv_default_loop();
+	Suite *s = suite_create("daemon-replay");
+	TCase *tc = tcase_create("replay");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_parse_refuses_partial_and_oversized);
+	tcase_add_test(tc, test_save_load_round_trip);
+	tcase_add_test(tc, test_restart_refuses_an_old_handshake);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
