@@ -24,13 +24,15 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: gossipd [--config FILE] [--check-config] [--version] [--help]\n"
-"Runs a PowerGossip node: talks to the peers of FILE over TCP and serves\n"
+"Runs a gossip node (PowerGossip, exact gossip or Choco, as the config\n"
+"says): talks to the peers of FILE over TCP and serves\n"
 "local trainers on a Unix socket.  Without --config it runs a single node\n"
 "with no peers, its key in $STATE_DIRECTORY (or ./private.key) and its\n"
 "socket in $RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR (or ./gossipd.sock).\n"
 "  --config FILE     the INI configuration (see gossipd.conf(5))\n"
 "  --check-config    parse the configuration, print the public key, exit\n"
-"  --version         print the version\n");
+"  --version         print the version\n"
+"  --help            this text\n");
 }
 
 /* Reads a base64 private key file, or creates one (mode 0600). */
