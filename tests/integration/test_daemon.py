@@ -374,6 +374,37 @@ class Daemon(unittest.TestCase):
         self.assertTrue(cluster.eventually(
             lambda: "GOODBYE not allowed (reason 6)" in c.log(1)))
 
+    def test_sighup_during_an_offloaded_step_is_applied_after_it(self):
+        """A reload that comes while a step runs on the thread pool waits
+        for the step instead of being dropped (it was: "send SIGHUP
+        again")."""
+        env = {"GSP_OFFLOAD_FLOATS": "0", "GSP_TEST_STEP_DELAY_MS": "400"}
+        saved = {k: os.environ.get(k) for k in env}
+        self.addCleanup(lambda: [os.environ.pop(k, None) if v is None else
+                                 os.environ.__setitem__(k, v)
+                                 for k, v in saved.items()])
+        os.environ.update(env)
+        c = self.cluster(3, edges=[(0, 1)])
+        c.start()
+        p = c.trainer(0, "--data", "random:20x20", "--steps", "3")
+        self.addCleanup(lambda: cluster.kill(p))
+        # Wait until a step is under way (each takes 400 ms).
+        self.assertTrue(cluster.eventually(
+            lambda: cluster.status(c.sockets[0])["model"].get("steps", 0) >= 1
+            or "model registered" in c.log(0)))
+        c.edges = [(0, 1), (0, 2)]
+        c.write_config(0)
+        deadline = time.monotonic() + 10
+        while "reload: a step is running" not in c.log(0) and time.monotonic() < deadline:
+            c.procs[0].send_signal(signal.SIGHUP)
+            time.sleep(0.05)
+        self.assertIn("reload: a step is running; the peers change after it", c.log(0))
+        self.assertTrue(cluster.eventually(lambda: "reload: peer" in c.log(0)
+                                           and "added" in c.log(0)), c.log(0)[-2000:])
+        self.assertNotIn("send SIGHUP again", c.log(0))
+        self.assertEqual(len(cluster.status(c.sockets[0])["edges"]), 2)
+        p.communicate(timeout=60)
+
     def test_endpoint_by_name(self):
         """Endpoints may be DNS names: "localhost" resolves through
         /etc/hosts (no DNS traffic), and gossipd tries each address."""
