@@ -1,19 +1,18 @@
 /* gossipd configuration file: INI parsed by libinih, values checked here,
  * every error reported as "<file>:<line>: <reason>". */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <ini.h>
 #include <sodium.h>
 
 #include "config.h"
 #include "endpoint.h"
+#include "file.h"
 
 #define CONFIG_MAX_BYTES (1 << 20)
 
@@ -394,38 +393,18 @@ int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
 int gsp_daemon_config_load(const char *path, gsp_daemon_config *cfg, char *err,
 			   size_t err_len)
 {
-	/* read(2), not stdio: the text may hold an inline PrivateKey, and
-	 * only this buffer, wiped below, ever holds it. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, err_len, "%s: %s", path, strerror(e));
-		return -e;
-	}
-	char *buf = malloc(CONFIG_MAX_BYTES + 1);
-	size_t n = 0;
-	int rc = buf ? 0 : -ENOMEM;
-	while (!rc && n <= CONFIG_MAX_BYTES) {
-		ssize_t r = read(fd, buf + n, CONFIG_MAX_BYTES + 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			rc = -errno;
-		else if (r == 0)
-			break;
-		else
-			n += (size_t)r;
-	}
-	close(fd);
-	if (!rc && n > CONFIG_MAX_BYTES)
-		rc = -EFBIG;
-	if (!rc)
-		rc = gsp_daemon_config_parse(buf, n, path, cfg, err, err_len);
-	else
+	/* The text may hold an inline PrivateKey: read without stdio, and
+	 * wiped after parsing. */
+	uint8_t *buf;
+	size_t n;
+	int rc = file_read(path, CONFIG_MAX_BYTES, &buf, &n);
+	if (rc) {
 		snprintf(err, err_len, "%s: %s", path,
 			 rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
-	if (buf)
-		sodium_memzero(buf, n);
+		return rc;
+	}
+	rc = gsp_daemon_config_parse((const char *)buf, n, path, cfg, err, err_len);
+	sodium_memzero(buf, n);
 	free(buf);
 	return rc;
 }

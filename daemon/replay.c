@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "handshake.h"
 #include "replay.h"
 
@@ -25,26 +26,16 @@ int replay_parse(const uint8_t *buf, size_t len, replay_entry *out)
 
 int replay_load(const char *path, replay_entry *out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	size_t cap = (size_t)REPLAY_MAX * REPLAY_RECORD + 1, len = 0;
-	uint8_t *buf = malloc(cap);
-	int rc = buf ? 0 : -ENOMEM;
-	while (rc == 0 && len < cap) {
-		ssize_t r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			rc = -errno;
-		else if (r == 0)
-			break;
-		else
-			len += (size_t)r;
-	}
-	close(fd);
-	if (rc == 0)
-		rc = replay_parse(buf, len, out);
+	uint8_t *buf;
+	size_t len;
+	int rc = file_read(path, (size_t)REPLAY_MAX * REPLAY_RECORD, &buf, &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == -EFBIG)
+		return -EBADMSG;
+	if (rc)
+		return rc;
+	rc = replay_parse(buf, len, out);
 	free(buf);
 	return rc;
 }

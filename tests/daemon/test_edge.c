@@ -40,6 +40,25 @@ static void apply_both(edgepair *p)
 	ck_assert_int_ge(gsp_node_apply(p->b.node), 0);
 }
 
+/* A pair of one method over spec, with its session up; *ret_sum: the
+ * pair's sum before any round. */
+static void pair_up(edgepair *p, gsp_method method, unsigned rank, const char *spec,
+		    double *ret_sum)
+{
+	gsp_config c = config(method, rank);
+	ep_init(p, spec, &c);
+	up(p);
+	if (ret_sum)
+		*ret_sum = ep_sum(p);
+}
+
+/* Everything completed applied at both ends: the sum is where it was. */
+static void assert_conserved(edgepair *p, double sum0)
+{
+	apply_both(p);
+	ck_assert_double_eq_tol(ep_sum(p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+}
+
 START_TEST(test_model_resync_up)
 {
 	edgepair p;
@@ -96,10 +115,8 @@ END_TEST
 START_TEST(test_early_round_waits_for_our_projection)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 1);
-	ep_init(&p, "16x16", &c);
-	up(&p);
-	double sum0 = ep_sum(&p);
+	double sum0;
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 1, "16x16", &sum0);
 	ck_assert_int_ge(ep_step(&p.a), 0);        /* a: round 1 out */
 	ck_assert_int_eq(ep_deliver_one(&p.a), 0); /* b has not stepped */
 	ck_assert_ptr_nonnull(p.b.e->early);
@@ -109,8 +126,7 @@ START_TEST(test_early_round_waits_for_our_projection)
 	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_COMPLETED);
 	ep_pump(&p);
 	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
-	apply_both(&p);
-	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+	assert_conserved(&p, sum0);
 	/* A second early round for the same round is malformed. */
 	ep_free(&p);
 }
@@ -119,9 +135,7 @@ END_TEST
 START_TEST(test_round_two_ahead_is_malformed)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_EXACT, 1);
-	ep_init(&p, "8", &c);
-	up(&p);
+	pair_up(&p, GSP_METHOD_EXACT, 1, "8", NULL);
 	ck_assert_int_ge(ep_step(&p.a), 0);
 	ck_assert_int_eq(ep_deliver_one(&p.a), 0);      /* early round 1 */
 	/* a cannot send round 2 before round 1 completes; forge one. */
@@ -139,10 +153,8 @@ END_TEST
 START_TEST(test_round_while_busy_is_deferred_then_used)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_EXACT, 1);
-	ep_init(&p, "40", &c);
-	up(&p);
-	double sum0 = ep_sum(&p);
+	double sum0;
+	pair_up(&p, GSP_METHOD_EXACT, 1, "40", &sum0);
 	ck_assert_int_ge(ep_step(&p.a), 0);
 	ck_assert_int_ge(ep_step(&p.b), 0);
 	p.b.set.busy = true;                       /* b's engine off the loop */
@@ -154,8 +166,7 @@ START_TEST(test_round_while_busy_is_deferred_then_used)
 	ck_assert_uint_eq(p.b.e->n_deferred, 0);
 	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_COMPLETED);
 	ep_pump(&p);
-	apply_both(&p);
-	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+	assert_conserved(&p, sum0);
 	ep_free(&p);
 }
 END_TEST
@@ -166,10 +177,8 @@ START_TEST(test_session_end_while_busy_completes_the_round_first)
 	 * busy when b's message and then the end of the session came: a must
 	 * complete the round too, or the pair's sum moves. */
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_EXACT, 1);
-	ep_init(&p, "40", &c);
-	up(&p);
-	double sum0 = ep_sum(&p);
+	double sum0;
+	pair_up(&p, GSP_METHOD_EXACT, 1, "40", &sum0);
 	ck_assert_int_ge(ep_step(&p.a), 0);
 	ck_assert_int_ge(ep_step(&p.b), 0);
 	ck_assert_int_eq(ep_deliver_one(&p.a), 0);  /* b completes */
@@ -182,8 +191,7 @@ START_TEST(test_session_end_while_busy_completes_the_round_first)
 	edges_after_busy(&p.a.set, true);
 	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
 	ck_assert(!ep_info(&p.a).active);
-	apply_both(&p);
-	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
+	assert_conserved(&p, sum0);
 	ep_free(&p);
 }
 END_TEST
@@ -191,9 +199,7 @@ END_TEST
 START_TEST(test_session_down_disables_the_edge)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 1);
-	ep_init(&p, "10x10", &c);
-	up(&p);
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 1, "10x10", NULL);
 	round_trip(&p);
 	ck_assert_int_ge(ep_step(&p.a), 0);     /* round 2 in flight at a */
 	ep_end_session(&p.a);
@@ -222,9 +228,7 @@ END_TEST
 START_TEST(test_old_generation_round_is_malformed)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_EXACT, 1);
-	ep_init(&p, "12", &c);
-	up(&p);
+	pair_up(&p, GSP_METHOD_EXACT, 1, "12", NULL);
 	ck_assert_int_ge(ep_step(&p.a), 0);
 	ep_frame stale = p.a.out[0];
 	p.a.out[0].data = NULL;
@@ -299,9 +303,7 @@ END_TEST
 START_TEST(test_staleness_never_underflows_during_a_step)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_EXACT, 1);
-	ep_init(&p, "12", &c);
-	up(&p);
+	pair_up(&p, GSP_METHOD_EXACT, 1, "12", NULL);
 	round_trip(&p);
 	uint32_t applied, skipped;
 	edges_step_begin(&p.a.set, 4, &applied, &skipped);   /* a step starts */
@@ -336,9 +338,7 @@ static int forged_round(edgepair *p, float value, uint16_t degree)
 START_TEST(test_round_over_max_round_change_refused)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_EXACT, 1);
-	ep_init(&p, "64", &c);
-	up(&p);
+	pair_up(&p, GSP_METHOD_EXACT, 1, "64", NULL);
 	ck_assert_int_ge(ep_step(&p.a), 0);
 	double sum_a = 0;
 	for (size_t i = 0; i < p.a.n_floats; i++)
@@ -373,9 +373,7 @@ END_TEST
 START_TEST(test_impossible_degree_is_malformed)
 {
 	edgepair p;
-	gsp_config c = config(GSP_METHOD_EXACT, 1);
-	ep_init(&p, "16", &c);
-	up(&p);
+	pair_up(&p, GSP_METHOD_EXACT, 1, "16", NULL);
 	ck_assert_int_ge(ep_step(&p.a), 0);
 	ck_assert_int_eq(forged_round(&p, 1.0f, 2), -EBADMSG);   /* a pair: 1 at most */
 	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_IN_FLIGHT);

@@ -1,0 +1,16 @@
+/*
+ * file: reading a whole small file with read(2): no stdio buffer keeps a
+ * copy (the config may hold an inline private key), and a size cap.
+ */
+#ifndef GOSSIPD_FILE_H
+#define GOSSIPD_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The file's bytes in a new buffer (*ret_buf, freed by the caller, who
+ * wipes it if it held a secret): 0, -EFBIG if it holds more than max
+ * bytes, or a negative errno (-ENOENT when it does not exist). */
+int file_read(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len);
+
+#endif
