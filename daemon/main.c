@@ -1,6 +1,6 @@
 /* gossipd: options, configuration and keys, the libuv loop, signals
  * (SIGTERM/SIGINT: GOODBYE to peers and exit 0; SIGHUP: re-read peers),
- * and the service manager's protocol through sd_notify: READY=1,
+ * and the service manager's protocol (notify.h, never blocking): READY=1,
  * RELOADING=1, STOPPING=1 and WATCHDOG=1 from a loop timer. */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include "daemon.h"
 #include "key.h"
 #include "log.h"
+#include "notify.h"
 
 static void usage(FILE *f)
 {
@@ -206,7 +207,7 @@ static void reload(gossipd *d)
  * interval from a loop timer, so the pings stop when the loop stalls. */
 static void on_watchdog(uv_timer_t *t)
 {
-	sd_notify(0, "WATCHDOG=1");
+	notify_send("WATCHDOG=1");
 }
 
 static void watchdog_start(gossipd *d)
@@ -234,7 +235,7 @@ static void shutdown_daemon(gossipd *d)
 		return;
 	d->stopping = true;
 	gsp_info("stopping: saying GOODBYE to peers");
-	sd_notify(0, "STOPPING=1");
+	notify_send("STOPPING=1");
 	/* GOODBYE shutdown first: the detach that closing the trainers'
 	 * connections brings then changes no session. */
 	peers_stop(&d->mesh.peers);
@@ -254,13 +255,21 @@ static void shutdown_daemon(gossipd *d)
 	uv_unref((uv_handle_t *)&force);
 }
 
+static void ready(gossipd *d)
+{
+	char msg[GSP_ADDR_MAX + 64];
+	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=listening on %s",
+		 d->mesh.peers.listen_addr);
+	notify_send(msg);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
 	gossipd *d = s->data;
 	if (signum == SIGHUP) {
-		sd_notify(0, "RELOADING=1");
+		notify_send("RELOADING=1");
 		reload(d);
-		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d->mesh.peers.listen_addr);
+		ready(d);
 	} else
 		shutdown_daemon(d);
 }
@@ -330,7 +339,7 @@ int main(int argc, char **argv)
 		 d.cfg.socket_path, d.key_b64, d.mesh.peers.n,
 		 gsp_method_name(d.cfg.engine.method), d.cfg.engine.rank,
 		 d.cfg.engine.gamma, gsp_kernel_name());
-	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", d.mesh.peers.listen_addr);
+	ready(&d);
 	watchdog_start(&d);
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	gsp_info("stopped");
