@@ -80,15 +80,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static bool all_zero(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 /* The next candidate: a length byte, then up to that many bytes (XORed
  * over genuine[0..glen) when xor is set), as an exact-size heap copy. */
 static uint8_t *candidate(const uint8_t **data, size_t *size, bool xor,
@@ -145,7 +136,7 @@ static bool read_init(gsp_hs *hr, const uint8_t *payload, size_t len,
 		for (size_t i = 0; i < sizeof(peer); i++)
 			if (peer[i] != 0xa5)
 				abort();
-		if (len == GSP_HS_INIT_BYTES && !all_zero(hr, sizeof(*hr)))
+		if (len == GSP_HS_INIT_BYTES && !sodium_is_zero((const unsigned char *)hr, sizeof(*hr)))
 			abort();
 		return false;
 	}
@@ -227,7 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!accepted && !read_response(&hi, resp, sizeof(resp), resp, &sa))
 		abort();
 	/* Done: the state is wiped and refuses a second RESPONSE. */
-	if (!all_zero(&hi, sizeof(hi)) ||
+	if (!sodium_is_zero((const unsigned char *)&hi, sizeof(hi)) ||
 	    gsp_hs_read_response(&hi, resp, sizeof(resp), &sa) != -EINVAL)
 		abort();
 
