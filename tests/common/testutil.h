@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,21 @@ static inline double optimal_gamma(gsp_topology topo, unsigned n)
 	ck_assert_int_eq(gsp_graph_optimal_gamma(g, &gamma), 0);
 	gsp_graph_free(g);
 	return gamma;
+}
+
+/* GSP_TEST_SMALL=1 in the environment (the valgrind setup in
+ * tests/meson.build, where every instruction costs 50-300 times more):
+ * numeric tests run on smaller sizes, with the same checks. */
+static inline bool test_small(void)
+{
+	const char *v = getenv("GSP_TEST_SMALL");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+/* A size for a numeric test: `full`, or `small` under test_small(). */
+static inline unsigned test_size(unsigned full, unsigned small)
+{
+	return test_small() ? small : full;
 }
 
 static inline gsp_config config_of(gsp_method method, unsigned rank,

@@ -49,11 +49,12 @@ START_TEST(test_conservation)
 	double gamma = optimal_gamma(GSP_TOPO_RING, 8);
 	for (unsigned ri = 0; ri < 2; ri++) {
 		gsp_config cfg = config_of(GSP_METHOD_POWERGOSSIP, ranks[ri], gamma);
-		cluster c = cluster_new(GSP_TOPO_RING, 8, NULL, "100x100,64x300",
+		cluster c = cluster_new(GSP_TOPO_RING, 8, NULL,
+					test_small() ? "30x30,16x80" : "100x100,64x300",
 					&cfg, 1);
 		double worst = 0.0;
 		for (unsigned r = 0; r < 10; r++) {
-			cluster_rounds(&c, 100);
+			cluster_rounds(&c, test_size(100, 20));
 			gsp_sim_stats st = cluster_stats(&c);
 			ck_assert(st.finite);
 			if (st.mean_drift > worst)
@@ -98,27 +99,27 @@ START_TEST(test_monotone_consensus)
 {
 	static const struct {
 		unsigned rank;
-		const char *spec;
-	} cases[] = {{1, "100x100"}, {4, "100x100"}, {1, "64x300,64"},
-		     {2, "28x28,10x50"}};
+		const char *spec, *small;   /* small: test_small() */
+	} cases[] = {{1, "100x100", "20x20"}, {4, "100x100", "20x20"},
+		     {1, "64x300,64", "16x60,16"}, {2, "28x28,10x50", "14x14,5x25"}};
 	double gamma = optimal_gamma(GSP_TOPO_RING, 8);
 	for (unsigned ci = 0; ci < sizeof(cases) / sizeof(*cases); ci++) {
 		gsp_config cfg = config_of(GSP_METHOD_POWERGOSSIP, cases[ci].rank,
 					   gamma);
-		cluster c = cluster_new(GSP_TOPO_RING, 8, NULL, cases[ci].spec,
-					&cfg, 5);
+		const char *spec = test_small() ? cases[ci].small : cases[ci].spec;
+		cluster c = cluster_new(GSP_TOPO_RING, 8, NULL, spec, &cfg, 5);
 		double e0 = cluster_stats(&c).error, prev = e0;
 		for (unsigned r = 0; r < 1000; r++) {
 			cluster_rounds(&c, 1);
 			double e = cluster_stats(&c).error;
 			ck_assert_msg(e <= prev * (1 + 1e-6) + 1e-12 * e0,
 				      "%s rank %u round %u: %g > %g",
-				      cases[ci].spec, cases[ci].rank, r + 1, e,
+				      spec, cases[ci].rank, r + 1, e,
 				      prev);
 			prev = e;
 		}
 		ck_assert_msg(prev <= 1e-2 * e0, "%s rank %u: %g of initial",
-			      cases[ci].spec, cases[ci].rank, prev / e0);
+			      spec, cases[ci].rank, prev / e0);
 		cluster_free(&c);
 	}
 }
@@ -196,7 +197,7 @@ START_TEST(test_buffers_identical)
 	gsp_config cfg = config_of(GSP_METHOD_POWERGOSSIP, 3,
 				   optimal_gamma(GSP_TOPO_RING, 8));
 	cluster c = cluster_new(GSP_TOPO_RING, 8, NULL, "100x100,64x300,7", &cfg, 11);
-	cluster_rounds(&c, 1000);
+	cluster_rounds(&c, test_size(1000, 30));
 	assert_edges_identical(&c);
 	cluster_free(&c);
 	cfg.warm_start = false;
@@ -484,19 +485,27 @@ START_TEST(test_edge_generations)
 }
 END_TEST
 
-/* Four nodes of eight 256x512 tensors and a vector, six rounds: every
- * node's parameters into out (4 x PAR_FLOATS floats). */
+/* Four nodes of eight 256x512 tensors and a vector, six rounds (small:
+ * four tensors, two rounds, still spread): every node's parameters into
+ * out (4 x par_floats() floats). */
 enum { PAR_FLOATS = 8 * 256 * 512 + 512 };
+static size_t par_floats(void)
+{
+	return test_size(8, 4) * 256 * 512 + 512;
+}
+
 static void parallel_run(float *out)
 {
 	static const char spec[] = "256x512,256x512,256x512,256x512,"
 				   "256x512,256x512,256x512,256x512,512";
+	static const char small[] = "256x512,256x512,256x512,256x512,512";
 	gsp_config cfg = config_of(GSP_METHOD_POWERGOSSIP, 2, 0.3);
-	cluster c = cluster_new(GSP_TOPO_RING, 4, NULL, spec, &cfg, 5);
-	cluster_rounds(&c, 6);
+	cluster c = cluster_new(GSP_TOPO_RING, 4, NULL,
+				test_small() ? small : spec, &cfg, 5);
+	cluster_rounds(&c, test_size(6, 2));
 	for (unsigned i = 0; i < 4; i++)
-		memcpy(out + (size_t)i * PAR_FLOATS, gsp_sim_params(c.sim, i),
-		       PAR_FLOATS * sizeof(float));
+		memcpy(out + (size_t)i * par_floats(), gsp_sim_params(c.sim, i),
+		       par_floats() * sizeof(float));
 	cluster_free(&c);
 }
 
@@ -504,7 +513,7 @@ static void parallel_run(float *out)
  * (powergossip.c, pg_run) computes, bit for bit, what one thread does. */
 START_TEST(test_threads_do_not_change_results)
 {
-	size_t bytes = 4 * (size_t)PAR_FLOATS * sizeof(float);
+	size_t bytes = 4 * par_floats() * sizeof(float);
 	float *alone = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	float *spread = malloc(bytes);

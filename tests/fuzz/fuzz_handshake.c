@@ -1,0 +1,235 @@
+/*
+ * libFuzzer harness for the handshake's readers (daemon/handshake.c):
+ * gsp_hs_read_init() and gsp_hs_read_response(), fed through proto's
+ * HS_INIT / HS_RESP decoders as the daemon feeds them, against fixed static
+ * keys.  libsodium's random stream is made deterministic per input, so the
+ * genuine messages are the same on every run and the fuzzer can aim at
+ * them.
+ *
+ * Input: a flags byte, then an HS_INIT candidate (a length byte and that
+ * many bytes) and an HS_RESP candidate (the same).  With flag bit 0 (bit 1)
+ * the INIT (RESP) candidate is XORed over the genuine message, so all-zero
+ * bytes are the genuine message and anything else is tampering; without
+ * it, the bytes are the message.  Checks:
+ *   - each reader accepts exactly the genuine payload (nobody forges a tag)
+ *     and returns the initiator's static key and timestamp;
+ *   - a refused INIT leaves the responder's state wiped, a refused RESPONSE
+ *     leaves the initiator's state as it was, so the genuine RESPONSE still
+ *     completes the handshake;
+ *   - the readers refuse any length but their own, on the raw bytes too;
+ *   - both ends end with mirrored keys and the same edge seed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "handshake.h"
+#include "proto.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Deterministic randombytes: block i of the stream is
+ * randombytes_buf_deterministic() under the seed i. */
+static uint64_t rng_calls;
+
+static void rng_buf(void *const buf, const size_t size)
+{
+	uint8_t seed[randombytes_SEEDBYTES] = {0};
+	memcpy(seed, &rng_calls, sizeof(rng_calls));
+	rng_calls++;
+	randombytes_buf_deterministic(buf, size, seed);
+}
+
+static uint32_t rng_random(void)
+{
+	uint32_t v;
+	rng_buf(&v, sizeof(v));
+	return v;
+}
+
+static const char *rng_name(void)
+{
+	return "fuzz-deterministic";
+}
+
+static randombytes_implementation rng = {
+	.implementation_name = rng_name,
+	.random = rng_random,
+	.buf = rng_buf,
+};
+
+static gsp_keypair initiator, responder;
+static const uint8_t timestamp[GSP_HS_TIMESTAMP] = {
+	0x40, 0, 0, 0, 0x69, 0x2d, 0x0c, 0x8a, 0, 0, 0, 1,
+};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	uint8_t priv[GSP_KEY_BYTES];
+	if (randombytes_set_implementation(&rng) != 0 || sodium_init() < 0)
+		abort();
+	memset(priv, 0x11, sizeof(priv));
+	if (gsp_keypair_from_private(priv, &initiator))
+		abort();
+	memset(priv, 0x22, sizeof(priv));
+	if (gsp_keypair_from_private(priv, &responder))
+		abort();
+	return 0;
+}
+
+/* The next candidate: a length byte, then up to that many bytes (XORed
+ * over genuine[0..glen) when xor is set), as an exact-size heap copy. */
+static uint8_t *candidate(const uint8_t **data, size_t *size, bool xor,
+			  const uint8_t *genuine, size_t glen, size_t *ret_len)
+{
+	size_t len = 0;
+	if (*size) {
+		len = **data;
+		(*data)++;
+		(*size)--;
+	}
+	if (len > *size)
+		len = *size;
+	uint8_t *c = malloc(len ? len : 1);
+	if (!c)
+		abort();
+	for (size_t i = 0; i < len; i++)
+		c[i] = (*data)[i] ^ (xor && i < glen ? genuine[i] : 0);
+	*data += len;
+	*size -= len;
+	*ret_len = len;
+	return c;
+}
+
+static void check_code(int r)
+{
+	if (r != 0 && r != -EBADMSG && r != -ENOMSG && r != -EPROTONOSUPPORT)
+		abort();
+}
+
+/* A reader's result r for payload: 0 exactly for the genuine payload of
+ * glen bytes, else -EBADMSG. */
+static void expect(int r, const uint8_t *payload, size_t len,
+		   const uint8_t *genuine, size_t glen)
+{
+	bool want = len == glen && memcmp(payload, genuine, glen) == 0;
+	if (r != 0 && r != -EBADMSG)
+		abort();
+	if ((r == 0) != want)
+		abort();
+}
+
+/* Responder: reads INIT; true if accepted, and then hr is ready to
+ * respond.  Checks the oracle against the genuine payload. */
+static bool read_init(gsp_hs *hr, const uint8_t *payload, size_t len,
+		      const uint8_t *genuine)
+{
+	uint8_t peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP];
+	memset(peer, 0xa5, sizeof(peer));
+	int r = gsp_hs_read_init(hr, &responder, payload, len, peer, ts);
+	expect(r, payload, len, genuine, GSP_HS_INIT_BYTES);
+	if (r != 0) {
+		/* Nothing returned, and the secrets are gone. */
+		for (size_t i = 0; i < sizeof(peer); i++)
+			if (peer[i] != 0xa5)
+				abort();
+		if (len == GSP_HS_INIT_BYTES && !sodium_is_zero((const unsigned char *)hr, sizeof(*hr)))
+			abort();
+		return false;
+	}
+	if (memcmp(peer, initiator.pub, GSP_KEY_BYTES) != 0 ||
+	    memcmp(ts, timestamp, sizeof(ts)) != 0)
+		abort();
+	return true;
+}
+
+/* Initiator: reads RESPONSE; true if accepted.  A refusal changes
+ * nothing in hi. */
+static bool read_response(gsp_hs *hi, const uint8_t *payload, size_t len,
+			  const uint8_t *genuine, gsp_session *sa)
+{
+	gsp_hs before = *hi;
+	int r = gsp_hs_read_response(hi, payload, len, sa);
+	expect(r, payload, len, genuine, GSP_HS_RESP_BYTES);
+	if (r != 0 && memcmp(&before, hi, sizeof(before)) != 0)
+		abort();
+	return r == 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	gsp_hs hi, hr, scratch;
+	gsp_session sa, sb;
+	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES];
+	uint8_t msg[GSP_HS_INIT_MSG_BYTES];
+	gsp_hs_init mi = {.version = 0x0100};
+	gsp_hs_resp mr = {.version = 0x0100};
+	size_t n, len;
+	uint8_t flags = 0;
+
+	if (size) {
+		flags = data[0];
+		data++;
+		size--;
+	}
+	rng_calls = 0;
+
+	/* The genuine INIT, and the candidate. */
+	if (gsp_hs_initiate(&hi, &initiator, responder.pub, timestamp, init))
+		abort();
+	memcpy(mi.payload, init, sizeof(init));
+	if (gsp_hs_init_encode(&mi, msg, sizeof(msg), &n) || n != sizeof(msg))
+		abort();
+	uint8_t *c = candidate(&data, &size, flags & 1, msg, n, &len);
+	read_init(&scratch, c, len, init);   /* the raw bytes, any length */
+	int r = gsp_hs_init_decode(c, len, &mi);
+	check_code(r);
+	bool accepted = r == 0 &&
+		read_init(&hr, mi.payload, sizeof(mi.payload), init);
+	free(c);
+	if (!accepted && !read_init(&hr, init, sizeof(init), init))
+		abort();
+	/* An initiator never responds; a responder answers once. */
+	if (gsp_hs_respond(&hi, resp, &sb) != -EINVAL)
+		abort();
+	if (gsp_hs_respond(&hr, resp, &sb) != 0)
+		abort();
+
+	/* The genuine RESPONSE, and the candidate. */
+	memcpy(mr.payload, resp, sizeof(resp));
+	if (gsp_hs_resp_encode(&mr, msg, sizeof(msg), &n) ||
+	    n != GSP_HS_RESP_MSG_BYTES)
+		abort();
+	c = candidate(&data, &size, flags & 2, msg, n, &len);
+	if (len != GSP_HS_RESP_BYTES) {
+		/* Raw bytes of another length: refused before any crypto. */
+		gsp_hs copy = hi;
+		if (read_response(&copy, c, len, resp, &sa))
+			abort();
+	}
+	r = gsp_hs_resp_decode(c, len, &mr);
+	check_code(r);
+	accepted = r == 0 &&
+		read_response(&hi, mr.payload, sizeof(mr.payload), resp, &sa);
+	free(c);
+	if (!accepted && !read_response(&hi, resp, sizeof(resp), resp, &sa))
+		abort();
+	/* Done: the state is wiped and refuses a second RESPONSE. */
+	if (!sodium_is_zero((const unsigned char *)&hi, sizeof(hi)) ||
+	    gsp_hs_read_response(&hi, resp, sizeof(resp), &sa) != -EINVAL)
+		abort();
+
+	if (memcmp(sa.tx_key, sb.rx_key, 32) != 0 ||
+	    memcmp(sa.rx_key, sb.tx_key, 32) != 0 ||
+	    memcmp(sa.edge_seed, sb.edge_seed, 32) != 0 ||
+	    memcmp(sa.peer, responder.pub, GSP_KEY_BYTES) != 0 ||
+	    memcmp(sb.peer, initiator.pub, GSP_KEY_BYTES) != 0 ||
+	    sa.tx_n || sa.rx_n || sb.tx_n || sb.rx_n)
+		abort();
+	gsp_session_clear(&sa);
+	gsp_session_clear(&sb);
+	return 0;
+}
