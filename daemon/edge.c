@@ -89,7 +89,8 @@ static int send_round(edge *e)
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	gsp_msg_round r = {.degree = s->ops->degree(s->ctx), .generation = e->generation,
+	e->tx_degree = s->ops->degree(s->ctx);
+	gsp_msg_round r = {.degree = e->tx_degree, .generation = e->generation,
 			   .round = round, .payload = msg, .payload_len = len};
 	err = gsp_msg_round_encode(&r, buf, cap, &n);
 	if (!err)
@@ -134,9 +135,12 @@ static int complete(edge *e, uint64_t round, uint16_t degree,
 	gsp_node *node = s->model.node;
 	const void *mine;
 	size_t mlen;
-	float w = e->cfg->weight;
+	/* Both ends weigh round t by the degrees its two messages carried,
+	 * so a degree that changes meanwhile (a reload) changes it at
+	 * neither; a configured Weight holds for the whole generation. */
+	float w = e->weight;
 	if (w <= 0.0f) {
-		uint16_t deg = s->ops->degree(s->ctx);
+		uint16_t deg = e->tx_degree ? e->tx_degree : s->ops->degree(s->ctx);
 		w = 1.0f / (1.0f + (float)(deg > degree ? deg : degree));
 	}
 	if (gsp_node_edge_set_weight(node, e->index, w) != 0)
@@ -312,8 +316,9 @@ static int start_generation(edge *e)
 		gsp_sim_edge_seed(key, me < them ? me : them, me < them ? them : me, seed);
 		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
 	}
-	float w = e->cfg->weight > 0 ? e->cfg->weight
-				     : 1.0f / (1.0f + s->ops->degree(s->ctx));
+	e->weight = e->cfg->weight;
+	e->tx_degree = 0;
+	float w = e->weight > 0 ? e->weight : 1.0f / (1.0f + s->ops->degree(s->ctx));
 	int err = gsp_node_edge_reset(s->model.node, e->index, w, role, seed,
 				      sizeof(seed));
 	if (err)

@@ -83,6 +83,8 @@ struct edge {
 	uint64_t early_round;
 	uint16_t early_degree;
 	uint64_t tx_rounds;      /* engine messages already sent this generation */
+	uint16_t tx_degree;      /* the degree our last ROUND carried */
+	float weight;            /* Weight as the generation started (0: auto) */
 	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
 	uint8_t *deferred[2];    /* ROUND plaintexts that came while busy */
 	size_t deferred_len[2];

@@ -40,6 +40,7 @@ struct ep_end {
 	ep_frame out[EP_QUEUE];  /* sent, not yet delivered */
 	unsigned n_out;
 	int closes, accepted, changes;
+	uint16_t degree;         /* what ops->degree says (1: a pair) */
 	uint16_t close_reason;
 	char error[512];
 	uint32_t max_frame;
@@ -95,7 +96,7 @@ static inline void ep_changed(void *ctx)
 
 static inline uint16_t ep_degree(void *ctx)
 {
-	return 1;
+	return ((ep_end *)ctx)->degree;
 }
 
 static const edge_ops ep_ops = {
@@ -132,7 +133,9 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 			float value0, float slope, uint8_t fp, bool lo)
 {
 	memset(x, 0, sizeof(*x));
+	x->degree = 1;
 	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
+	x->degree = 1;
 	x->set.max_degree = 1;              /* a pair: each end has one edge */
 	x->set.max_round_change = 1000.0f;  /* the daemon's default */
 	x->cfg.index = -1;

@@ -382,6 +382,28 @@ START_TEST(test_impossible_degree_is_malformed)
 }
 END_TEST
 
+START_TEST(test_degree_change_mid_round_keeps_the_weights_equal)
+{
+	/* a's degree grows (a reload adds peers) after its ROUND for round 1
+	 * went out: both ends must still weigh round 1 alike. */
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_EXACT, 1, "32", &sum0);
+	p.a.set.max_degree = p.b.set.max_degree = 8;
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	p.a.degree = 3;
+	ep_pump(&p);
+	assert_conserved(&p, sum0);
+	/* The next round carries the new degree at a: both use 3. */
+	round_trip(&p);
+	assert_conserved(&p, sum0);
+	ck_assert_float_eq_tol(ep_info(&p.a).weight, 0.25f, 1e-6f);
+	ck_assert_float_eq_tol(ep_info(&p.b).weight, 0.25f, 1e-6f);
+	ep_free(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("daemon-edge");
@@ -402,6 +424,7 @@ int main(void)
 	tcase_add_test(tc, test_round_over_max_round_change_refused);
 	tcase_add_test(tc, test_round_from_zeros_passes_the_bound);
 	tcase_add_test(tc, test_impossible_degree_is_malformed);
+	tcase_add_test(tc, test_degree_change_mid_round_keeps_the_weights_equal);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
