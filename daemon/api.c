@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "log.h"
+#include "peercred.h"
 #include "rxbuf.h"
 #include "status.h"
 #include "text.h"
@@ -42,6 +43,8 @@ struct api_server {
 	uv_poll_t poll;
 	dev_t dev;               /* the socket file we created, to remove */
 	ino_t ino;               /* only that one at exit */
+	gid_t gid;               /* its group: who may connect (peercred.h) */
+	uint64_t refused;        /* connections refused by peercred */
 	api_client *clients;
 	size_t n_clients;
 };
@@ -411,6 +414,15 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		close(fd);
 		return;
 	}
+	char why[160];
+	if (peercred_check(fd, srv->gid, why, sizeof(why)) != 0) {
+		srv->refused++;
+		if (srv->refused <= 10 || (srv->refused & (srv->refused - 1)) == 0)
+			gsp_warn("API: refused a connection: %s (%llu refused)", why,
+				 (unsigned long long)srv->refused);
+		close(fd);
+		return;
+	}
 	api_client *c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(fd);
@@ -513,6 +525,7 @@ int api_start(gossipd *d)
 	if (lstat(path, &st) == 0) {
 		srv->dev = st.st_dev;
 		srv->ino = st.st_ino;
+		srv->gid = st.st_gid;
 	}
 	d->api = srv;
 	uv_poll_init(d->loop, &srv->poll, srv->fd);

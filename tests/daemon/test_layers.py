@@ -16,7 +16,7 @@ LAYERS = ["rxbuf", "link", "peers", "edge", "mesh", "model", "step",
 FILES = {"link_handshake.c": "link", "link_impl.h": "link",
          "edges.c": "edge", "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
-SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "notify"}
+SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "notify", "peercred"}
 PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
           "edges": "edge", "mesh": "mesh", "model": "model", "step": "step",
           "status": "status", "api": "api"}

@@ -178,6 +178,53 @@ class HostileApi(unittest.TestCase):
                 s.close()
         self.alive()
 
+    def hello_as(self, uid, gid, groups):
+        """HELLO from a child process with these credentials: the reply,
+        or None if the daemon closed the connection."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                os.setgroups(groups)
+                os.setgid(gid)
+                os.setuid(uid)
+                s = connect(self.sock)
+                try:
+                    body = hello(s)
+                except (BrokenPipeError, ConnectionResetError):
+                    body = None
+                os.write(w, b"reply" if body else b"closed")
+                code = 0
+            except BaseException as e:
+                os.write(w, ("error %r" % e).encode())
+            finally:
+                os._exit(code)
+        os.close(w)
+        out = b""
+        while True:
+            chunk = os.read(r, 100)
+            if not chunk:
+                break
+            out += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        return out.decode()
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to switch users")
+    def test_peer_credentials_checked(self):
+        # The file mode would stop other users; with it opened up (or an
+        # fd passed on), SO_PEERCRED still refuses them.
+        os.chmod(os.path.dirname(self.sock), 0o711)
+        os.chmod(self.sock, 0o666)
+        self.assertEqual(self.hello_as(65534, 65534, []), "closed")
+        self.assertIn("API: refused a connection: uid 65534", self.c.log(0))
+        # In the socket's group (here root's, as a supplementary group):
+        # served.
+        self.assertEqual(self.hello_as(65534, 65534, [0]), "reply")
+        self.alive()
+
     def test_control_bytes_in_names_are_escaped_in_logs(self):
         s, fd, body = None, None, None
         with connect(self.sock) as s:
