@@ -77,9 +77,9 @@ typedef struct gsp_daemon_config {
 /* The daemon's default Rank: the quick start's measured choice
  * (docs/BENCHMARKS.md); the engine's own default stays 1. */
 #define GSP_DAEMON_DEFAULT_RANK 4
-/* How long an asynchronous STEP waits, at most, for an edge that lags
- * MaxStaleness steps before it goes on without it.  After the wait the
- * edge is a straggler, not waited for again until it keeps pace. */
+/* How long asynchronous STEPs wait, at most and in all, for an edge that
+ * lags MaxStaleness steps; then the edge is a straggler, not waited for
+ * again until it keeps pace. */
 #define GSP_DAEMON_DEFAULT_MAX_WAIT_MS 50
 /* The most a neighbour's ROUND message may differ from ours, in units of
  * our own message's norm (or of sqrt(its length), if that is larger): a

@@ -97,6 +97,7 @@ struct edge {
 				  * EDGE_PACE_ROUNDS times in a row */
 	unsigned on_time;        /* rounds in a row applied within it */
 	bool lagging;            /* a STEP waits for it now */
+	uint64_t waited_ms;      /* STEPs' wait for it since it kept pace */
 	double diff_norm;        /* norm of the last completed difference */
 	uint64_t rounds_completed;  /* with the current model */
 	/* Only grow while the daemon runs (metrics). */
@@ -171,10 +172,13 @@ size_t edges_up(const edge_set *s);
  * not a straggler. */
 bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness);
 /* A STEP starts waiting: the edges it waits for are marked lagging.
- * When the wait ends, for whatever reason, edges_end_wait makes them
- * stragglers: no STEP waits twice for one edge that lags. */
-void edges_begin_wait(edge_set *s, unsigned max_staleness);
-void edges_end_wait(edge_set *s);
+ * Returns how long it may wait: MaxWait less what STEPs already waited
+ * for the most-waited-for of them.  When the wait ends (elapsed ms),
+ * edges_end_wait adds it to theirs, and those whose total reached
+ * max_wait become stragglers: STEPs wait at most MaxWait in all for an
+ * edge that lags, until it keeps pace again. */
+unsigned edges_begin_wait(edge_set *s, unsigned max_staleness, unsigned max_wait);
+void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait);
 /* The consensus estimate: the largest last difference norm (NaN before
  * any round). */
 double edges_estimate(const edge_set *s);

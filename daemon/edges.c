@@ -110,6 +110,8 @@ void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied
 			applied++;
 			e->on_time = edge_staleness(e) < max_staleness ? e->on_time + 1 : 0;
 			/* It keeps pace again: wait for it from now on. */
+			if (e->on_time >= EDGE_PACE_ROUNDS)
+				e->waited_ms = 0;
 			if (e->straggler && e->on_time >= EDGE_PACE_ROUNDS) {
 				e->straggler = false;
 				gsp_info("peer %s: keeps pace again", e->name);
@@ -190,26 +192,35 @@ bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness)
 	return false;
 }
 
-void edges_begin_wait(edge_set *s, unsigned max_staleness)
+unsigned edges_begin_wait(edge_set *s, unsigned max_staleness, unsigned max_wait)
 {
+	uint64_t most = 0;
 	for (size_t i = 0; s->attached && i < s->n; i++) {
 		edge *e = &s->edge[i];
 		e->lagging = in_flight(e) && !e->straggler &&
 			     edge_staleness(e) >= max_staleness;
+		if (e->lagging && e->waited_ms > most)
+			most = e->waited_ms;
 	}
+	return most >= max_wait ? 0 : (unsigned)(max_wait - most);
 }
 
-void edges_end_wait(edge_set *s)
+void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		edge *e = &s->edge[i];
 		if (!e->lagging)
 			continue;
 		e->lagging = false;
+		e->waited_ms += elapsed;
+		if (e->waited_ms < max_wait)
+			continue;
 		e->straggler = true;
 		e->on_time = 0;
-		gsp_info("peer %s: straggler: %llu steps behind; STEPs go on without "
-			 "waiting for it", e->name, (unsigned long long)edge_staleness(e));
+		gsp_info("peer %s: straggler: %llu steps behind, waited for %llu ms; "
+			 "STEPs go on without waiting for it", e->name,
+			 (unsigned long long)edge_staleness(e),
+			 (unsigned long long)e->waited_ms);
 	}
 }
 

@@ -53,7 +53,7 @@ static void call_down(plink *l, const char *why)
 	l->env->ops->down(l, why ? why : "");
 }
 
-static void destroy(plink *l)
+void link__destroy(plink *l)
 {
 	if (l->closing_handles)
 		return;
@@ -74,7 +74,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 {
 	plink *l = req->data;
 	free(req);
-	destroy(l);
+	link__destroy(l);
 }
 
 /* Sends GOODBYE when asked and possible, tells the owner why, and shuts
@@ -95,10 +95,7 @@ void link_close_all(link_env *env, uint16_t reason, const char *text)
 }
 
 /* Ends l because of a failure the owner should record. */
-static void fail(plink *l, uint16_t reason, const char *text, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void fail(plink *l, uint16_t reason, const char *text, const char *fmt, ...)
+void link__fail(plink *l, uint16_t reason, const char *text, const char *fmt, ...)
 {
 	char why[256];
 	va_list ap;
@@ -187,12 +184,12 @@ int link_send(plink *l, const uint8_t *pt, size_t len)
 	if (err == -ENOBUFS) {
 		gsp_warn("peer %s: %zu bytes unsent, closing the link", l->name,
 			 l->queued);
-		fail(l, GSP_BYE_TIMEOUT, "send queue full", "send queue full "
+		link__fail(l, GSP_BYE_TIMEOUT, "send queue full", "send queue full "
 		     "(%zu bytes unsent)", l->queued);
 	} else if (err) {
 		gsp_warn("peer %s: cannot send a frame (%s), closing the link",
 			 l->name, gsp_strerror(err));
-		fail(l, GSP_BYE_INTERNAL, "cannot send a frame",
+		link__fail(l, GSP_BYE_INTERNAL, "cannot send a frame",
 		     "cannot send a frame: %s", gsp_strerror(err));
 	}
 	return err;
@@ -218,7 +215,7 @@ static void end(plink *l, uint16_t reason, const char *text, const char *why)
 	if (!connected) {
 		/* uv_close cancels the connect request: its callback runs
 		 * with UV_ECANCELED and frees it. */
-		destroy(l);
+		link__destroy(l);
 		return;
 	}
 	uv_read_stop((uv_stream_t *)&l->tcp);
@@ -229,12 +226,12 @@ static void end(plink *l, uint16_t reason, const char *text, const char *why)
 			return;
 		free(req);
 	}
-	destroy(l);
+	link__destroy(l);
 }
 
 /* ---- setting up ------------------------------------------------------- */
 
-static plink *link_new(link_env *env, bool initiator)
+plink *link__new(link_env *env, bool initiator)
 {
 	plink *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -301,157 +298,6 @@ link_phase link_get_phase(const plink *l)
 const uint8_t *link_edge_seed(const plink *l)
 {
 	return l->sess.edge_seed;
-}
-
-static void on_connect(uv_connect_t *req, int status)
-{
-	plink *l = req->data;
-	free(req);
-	if (status == UV_ECANCELED || l->phase == LINK_CLOSING)
-		return;
-	if (status < 0) {
-		fail(l, GSP_BYE_UNSPECIFIED, "", "connect to %s: %s", l->addr,
-		     uv_strerror(status));
-		return;
-	}
-	l->phase = LINK_HANDSHAKE;
-	int err = link__hs_initiate(l);
-	if (err) {
-		fail(l, GSP_BYE_UNSPECIFIED, "", "cannot start the handshake: %s",
-		     gsp_strerror(err));
-		return;
-	}
-	uv_tcp_nodelay(&l->tcp, 1);
-	uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
-}
-
-/* The ip part of sa. */
-static void host_name(const struct sockaddr *sa, char *out, size_t cap)
-{
-	snprintf(out, cap, "?");
-	if (sa->sa_family == AF_INET6)
-		uv_ip6_name((const struct sockaddr_in6 *)sa, out, cap);
-	else if (sa->sa_family == AF_INET)
-		uv_ip4_name((const struct sockaddr_in *)sa, out, cap);
-}
-
-void link_addr_name(const struct sockaddr *sa, char *out, size_t cap)
-{
-	char host[48];
-	host_name(sa, host, sizeof(host));
-	if (sa->sa_family == AF_INET6)
-		snprintf(out, cap, "[%s]:%u", host,
-			 ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
-	else
-		snprintf(out, cap, "%s:%u", host,
-			 ntohs(((const struct sockaddr_in *)sa)->sin_port));
-}
-
-void link__preauth_warn(plink *l, const char *fmt, ...)
-{
-	link_env *env = l->env;
-	uint64_t now = uv_now(env->loop);
-	if (now - env->log_window_ms >= 1000) {
-		if (env->log_suppressed)
-			gsp_warn("%u more warnings about unauthenticated connections "
-				 "were not logged", env->log_suppressed);
-		env->log_window_ms = now;
-		env->log_lines = env->log_suppressed = 0;
-	}
-	if (env->log_lines >= LINK_PREAUTH_LOG_PER_S) {
-		env->log_suppressed++;
-		return;
-	}
-	env->log_lines++;
-	char line[300];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	gsp_warn("%s (from %s)", line, l->addr);
-}
-
-/* Room for one more connection in the handshake from l's address: the
- * oldest beyond a cap goes (the newest are the likeliest real peers
- * once an attacker has filled the caps). */
-static void preauth_make_room(plink *l)
-{
-	link_env *env = l->env;
-	unsigned max = env->preauth_max ? env->preauth_max : LINK_PREAUTH_MAX;
-	unsigned per = env->preauth_per_addr ? env->preauth_per_addr
-					     : LINK_PREAUTH_PER_ADDR;
-	unsigned all = 0, same = 0;
-	plink *oldest = NULL, *oldest_same = NULL;
-	for (plink *x = env->links; x; x = x->next) {
-		if (x == l || x->initiator || x->phase != LINK_HANDSHAKE)
-			continue;
-		all++;
-		oldest = x;
-		if (!strcmp(x->host, l->host)) {
-			same++;
-			oldest_same = x;
-		}
-	}
-	plink *victim = same >= per ? oldest_same : all >= max ? oldest : NULL;
-	if (victim) {
-		link__preauth_warn(victim, "too many connections in the handshake: "
-				   "closing the oldest");
-		link_close(victim, GSP_BYE_UNSPECIFIED, "");
-	}
-}
-
-int link_connect(link_env *env, const struct sockaddr *sa,
-		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
-		 link_stats *stats, plink **ret)
-{
-	plink *l = link_new(env, true);
-	uv_connect_t *req = malloc(sizeof(*req));
-	if (!l || !req) {
-		free(req);
-		if (l) {
-			l->down_called = true;   /* never reported: the caller knows */
-			destroy(l);
-		}
-		return -ENOMEM;
-	}
-	memcpy(l->remote_key, remote_key, GSP_KEY_BYTES);
-	link_addr_name(sa, l->addr, sizeof(l->addr));
-	l->owner = owner;
-	l->stats = stats;
-	req->data = l;
-	int err = uv_tcp_connect(req, &l->tcp, sa, on_connect);
-	if (err) {
-		free(req);
-		l->down_called = true;
-		destroy(l);
-		return err;
-	}
-	*ret = l;
-	return 0;
-}
-
-int link_accept(link_env *env, uv_stream_t *server, plink **ret)
-{
-	plink *l = link_new(env, false);
-	if (!l)
-		return -ENOMEM;
-	int err = uv_accept(server, (uv_stream_t *)&l->tcp);
-	if (err) {
-		l->down_called = true;
-		destroy(l);
-		return err;
-	}
-	struct sockaddr_storage ss;
-	int len = sizeof(ss);
-	if (uv_tcp_getpeername(&l->tcp, (struct sockaddr *)&ss, &len) == 0) {
-		link_addr_name((struct sockaddr *)&ss, l->addr, sizeof(l->addr));
-		host_name((struct sockaddr *)&ss, l->host, sizeof(l->host));
-	}
-	preauth_make_room(l);
-	uv_tcp_nodelay(&l->tcp, 1);
-	uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
-	*ret = l;
-	return 0;
 }
 
 /* Session keys agreed. */
@@ -554,19 +400,19 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		return;
 	if (n < 0) {
 		if (l->phase == LINK_HANDSHAKE)
-			fail(l, GSP_BYE_UNSPECIFIED, "", "the peer closed the connection "
+			link__fail(l, GSP_BYE_UNSPECIFIED, "", "the peer closed the connection "
 			     "during the handshake (does it list this node's public "
 			     "key? same protocol version?)");
 		else {
 			gsp_info("peer %s: link closed (%s)", l->name,
 				 uv_strerror((int)n));
-			fail(l, GSP_BYE_UNSPECIFIED, "", "link closed: %s",
+			link__fail(l, GSP_BYE_UNSPECIFIED, "", "link closed: %s",
 			     uv_strerror((int)n));
 		}
 		return;
 	}
 	if (rxbuf_commit(&l->rx, (size_t)n) != 0) {
-		fail(l, GSP_BYE_INTERNAL, "receive buffer", "receive buffer overrun");
+		link__fail(l, GSP_BYE_INTERNAL, "receive buffer", "receive buffer overrun");
 		return;
 	}
 	size_t off = 0;
@@ -609,18 +455,24 @@ static void on_timer(uv_timer_t *t)
 		/* An absolute deadline from the start: trickled bytes do not
 		 * extend it. */
 		if (now - l->created_ms > limit(l->env->hs_timeout_ms, LINK_HS_TIMEOUT_MS))
-			fail(l, GSP_BYE_UNSPECIFIED, "", "handshake timed out");
+			link__fail(l, GSP_BYE_UNSPECIFIED, "", "handshake timed out");
 		return;
 	}
 	unsigned dead = limit(l->env->dead_ms, LINK_DEAD_MS);
 	if (now - l->last_rx_ms > dead) {
 		gsp_warn("peer %s: no frame for %u ms, closing", l->name, dead);
-		fail(l, GSP_BYE_TIMEOUT, "no frame received in time",
+		link__fail(l, GSP_BYE_TIMEOUT, "no frame received in time",
 		     "no frame for %u ms", dead);
 		return;
 	}
 	if (now - l->last_tx_ms >= limit(l->env->ping_ms, LINK_PING_MS))
 		link__ping(l);
+}
+
+void link__start_reading(plink *l)
+{
+	uv_tcp_nodelay(&l->tcp, 1);
+	uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
 }
 
 void link__ping(plink *l)

@@ -37,6 +37,15 @@ struct plink {
 	plink *next;              /* in env->links */
 };
 
+/* A new link in env's list (its handles open, its timer running). */
+plink *link__new(link_env *env, bool initiator);
+/* Closes the handles; memory goes in their close callback. */
+void link__destroy(plink *l);
+/* Ends l for a failure its owner should record (why, from fmt). */
+void link__fail(plink *l, uint16_t reason, const char *text, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Starts reading the stream (TCP_NODELAY on). */
+void link__start_reading(plink *l);
 /* A handshake message, in the clear. */
 int link__send_clear(plink *l, const uint8_t *msg, size_t len);
 /* Session keys agreed (and, at the responder, confirmed by the

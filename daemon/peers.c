@@ -9,12 +9,10 @@
 
 #include "endpoint.h"
 #include "log.h"
-#include "peers.h"
+#include "peers_impl.h"
 #include "replay.h"
 #include "text.h"
 
-static void dial(uv_timer_t *t);
-static void dial_next_or_later(peer *p);
 
 static void peer_verror(peer *p, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
@@ -66,141 +64,6 @@ static void peer_name(peer *p)
 	char b64[45];
 	gsp_key_to_base64(p->cfg.public_key, b64);
 	snprintf(p->name, sizeof(p->name), "%.8s", b64);
-}
-
-/* ---- dialing ---------------------------------------------------------- */
-
-/* Drops the addresses a name resolved to. */
-static void forget_addrs(peer *p)
-{
-	if (p->addrs)
-		uv_freeaddrinfo(p->addrs);
-	p->addrs = p->addr_next = NULL;
-}
-
-static bool may_dial(const peer *p)
-{
-	return !p->set->stopping && !p->removed && p->cfg.endpoint[0];
-}
-
-/* Dials again after the backoff delay (doubling, +-25% jitter). */
-static void dial_later(peer *p)
-{
-	if (!may_dial(p))
-		return;
-	unsigned delay = p->backoff_ms;
-	delay = delay * 3 / 4 + randombytes_uniform(delay / 2 + 1);
-	p->backoff_ms = p->backoff_ms * 2 > PEERS_BACKOFF_MAX_MS
-				? PEERS_BACKOFF_MAX_MS
-				: p->backoff_ms * 2;
-	uv_timer_start(&p->retry, dial, delay, 0);
-}
-
-static void connect_to(peer *p, const struct sockaddr *sa)
-{
-	plink *l;
-	int err = link_connect(&p->set->env, sa, p->cfg.public_key, p, &p->stats, &l);
-	if (err) {
-		gsp_debug("peer %s: cannot connect: %s", p->name, gsp_strerror(err));
-		dial_next_or_later(p);
-		return;
-	}
-	p->dialed = l;
-}
-
-/* Dials the next address a name resolved to, or retries later when none
- * is left. */
-static void dial_next_or_later(peer *p)
-{
-	while (p->addr_next && may_dial(p)) {
-		const struct addrinfo *ai = p->addr_next;
-		p->addr_next = ai->ai_next;
-		if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6) {
-			connect_to(p, ai->ai_addr);
-			return;
-		}
-	}
-	forget_addrs(p);
-	dial_later(p);
-}
-
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
-{
-	peer *p = req->data;
-	free(req);
-	p->resolving = false;
-	if (status < 0) {
-		/* Loud on the first failure of a series, quiet on retries. */
-		gsp_log(p->backoff_ms == PEERS_BACKOFF_MIN_MS ? GSP_LOG_WARNING
-							     : GSP_LOG_DEBUG,
-			"peer %s: cannot resolve Endpoint '%s': %s", p->name,
-			p->cfg.endpoint, uv_strerror(status));
-		if (!p->session)
-			peers_error(p, "cannot resolve Endpoint '%s': %s",
-				    p->cfg.endpoint, uv_strerror(status));
-		dial_later(p);
-		return;
-	}
-	forget_addrs(p);
-	p->addrs = p->addr_next = res;
-	if (!may_dial(p) || p->session || p->dialed) {
-		forget_addrs(p);
-		return;
-	}
-	dial_next_or_later(p);
-}
-
-/* Dials a peer's Endpoint: directly if numeric, else after resolving the
- * name (again before every attempt, so a moved name is followed). */
-static void dial(uv_timer_t *t)
-{
-	peer *p = t->data;
-	struct sockaddr_storage ss;
-	if (!may_dial(p) || p->session || p->dialed || p->resolving)
-		return;
-	int err = gsp_endpoint_numeric(p->cfg.endpoint, &ss);
-	if (err == 0) {
-		connect_to(p, (struct sockaddr *)&ss);
-		return;
-	}
-	char host[GSP_HOSTNAME_MAX + 1], port[8];
-	uint16_t port_no;
-	uv_getaddrinfo_t *req = malloc(sizeof(*req));
-	if (err != -ENOENT || !req ||
-	    gsp_endpoint_split(p->cfg.endpoint, host, sizeof(host), &port_no)) {
-		free(req);
-		if (err != -ENOENT)
-			gsp_err("peer %s: bad Endpoint '%s'", p->name, p->cfg.endpoint);
-		else
-			dial_later(p);
-		return;
-	}
-	snprintf(port, sizeof(port), "%u", port_no);
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_flags = AI_NUMERICSERV,
-	};
-	req->data = p;
-	p->resolving = true;
-	err = uv_getaddrinfo(p->set->loop, req, on_resolved, host, port, &hints);
-	if (err) {
-		free(req);
-		p->resolving = false;
-		gsp_warn("peer %s: cannot resolve Endpoint '%s': %s", p->name,
-			 p->cfg.endpoint, uv_strerror(err));
-		dial_later(p);
-	}
-}
-
-/* A peer's retry timer, and a first dial if it has an endpoint. */
-static void peer_start(peer *p)
-{
-	uv_timer_init(p->set->loop, &p->retry);
-	p->retry.data = p;
-	p->backoff_ms = PEERS_BACKOFF_MIN_MS;
-	if (p->cfg.endpoint[0])
-		uv_timer_start(&p->retry, dial, 0, 0);
 }
 
 /* ---- link callbacks --------------------------------------------------- */
@@ -306,7 +169,7 @@ static void on_up(plink *l)
 		link_close(old, GSP_BYE_REPLACED, "replaced by a newer session");
 	}
 	p->session = l;
-	forget_addrs(p);
+	peers__forget_addrs(p);
 	uv_timer_stop(&p->retry);
 	gsp_info("peer %s: session up (%s)", p->name,
 		 link_is_initiator(l) ? "we connected" : "it connected");
@@ -373,9 +236,9 @@ static void on_down(plink *l, const char *why)
 	if (p->session || p->dialed || p->resolving)
 		return;
 	if (was_dialed)
-		dial_next_or_later(p);
+		peers__dial_next_or_later(p);
 	else
-		dial_later(p);
+		peers__dial_later(p);
 }
 
 static const link_ops peer_link_ops = {
@@ -419,7 +282,7 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 void peers_free(peers *ps)
 {
 	for (size_t i = 0; i < ps->n; i++)
-		forget_addrs(&ps->peer[i]);
+		peers__forget_addrs(&ps->peer[i]);
 	free(ps->peer);
 	ps->peer = NULL;
 	ps->n = 0;
@@ -460,7 +323,7 @@ int peers_start(peers *ps, const char *listen)
 	link_addr_name((struct sockaddr *)&bound, ps->listen_addr,
 		       sizeof(ps->listen_addr));
 	for (size_t i = 0; i < ps->n; i++)
-		peer_start(&ps->peer[i]);
+		peers__start_peer(&ps->peer[i]);
 	return 0;
 }
 
@@ -528,7 +391,7 @@ static void peer_add(peers *ps, const gsp_peer_config *pc)
 	}
 	ps->n++;
 	gsp_info("reload: peer %s added", p->name);
-	peer_start(p);
+	peers__start_peer(p);
 }
 
 void peers_update(peers *ps, const gsp_daemon_config *cfg)
@@ -559,9 +422,7 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 		p->removed = false;
 		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
 		p->cfg.weight = pc->weight;
-		if (moved && !p->session && !p->dialed) {
-			p->backoff_ms = PEERS_BACKOFF_MIN_MS;
-			uv_timer_start(&p->retry, dial, 0, 0);
-		}
+		if (moved && !p->session && !p->dialed)
+			peers__dial_now(p);
 	}
 }

@@ -194,10 +194,19 @@ static int run_engine(stepper *s, step_state state)
 	return step_end(s, gsp_node_step(s->model->node));
 }
 
+/* A STEP stops waiting (its rounds came, MaxWait passed, or DETACH). */
+static void end_wait(stepper *s)
+{
+	if (s->sync)
+		return;
+	uv_update_time(s->loop);
+	edges_end_wait(edges(s), uv_now(s->loop) - s->wait_started_ms, s->max_wait_ms);
+}
+
 static void run_step(stepper *s)
 {
 	if (s->state == STEP_WAIT)
-		edges_end_wait(edges(s));
+		end_wait(s);
 	int r = run_engine(s, STEP_RUN);
 	if (r <= 0)
 		reply(s, r, r ? step_error_text(r) : NULL);
@@ -267,8 +276,9 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 	}
 	s->state = STEP_WAIT;
 	if (!s->sync) {
-		edges_begin_wait(edges(s), s->max_staleness);
-		uv_timer_start(&s->wait_timer, on_wait_timer, s->max_wait_ms, 0);
+		unsigned left = edges_begin_wait(edges(s), s->max_staleness, s->max_wait_ms);
+		s->wait_started_ms = uv_now(s->loop);
+		uv_timer_start(&s->wait_timer, on_wait_timer, left, 0);
 	}
 	return 0;
 }
@@ -386,7 +396,7 @@ void step_detach(stepper *s)
 	case STEP_DRAIN:
 	case STEP_AVERAGE:
 		if (s->state == STEP_WAIT)
-			edges_end_wait(edges(s));
+			end_wait(s);
 		uv_timer_stop(&s->avg_timer);
 		uv_timer_stop(&s->wait_timer);
 		reply(s, -ECANCELED, "the model was detached");

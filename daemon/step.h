@@ -48,6 +48,7 @@ typedef struct stepper {
 	unsigned max_staleness;
 	unsigned max_wait_ms;    /* MaxWait: 0 never waits (but SYNC does) */
 	uv_timer_t wait_timer;
+	uint64_t wait_started_ms;
 	size_t offload_floats;   /* models this large step off the loop */
 	unsigned test_delay_ms;  /* GSP_TEST_STEP_DELAY_MS (tests) */
 	step_state state;

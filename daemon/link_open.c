@@ -1,0 +1,161 @@
+/* link: opening links (link.h): dialing out, accepting in with the caps
+ * on connections still in the handshake, and remote addresses. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "link_impl.h"
+#include "log.h"
+#include "proto.h"
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	plink *l = req->data;
+	free(req);
+	if (status == UV_ECANCELED || l->phase == LINK_CLOSING)
+		return;
+	if (status < 0) {
+		link__fail(l, GSP_BYE_UNSPECIFIED, "", "connect to %s: %s", l->addr,
+		     uv_strerror(status));
+		return;
+	}
+	l->phase = LINK_HANDSHAKE;
+	int err = link__hs_initiate(l);
+	if (err) {
+		link__fail(l, GSP_BYE_UNSPECIFIED, "", "cannot start the handshake: %s",
+		     gsp_strerror(err));
+		return;
+	}
+	link__start_reading(l);
+}
+
+/* The ip part of sa. */
+static void host_name(const struct sockaddr *sa, char *out, size_t cap)
+{
+	snprintf(out, cap, "?");
+	if (sa->sa_family == AF_INET6)
+		uv_ip6_name((const struct sockaddr_in6 *)sa, out, cap);
+	else if (sa->sa_family == AF_INET)
+		uv_ip4_name((const struct sockaddr_in *)sa, out, cap);
+}
+
+void link_addr_name(const struct sockaddr *sa, char *out, size_t cap)
+{
+	char host[48];
+	host_name(sa, host, sizeof(host));
+	if (sa->sa_family == AF_INET6)
+		snprintf(out, cap, "[%s]:%u", host,
+			 ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
+	else
+		snprintf(out, cap, "%s:%u", host,
+			 ntohs(((const struct sockaddr_in *)sa)->sin_port));
+}
+
+void link__preauth_warn(plink *l, const char *fmt, ...)
+{
+	link_env *env = l->env;
+	uint64_t now = uv_now(env->loop);
+	if (now - env->log_window_ms >= 1000) {
+		if (env->log_suppressed)
+			gsp_warn("%u more warnings about unauthenticated connections "
+				 "were not logged", env->log_suppressed);
+		env->log_window_ms = now;
+		env->log_lines = env->log_suppressed = 0;
+	}
+	if (env->log_lines >= LINK_PREAUTH_LOG_PER_S) {
+		env->log_suppressed++;
+		return;
+	}
+	env->log_lines++;
+	char line[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	gsp_warn("%s (from %s)", line, l->addr);
+}
+
+/* Room for one more connection in the handshake from l's address: the
+ * oldest beyond a cap goes (the newest are the likeliest real peers
+ * once an attacker has filled the caps). */
+static void preauth_make_room(plink *l)
+{
+	link_env *env = l->env;
+	unsigned max = env->preauth_max ? env->preauth_max : LINK_PREAUTH_MAX;
+	unsigned per = env->preauth_per_addr ? env->preauth_per_addr
+					     : LINK_PREAUTH_PER_ADDR;
+	unsigned all = 0, same = 0;
+	plink *oldest = NULL, *oldest_same = NULL;
+	for (plink *x = env->links; x; x = x->next) {
+		if (x == l || x->initiator || x->phase != LINK_HANDSHAKE)
+			continue;
+		all++;
+		oldest = x;
+		if (!strcmp(x->host, l->host)) {
+			same++;
+			oldest_same = x;
+		}
+	}
+	plink *victim = same >= per ? oldest_same : all >= max ? oldest : NULL;
+	if (victim) {
+		link__preauth_warn(victim, "too many connections in the handshake: "
+				   "closing the oldest");
+		link_close(victim, GSP_BYE_UNSPECIFIED, "");
+	}
+}
+
+int link_connect(link_env *env, const struct sockaddr *sa,
+		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
+		 link_stats *stats, plink **ret)
+{
+	plink *l = link__new(env, true);
+	uv_connect_t *req = malloc(sizeof(*req));
+	if (!l || !req) {
+		free(req);
+		if (l) {
+			l->down_called = true;   /* never reported: the caller knows */
+			link__destroy(l);
+		}
+		return -ENOMEM;
+	}
+	memcpy(l->remote_key, remote_key, GSP_KEY_BYTES);
+	link_addr_name(sa, l->addr, sizeof(l->addr));
+	l->owner = owner;
+	l->stats = stats;
+	req->data = l;
+	int err = uv_tcp_connect(req, &l->tcp, sa, on_connect);
+	if (err) {
+		free(req);
+		l->down_called = true;
+		link__destroy(l);
+		return err;
+	}
+	*ret = l;
+	return 0;
+}
+
+int link_accept(link_env *env, uv_stream_t *server, plink **ret)
+{
+	plink *l = link__new(env, false);
+	if (!l)
+		return -ENOMEM;
+	int err = uv_accept(server, (uv_stream_t *)&l->tcp);
+	if (err) {
+		l->down_called = true;
+		link__destroy(l);
+		return err;
+	}
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	if (uv_tcp_getpeername(&l->tcp, (struct sockaddr *)&ss, &len) == 0) {
+		link_addr_name((struct sockaddr *)&ss, l->addr, sizeof(l->addr));
+		host_name((struct sockaddr *)&ss, l->host, sizeof(l->host));
+	}
+	preauth_make_room(l);
+	link__start_reading(l);
+	*ret = l;
+	return 0;
+}
+

@@ -1,0 +1,21 @@
+/*
+ * peers' insides, shared by peers.c (the table, sessions) and
+ * peers_dial.c (dialing).  Nothing outside the peers module includes it.
+ */
+#ifndef GOSSIPD_PEERS_IMPL_H
+#define GOSSIPD_PEERS_IMPL_H
+
+#include "peers.h"
+
+/* Drops the addresses a name resolved to. */
+void peers__forget_addrs(peer *p);
+/* Dials again after the backoff delay (doubling, +-25% jitter). */
+void peers__dial_later(peer *p);
+/* Dials the next resolved address, or again later when none is left. */
+void peers__dial_next_or_later(peer *p);
+/* The peer's retry timer, and a first dial if it has an Endpoint. */
+void peers__start_peer(peer *p);
+/* Dials at once, the backoff started over (a moved Endpoint). */
+void peers__dial_now(peer *p);
+
+#endif
