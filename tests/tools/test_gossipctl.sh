@@ -587,6 +587,9 @@ expect_grep "status shows the straggler" "^$(printf %.8s "$A") +straggler "
 expect_grep "status shows the edge that keeps pace as up" "^$(printf %.8s "$B") +up "
 run "$G" --socket "$S" edges
 expect_grep "edges shows the straggler" "^$A +- +straggler "
+run "$G" --socket "$S" metrics
+expect_grep "metrics flags the straggler" "^gossipd_edge_straggler\\{peer=\"$A\"\\} 1$"
+expect_grep "metrics flags the edge that keeps pace" "^gossipd_edge_straggler\\{peer=\"$B\"\\} 0$"
 
 # A minimal document: no model, no edges.
 S=$T/min.sock

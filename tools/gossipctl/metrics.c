@@ -307,7 +307,7 @@ static void print_edge_states(const gctl_status *st)
 	}
 }
 
-enum value_kind { V_UINT, V_REAL, V_MS_AS_SECONDS, V_RATIO };
+enum value_kind { V_UINT, V_REAL, V_MS_AS_SECONDS, V_RATIO, V_BOOL };
 
 static const struct edge_metric {
 	const char *name, *type, *help;
@@ -353,6 +353,9 @@ static const struct edge_metric {
 	{ "gossipd_edge_rtt_seconds", "gauge",
 	  "Round-trip time of the last PING.",
 	  V_MS_AS_SECONDS, offsetof(gctl_edge, rtt_ms) },
+	{ "gossipd_edge_straggler", "gauge",
+	  "1 while STEPs go on without waiting for this lagging edge (MaxWait).",
+	  V_BOOL, offsetof(gctl_edge, straggler) },
 	{ "gossipd_edge_diff_norm", "gauge",
 	  "Relative norm of the edge's last projected difference, ||msg_peer - msg_own|| / ||msg_own||.",
 	  V_REAL, offsetof(gctl_edge, diff_norm) },
@@ -376,6 +379,7 @@ static void print_edge_metric(const gctl_status *st, const struct edge_metric *m
 		const char *const labels[] = { "peer", e->peer };
 		const gctl_uint *u = (const gctl_uint *)(const void *)p;
 		const gctl_real *d = (const gctl_real *)(const void *)p;
+		const gctl_bool *b = (const gctl_bool *)(const void *)p;
 		double ratio;
 
 		if (!e->peer)
@@ -396,6 +400,10 @@ static void print_edge_metric(const gctl_status *st, const struct edge_metric *m
 		case V_RATIO:
 			if (gctl_edge_ratio(e, &ratio))
 				sample_double(&fam, labels, 1, ratio);
+			break;
+		case V_BOOL:
+			if (b->set)
+				sample_u64(&fam, labels, 1, b->v ? 1 : 0);
 			break;
 		}
 	}
