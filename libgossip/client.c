@@ -809,9 +809,10 @@ int gsp_client_detach(gsp_client *c)
 	}
 	err = small_request(c, encode_detach, NULL, decode_ok, NULL,
 			    c->timeout_ms);
-	if (err < 0)
+	if (err < 0 && !(c->params && !c->broken && c->fd < 0))
 		return err;
-	release(c);
+	release(c);     /* a daemon that lost the connection detached */
+	begin(c);
 	return 0;
 }
 
