@@ -5,9 +5,9 @@
  * (proto/PROTOCOL.md, section 5): connecting with the HELLO version check,
  * handing the daemon the model in shared memory (REGISTER), asking for
  * gossip steps (STEP), gossip-only averaging (AVERAGE), the daemon's status
- * document (STATUS), and giving the model back (DETACH).  One blocking
- * AF_UNIX stream socket per client and one request at a time; no threads,
- * no event loop, no logging.
+ * document (STATUS), and giving the model back (DETACH).  One AF_UNIX
+ * stream socket per client and one request at a time, each call blocking
+ * until the reply or its timeout; no threads, no event loop, no logging.
  *
  * The client reconnects by itself to a restarted daemon and registers the
  * same buffer again; meanwhile steps return at once, offline.  No call
@@ -101,8 +101,9 @@
  *     gsp_client_register() while offline try to reconnect at once; if the
  *     daemon is still away they return that attempt's error (-ENOENT,
  *     -ECONNREFUSED, -ECONNRESET, -EPIPE, -ETIMEDOUT) and the client
- *     stays offline.  gsp_client_detach() while offline releases the
- *     buffer locally and returns 0 (the daemon holds no model of ours).
+ *     stays offline.  gsp_client_detach() while offline, or when the
+ *     connection is lost during it, releases the buffer locally and
+ *     returns 0 (the daemon holds no model of ours).
  *   - What cannot be cured by waiting is not retried: another protocol
  *     version, or the daemon's ERROR to the HELLO or the REGISTER
  *     (-EBUSY: another trainer registered meanwhile; a refused model).
@@ -122,7 +123,9 @@
  *   is answered within the daemon's MaxWait (10 ms) plus its compute; the
  *   timeout is for a stuck daemon or a SYNC, DRAIN or AVERAGE that waits
  *   for neighbours.  gsp_client_average() waits its time_limit_ms longer.
- *   GSP_CLIENT_NO_TIMEOUT waits without limit.  Interrupted system calls
+ *   GSP_CLIENT_NO_TIMEOUT waits without limit.  After a timeout the
+ *   daemon may still finish that request's work on the buffer until it
+ *   sees the connection closed.  Interrupted system calls
  *   (EINTR) are restarted.  Writes use MSG_NOSIGNAL, so a closed daemon
  *   gives -EPIPE rather than SIGPIPE.
  *
@@ -358,8 +361,9 @@ GSP_EXPORT int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
  * edge state; on success the client unmaps the buffer (the pointer from
  * gsp_client_register() becomes invalid, so copy out what you need first).
  * The connection stays open and may register again.  On failure the
- * buffer stays mapped.  Errors: the daemon's -ENOENT (nothing registered)
- * or -EPERM.
+ * buffer stays mapped.  While the daemon is away it only releases the
+ * buffer (see Restarts).  Errors: the daemon's -ENOENT (nothing
+ * registered) or -EPERM.
  *
  *	save_checkpoint(params);
  *	gsp_client_detach(c);
