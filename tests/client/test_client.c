@@ -1351,6 +1351,28 @@ START_TEST(test_permanent_not_retried)
 }
 END_TEST
 
+/* DETACH after the daemon died: the daemon holds no model of ours, so the
+ * buffer is released locally and the call succeeds. */
+START_TEST(test_detach_when_away)
+{
+	gsp_client_step_result st;
+	server a;
+	gsp_client *c;
+	float *p, *q = NULL;
+
+	c = run_until_killed(&a, 1, &p);
+	ck_assert_int_eq(gsp_client_detach(c), 0);   /* lost during it */
+	ck_assert_int_eq(gsp_client_last_failure(c)->stage, GSP_CLIENT_OK);
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+	ck_assert(st.offline);
+	/* No model now: REGISTER needs the daemon, which is still away. */
+	ck_assert_int_eq(gsp_client_register(c, restart_model, 2, &q), -ENOENT);
+	ck_assert_ptr_null(q);
+	gsp_client_close(c);
+	rmdir(a.dir);
+}
+END_TEST
+
 /* ---- default and AVERAGE timeouts ---------------------------------------- */
 
 /* A daemon that reads AVERAGE and never answers. */
@@ -1448,6 +1470,7 @@ static Suite *client_suite(bool slow)
 	tcase_add_test(tc, test_restart_reconnects);
 	tcase_add_test(tc, test_reconnect_rate_limited);
 	tcase_add_loop_test(tc, test_permanent_not_retried, 0, 2);
+	tcase_add_test(tc, test_detach_when_away);
 	tcase_add_test(tc, test_average_timeout);
 	suite_add_tcase(s, tc);
 	return s;
