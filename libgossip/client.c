@@ -1,9 +1,13 @@
-/* The trainer-side client of gossipd's local API: one blocking AF_UNIX
- * stream socket, requests encoded and replies decoded with proto/, the
- * parameter buffer in a sealed memfd passed with SCM_RIGHTS at REGISTER. */
+/* The trainer-side client of gossipd's local API: one AF_UNIX stream
+ * socket, requests encoded and replies decoded with proto/, the parameter
+ * buffer in a sealed memfd passed with SCM_RIGHTS at REGISTER and kept, with
+ * the REGISTER frame, to register again after the daemon restarted.  Every
+ * wait polls against the call's deadline. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -32,15 +37,52 @@ _Static_assert(GSP_CLIENT_STEP_SYNC == GSP_STEP_SYNC &&
  * ERROR, which grow the receive buffer up to the frame cap. */
 #define SMALL_FRAME 512
 
+/* Reconnecting: one attempt waits at most RECONNECT_WAIT_MS (or the
+ * client's timeout if shorter); after a failed attempt the next one comes
+ * BACKOFF_FIRST_MS later, doubling up to BACKOFF_MAX_MS. */
+#define RECONNECT_WAIT_MS 1000
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 500
+
+#define NO_DEADLINE INT64_MAX
+
 struct gsp_client {
-	int fd;
-	bool broken;            /* malformed reply or connection lost */
+	int fd;                 /* -1 while offline (the daemon is away) */
+	bool broken;            /* unusable: every call is -ENOTCONN */
+	bool reconnect;         /* reconnect when the daemon is away */
+	bool attempt;           /* inside a reconnect attempt */
+	int64_t timeout_ms;     /* a request's longest wait; NO_DEADLINE */
+	int64_t deadline;       /* of the current call, monotonic ms */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char name[GSP_API_NAME_MAX + 1];
 	float *params;          /* the registered buffer, or NULL */
 	size_t params_bytes;
+	int mem_fd;             /* its memfd, for registering again */
+	uint8_t *reg_frame;     /* the REGISTER frame, header included */
+	size_t reg_body_len;
+	int64_t next_attempt;   /* while offline: monotonic ms */
+	uint32_t backoff_ms;
+	uint64_t offline_steps;
+	uint32_t reconnects;
+	gsp_client_step_result last;  /* of the last STEP_OK */
 	uint8_t *rx;            /* one reply frame, header included */
 	size_t rx_cap;
 	gsp_client_failure failure;   /* of the last call */
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The deadline wait_ms from now (NO_DEADLINE stays). */
+static int64_t deadline_in(int64_t wait_ms)
+{
+	return wait_ms == NO_DEADLINE ? NO_DEADLINE : now_ms() + wait_ms;
+}
 
 /* ---- failures ------------------------------------------------------------- */
 
@@ -69,18 +111,71 @@ static int local(gsp_client *c, int err)
 	return failed(c, GSP_CLIENT_LOCAL, err);
 }
 
-/* Marks the stream unusable and records err at stage. */
+static void close_socket(gsp_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+/* Marks the client unusable, closes its socket (the daemon then detaches)
+ * and records err at stage. */
 static int broken(gsp_client *c, gsp_client_stage stage, int err)
 {
 	c->broken = true;
+	close_socket(c);
 	return failed(c, stage, err);
 }
 
-/* A socket call's errno as a client error: a timeout (SO_RCVTIMEO,
- * SO_SNDTIMEO) reads as EAGAIN. */
-static int sys_error(void)
+/* Whether err, met at stage, means the daemon is away (stopped, killed,
+ * restarting), so that a later attempt may find it back. */
+static bool daemon_away(gsp_client_stage stage, int err)
 {
-	return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+	if (stage == GSP_CLIENT_CONNECT)
+		return err == -ENOENT || err == -ECONNREFUSED ||
+		       err == -EAGAIN || err == -ETIMEDOUT;
+	return stage == GSP_CLIENT_IO &&
+	       (err == -ECONNRESET || err == -EPIPE || err == -ETIMEDOUT);
+}
+
+/* A failed send or receive: the daemon went away (the client goes offline
+ * and reconnects later), or the stream is lost for good.  A timeout is
+ * final, except in a reconnect attempt (a daemon still starting). */
+static int io_failed(gsp_client *c, int err)
+{
+	if (c->reconnect && (err == -ECONNRESET || err == -EPIPE ||
+			     (c->attempt && err == -ETIMEDOUT))) {
+		close_socket(c);
+		if (!c->attempt) {     /* the first attempt at once */
+			c->next_attempt = now_ms();
+			c->backoff_ms = BACKOFF_FIRST_MS;
+		}
+		return failed(c, GSP_CLIENT_IO, err);
+	}
+	return broken(c, GSP_CLIENT_IO, err);
+}
+
+/* Waits until the socket is ready for events or the call's deadline
+ * passed (-ETIMEDOUT).  Bounded by the deadline; EINTR restarts. */
+static int wait_socket(gsp_client *c, short events)
+{
+	struct pollfd p = {.fd = c->fd, .events = events};
+
+	for (;;) {
+		int wait = -1, n;
+
+		if (c->deadline != NO_DEADLINE) {
+			int64_t left = c->deadline - now_ms();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			wait = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		n = poll(&p, 1, wait);
+		if (n > 0)
+			return 0;     /* errors and hangups: the next I/O says */
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 /* A reply that decode refused with err: of the wrong type (-ENOMSG) or
@@ -96,46 +191,49 @@ static int bad_reply(gsp_client *c, const uint8_t *body, int err)
 
 /* Sends frame[0..len), the first byte carrying pass_fd as SCM_RIGHTS when
  * pass_fd >= 0.  A partial sendmsg() sends the rest without the fd: the
- * daemon accepts the fd with any part of the frame. */
+ * daemon accepts the fd with any part of the frame.  Never blocks beyond
+ * the call's deadline. */
 static int send_frame(gsp_client *c, const uint8_t *frame, size_t len,
 		      int pass_fd)
 {
 	size_t done = 0;
+	int err;
 
-	while (pass_fd >= 0) {
+	while (done < len) {
 		union {
 			struct cmsghdr h;
 			char buf[CMSG_SPACE(sizeof(int))];
 		} ctl;
-		struct iovec iov = {.iov_base = (void *)(uintptr_t)frame,
-				    .iov_len = len};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = ctl.buf,
-				    .msg_controllen = sizeof(ctl.buf)};
-		struct cmsghdr *cm;
+		struct iovec iov = {.iov_base = (void *)(uintptr_t)(frame + done),
+				    .iov_len = len - done};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 		ssize_t n;
 
-		memset(&ctl, 0, sizeof(ctl));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (pass_fd >= 0) {
+			struct cmsghdr *cm;
+
+			memset(&ctl, 0, sizeof(ctl));
+			mh.msg_control = ctl.buf;
+			mh.msg_controllen = sizeof(ctl.buf);
+			cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;          /* nothing was sent, fd included */
-		if (n < 0)
-			return broken(c, GSP_CLIENT_IO, sys_error());
-		done = (size_t)n;
-		break;
-	}
-	while (done < len) {
-		ssize_t n = send(c->fd, frame + done, len - done, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			err = wait_socket(c, POLLOUT);
+			if (err < 0)
+				return io_failed(c, err);
 			continue;
+		}
 		if (n < 0)
-			return broken(c, GSP_CLIENT_IO, sys_error());
+			return io_failed(c, -errno);
 		done += (size_t)n;
+		pass_fd = -1;              /* it went with the first bytes */
 	}
 	return 0;
 }
@@ -144,15 +242,22 @@ static int send_frame(gsp_client *c, const uint8_t *frame, size_t len,
 static int recv_exact(gsp_client *c, uint8_t *p, size_t len)
 {
 	size_t done = 0;
+	int err;
 
 	while (done < len) {
-		ssize_t n = recv(c->fd, p + done, len - done, 0);
+		ssize_t n = recv(c->fd, p + done, len - done, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			err = wait_socket(c, POLLIN);
+			if (err < 0)
+				return io_failed(c, err);
+			continue;
+		}
 		if (n < 0)
-			return broken(c, GSP_CLIENT_IO, sys_error());
+			return io_failed(c, -errno);
 		if (n == 0)
-			return broken(c, GSP_CLIENT_IO, -ECONNRESET);
+			return io_failed(c, -ECONNRESET);
 		done += (size_t)n;
 	}
 	return 0;
@@ -245,8 +350,9 @@ static int decode_status_ok(const uint8_t *body, size_t len, void *ret)
 
 /* The one path of every request: sends the request body
  * frame[4..4+body_len) (the header is written here; pass_fd, if >= 0,
- * travels with it), reads the reply and decodes it into *ret.  Any reply
- * that does not decode leaves the client unusable. */
+ * travels with it), reads the reply and decodes it into *ret, all before
+ * c->deadline.  Any reply that does not decode leaves the client
+ * unusable. */
 static int request(gsp_client *c, uint8_t *frame, size_t body_len,
 		   int pass_fd, reply_decoder decode, void *ret)
 {
@@ -254,7 +360,7 @@ static int request(gsp_client *c, uint8_t *frame, size_t body_len,
 	size_t len = 0;
 	int err;
 
-	if (c->broken)
+	if (c->broken || c->fd < 0)
 		return local(c, -ENOTCONN);
 	err = gsp_frame_header_write(frame, GSP_FRAME_HEADER,
 				     (uint32_t)body_len);
@@ -313,41 +419,52 @@ static int encode_hello(const void *msg, uint8_t *buf, size_t cap,
 	return gsp_api_hello_encode(msg, buf, cap, ret_len);
 }
 
+static int reconnect(gsp_client *c);
+
 /* A request that fits in SMALL_FRAME and passes no fd: encodes msg, then
- * request().  An encoder's refusal (-EINVAL: bad flags or limits) is a
- * local failure, and the connection stays usable. */
+ * (reconnecting first if the daemon was away) request() within wait_ms.
+ * An encoder's refusal (-EINVAL: bad flags or limits) is a local failure,
+ * and the connection stays usable. */
 static int small_request(gsp_client *c, request_encoder encode,
-			 const void *msg, reply_decoder decode, void *ret)
+			 const void *msg, reply_decoder decode, void *ret,
+			 int64_t wait_ms)
 {
 	uint8_t frame[SMALL_FRAME];
 	size_t len;
 	int err;
 
-	begin(c);
 	err = encode(msg, frame + GSP_FRAME_HEADER,
 		     sizeof(frame) - GSP_FRAME_HEADER, &len);
 	if (err < 0)
 		return local(c, err);
+	if (!c->broken && c->fd < 0) {
+		err = reconnect(c);
+		if (err < 0)
+			return err;
+	}
+	c->deadline = deadline_in(wait_ms);
 	return request(c, frame, len, -1, decode, ret);
 }
 
 /* ---- connect -------------------------------------------------------------- */
 
-/* connect() on a blocking socket, resumed after EINTR: the attempt goes on
- * in the background, so wait for it (at most timeout_ms, 0: no limit) and
- * read its outcome. */
-static int connect_unix(int fd, const struct sockaddr_un *sa,
-			uint32_t timeout_ms)
+/* connect() on a blocking socket whose SO_SNDTIMEO bounds the wait, resumed
+ * after EINTR: the attempt goes on in the background, so wait for it (at
+ * most wait_ms) and read its outcome. */
+static int connect_unix(int fd, const struct sockaddr_un *sa, int64_t wait_ms)
 {
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
-	int wait = timeout_ms && timeout_ms <= INT32_MAX ? (int)timeout_ms : -1;
+	int wait = wait_ms == NO_DEADLINE ? -1 :
+		   wait_ms > INT_MAX ? INT_MAX : (int)wait_ms;
 	socklen_t optlen = sizeof(int);
 	int soerr = 0, n;
 
 	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
 		return 0;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return -ETIMEDOUT;         /* SO_SNDTIMEO ran out */
 	if (errno != EINTR)
-		return sys_error();
+		return -errno;
 	while ((n = poll(&p, 1, wait)) < 0)
 		if (errno != EINTR)
 			return -errno;
@@ -358,58 +475,122 @@ static int connect_unix(int fd, const struct sockaddr_un *sa,
 	return -soerr;
 }
 
-/* Sets the send and receive timeouts of fd (timeout_ms 0: none). */
-static int set_timeouts(int fd, uint32_t timeout_ms)
+/* Opens the socket to c->path and says HELLO, waiting at most wait_ms for
+ * each.  On failure the socket is closed (or the client broken). */
+static int open_socket(gsp_client *c, int64_t wait_ms)
 {
-	struct timeval tv = {.tv_sec = timeout_ms / 1000,
-			     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	gsp_api_hello hello = {.version = GSP_PROTO_VERSION, .name = c->name,
+			       .name_len = strlen(c->name)};
+	struct timeval tv = {.tv_sec = wait_ms / 1000,
+			     .tv_usec = (suseconds_t)(wait_ms % 1000) * 1000};
+	int err = 0;
 
-	if (timeout_ms == 0)
-		return 0;
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
-		return -errno;
+	memcpy(sa.sun_path, c->path, sizeof(sa.sun_path));
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return failed(c, GSP_CLIENT_CONNECT, -errno);
+	if (wait_ms != NO_DEADLINE &&
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		err = -errno;
+	if (err == 0)
+		err = connect_unix(c->fd, &sa, wait_ms);
+	if (err < 0) {
+		close_socket(c);
+		return failed(c, GSP_CLIENT_CONNECT, err);
+	}
+	err = small_request(c, encode_hello, &hello, decode_hello_ok, &hello,
+			    wait_ms);
+	if (err < 0)
+		close_socket(c);
+	return err;
+}
+
+/* The daemon is away: a STEP's result without gossip (0), and why in the
+ * failure record. */
+static int offline_step(gsp_client *c, gsp_client_step_result *ret_stats)
+{
+	c->offline_steps++;
+	if (ret_stats) {
+		*ret_stats = c->last;
+		ret_stats->edges_applied = 0;
+		ret_stats->edges_projected = 0;
+		ret_stats->edges_skipped = 0;
+		ret_stats->offline = true;
+		ret_stats->offline_steps = c->offline_steps;
+		ret_stats->reconnects = c->reconnects;
+	}
 	return 0;
 }
 
-/* Opens the socket and says HELLO; on failure c is left for the caller
- * to read its failure record and free. */
+/* One attempt to reach the daemon again: connect, HELLO and, with a model
+ * registered, REGISTER of the same buffer (memfd) and tensors.  A daemon
+ * still away leaves the client offline, the next attempt scheduled with
+ * backoff; any other failure (another protocol version, the daemon's
+ * ERROR, a malformed reply) makes the client unusable. */
+static int reconnect(gsp_client *c)
+{
+	int64_t wait = c->timeout_ms < RECONNECT_WAIT_MS ? c->timeout_ms :
+							    RECONNECT_WAIT_MS;
+	int err;
+
+	c->attempt = true;
+	err = open_socket(c, wait);
+	if (err == 0 && c->params) {
+		c->deadline = deadline_in(wait);
+		err = request(c, c->reg_frame, c->reg_body_len, c->mem_fd,
+			      decode_ok, NULL);
+	}
+	c->attempt = false;
+	if (err == 0) {
+		c->reconnects++;
+		c->backoff_ms = BACKOFF_FIRST_MS;
+		begin(c);
+		return 0;
+	}
+	if (c->broken)
+		return err;
+	if (!daemon_away(c->failure.stage, err))
+		return broken(c, c->failure.stage, err);
+	close_socket(c);
+	c->next_attempt = now_ms() + c->backoff_ms;
+	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+							     c->backoff_ms * 2;
+	return err;
+}
+
+/* Checks and keeps the arguments, then opens the socket; on failure c is
+ * left for the caller to read its failure record and free. */
 static int open_client(gsp_client *c, const char *socket_path,
 		       const gsp_client_options *opts)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	gsp_api_hello hello = {.version = GSP_PROTO_VERSION};
+	const char *name = opts->client_name ? opts->client_name : "";
 	size_t path_len;
-	int err;
 
 	if (!socket_path)
 		return local(c, -EINVAL);
 	path_len = strlen(socket_path);
 	if (path_len == 0)
 		return local(c, -EINVAL);
-	if (path_len >= sizeof(sa.sun_path))
+	if (path_len >= sizeof(c->path))
 		return failed(c, GSP_CLIENT_CONNECT, -ENAMETOOLONG);
-	memcpy(sa.sun_path, socket_path, path_len + 1);
-	hello.name = opts->client_name ? opts->client_name : "";
-	hello.name_len = strlen(hello.name);
-	if (hello.name_len > GSP_API_NAME_MAX)
+	memcpy(c->path, socket_path, path_len + 1);
+	if (strlen(name) > GSP_API_NAME_MAX)
 		return local(c, -EINVAL);
+	memcpy(c->name, name, strlen(name) + 1);
+	c->timeout_ms = opts->timeout_ms == 0 ? GSP_CLIENT_TIMEOUT_MS :
+			opts->timeout_ms == GSP_CLIENT_NO_TIMEOUT ? NO_DEADLINE :
+			opts->timeout_ms;
+	c->reconnect = !(opts->flags & GSP_CLIENT_NO_RECONNECT);
+	c->backoff_ms = BACKOFF_FIRST_MS;
+	c->last.consensus_estimate = NAN;
 
 	c->rx_cap = SMALL_FRAME;
 	c->rx = malloc(c->rx_cap);
 	if (!c->rx)
 		return local(c, -ENOMEM);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return failed(c, GSP_CLIENT_CONNECT, -errno);
-	err = set_timeouts(c->fd, opts->timeout_ms);
-	if (err == 0)
-		err = connect_unix(c->fd, &sa, opts->timeout_ms);
-	if (err < 0)
-		return failed(c, GSP_CLIENT_CONNECT, err);
-	err = small_request(c, encode_hello, &hello, decode_hello_ok, &hello);
-	if (err < 0)
-		return err;
+	if (open_socket(c, c->timeout_ms) < 0)
+		return c->failure.code;
 	begin(c);
 	return 0;
 }
@@ -440,6 +621,7 @@ int gsp_client_connect_opts(const char *socket_path,
 		return -ENOMEM;
 	}
 	c->fd = -1;
+	c->mem_fd = -1;
 	err = open_client(c, socket_path, opts ? opts : &defaults);
 	if (err < 0) {
 		if (failure)
@@ -566,12 +748,25 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	err = shared_buffer(bytes, &fd, &map);
 	if (err < 0)
 		goto out;
+	if (c->fd < 0) {                /* the daemon was away */
+		err = reconnect(c);
+		if (err < 0)
+			goto out;
+	}
+	c->deadline = deadline_in(c->timeout_ms);
 	err = request(c, frame, len, fd, decode_ok, NULL);
 	if (err < 0)
 		goto out;
+	/* Kept, with the frame, to register again after a restart. */
 	c->params = map;
 	c->params_bytes = bytes;
+	c->mem_fd = fd;
+	c->reg_frame = frame;
+	c->reg_body_len = len;
+	c->last = (gsp_client_step_result){.consensus_estimate = NAN};
 	map = NULL;
+	fd = -1;
+	frame = NULL;
 	*ret_params = c->params;
 
 out:
@@ -580,10 +775,25 @@ out:
 	if (map)
 		munmap(map, bytes);
 	if (fd >= 0)
-		close(fd);              /* the mapping keeps the memory */
+		close(fd);
 	free(frame);
 	free(wire);
 	return err;
+}
+
+/* Forgets the registration: unmaps the buffer, closes its memfd. */
+static void release(gsp_client *c)
+{
+	if (c->params)
+		munmap(c->params, c->params_bytes);
+	if (c->mem_fd >= 0)
+		close(c->mem_fd);
+	free(c->reg_frame);
+	c->params = NULL;
+	c->params_bytes = 0;
+	c->mem_fd = -1;
+	c->reg_frame = NULL;
+	c->reg_body_len = 0;
 }
 
 int gsp_client_detach(gsp_client *c)
@@ -592,13 +802,17 @@ int gsp_client_detach(gsp_client *c)
 
 	if (!c)
 		return -EINVAL;
-	err = small_request(c, encode_detach, NULL, decode_ok, NULL);
-	if (err < 0)
+	begin(c);
+	if (!c->broken && c->fd < 0 && c->params) {
+		release(c);     /* the daemon is away: it holds no model of ours */
+		return 0;
+	}
+	err = small_request(c, encode_detach, NULL, decode_ok, NULL,
+			    c->timeout_ms);
+	if (err < 0 && !(c->params && !c->broken && c->fd < 0))
 		return err;
-	if (c->params)
-		munmap(c->params, c->params_bytes);
-	c->params = NULL;
-	c->params_bytes = 0;
+	release(c);     /* a daemon that lost the connection detached */
+	begin(c);
 	return 0;
 }
 
@@ -609,24 +823,47 @@ int gsp_client_step(gsp_client *c, uint32_t flags,
 {
 	gsp_api_step msg = {.flags = flags};
 	gsp_api_step_ok ok;
+	bool drain = flags & GSP_CLIENT_STEP_DRAIN;
 	int err;
 
 	if (!c)
 		return -EINVAL;
-	err = small_request(c, encode_step, &msg, decode_step_ok, &ok);
+	if (flags & ~(GSP_CLIENT_STEP_SYNC | GSP_CLIENT_STEP_DRAIN)) {
+		begin(c);
+		return local(c, -EINVAL);
+	}
+	/* Offline: train on, reconnecting at most once per backoff period.
+	 * The failure record keeps why the daemon is away. */
+	if (!c->broken && c->fd < 0 && !drain) {
+		if (now_ms() < c->next_attempt)
+			return offline_step(c, ret_stats);
+		begin(c);
+		err = reconnect(c);
+		if (err < 0)
+			return c->broken ? err : offline_step(c, ret_stats);
+	}
+	begin(c);
+	err = small_request(c, encode_step, &msg, decode_step_ok, &ok,
+			    c->timeout_ms);
+	if (err < 0 && !drain && !c->broken && c->fd < 0)
+		return offline_step(c, ret_stats);   /* it went away now */
 	if (err < 0)
 		return err;
+	c->last = (gsp_client_step_result){
+		.step = ok.step,
+		.edges_applied = ok.edges_applied,
+		.edges_projected = ok.edges_projected,
+		.edges_skipped = ok.edges_skipped,
+		.max_staleness = ok.max_staleness,
+		.bytes_sent = ok.bytes_sent,
+		.bytes_received = ok.bytes_received,
+		.consensus_estimate = ok.consensus_estimate,
+		.offline = false,
+		.offline_steps = c->offline_steps,
+		.reconnects = c->reconnects,
+	};
 	if (ret_stats)
-		*ret_stats = (gsp_client_step_result){
-			.step = ok.step,
-			.edges_applied = ok.edges_applied,
-			.edges_projected = ok.edges_projected,
-			.edges_skipped = ok.edges_skipped,
-			.max_staleness = ok.max_staleness,
-			.bytes_sent = ok.bytes_sent,
-			.bytes_received = ok.bytes_received,
-			.consensus_estimate = ok.consensus_estimate,
-		};
+		*ret_stats = c->last;
 	return 0;
 }
 
@@ -637,11 +874,15 @@ int gsp_client_average(gsp_client *c, double target, uint32_t time_limit_ms,
 			       .time_limit_ms = time_limit_ms,
 			       .max_rounds = max_rounds};
 	gsp_api_average_ok ok;
+	int64_t wait = c && c->timeout_ms != NO_DEADLINE ?
+		       c->timeout_ms + time_limit_ms : NO_DEADLINE;
 	int err;
 
 	if (!c)
 		return -EINVAL;
-	err = small_request(c, encode_average, &msg, decode_average_ok, &ok);
+	begin(c);
+	err = small_request(c, encode_average, &msg, decode_average_ok, &ok,
+			    wait);
 	if (err < 0)
 		return err;
 	if (ret)
@@ -661,11 +902,11 @@ int gsp_client_status(gsp_client *c, char **ret_json)
 
 	if (!c)
 		return -EINVAL;
-	if (!ret_json) {
-		begin(c);
+	begin(c);
+	if (!ret_json)
 		return local(c, -EINVAL);
-	}
-	err = small_request(c, encode_status, NULL, decode_status_ok, &ok);
+	err = small_request(c, encode_status, NULL, decode_status_ok, &ok,
+			    c->timeout_ms);
 	if (err < 0)
 		return err;
 	json = malloc(ok.json_len + 1);
@@ -698,10 +939,8 @@ void gsp_client_close(gsp_client *c)
 {
 	if (!c)
 		return;
-	if (c->fd >= 0)
-		close(c->fd);
-	if (c->params)
-		munmap(c->params, c->params_bytes);
+	close_socket(c);
+	release(c);
 	free(c->rx);
 	free(c);
 }

@@ -5,9 +5,13 @@
  * (proto/PROTOCOL.md, section 5): connecting with the HELLO version check,
  * handing the daemon the model in shared memory (REGISTER), asking for
  * gossip steps (STEP), gossip-only averaging (AVERAGE), the daemon's status
- * document (STATUS), and giving the model back (DETACH).  One blocking
- * AF_UNIX stream socket per client and one request at a time; no threads,
- * no event loop, no logging.
+ * document (STATUS), and giving the model back (DETACH).  One AF_UNIX
+ * stream socket per client and one request at a time, each call blocking
+ * until the reply or its timeout; no threads, no event loop, no logging.
+ *
+ * The client reconnects by itself to a restarted daemon and registers the
+ * same buffer again; meanwhile steps return at once, offline.  No call
+ * waits longer than a timeout (60 s by default).
  *
  * Example (error handling shortened; tools/examples/client-example.c is a
  * complete program):
@@ -32,8 +36,8 @@
  *	init_model(params);                          // w at params[0..10000),
  *	for (int i = 0; r == 0 && i < steps; i++) {  // b at params[10000..)
  *		train_one_step(params);
- *		r = gsp_client_step(c, 0, &st);      // gossip, in place
- *	}
+ *		r = gsp_client_step(c, 0, &st);      // gossip, in place;
+ *	}                                            // st.offline: not now
  *	gsp_client_detach(c);
  *	gsp_client_close(c);
  *
@@ -54,15 +58,17 @@
  *     a GSP_E* code) and keeps its text for gsp_client_last_error().  The
  *     connection stays usable, unless the daemon closed it (it does after
  *     -EPROTO, -EPROTONOSUPPORT and malformed requests); then the next call
- *     fails with -ECONNRESET.
+ *     finds the connection lost and reconnects (see Restarts).
  *   - -EBADMSG: the daemon's reply was malformed (bad frame length, a
  *     message that does not decode, or a reply of the wrong type).  The
  *     stream can no longer be trusted: the client is then unusable.
  *   - -ECONNRESET or -EPIPE: the daemon closed the connection (it stopped
- *     or restarted); -ETIMEDOUT: a send or a reply took longer than the
- *     timeout_ms of gsp_client_connect_opts().  The client is then
- *     unusable, as after any other failure of the socket itself, or
- *     -ENOMEM for a large reply.
+ *     or restarted); -ENOENT or -ECONNREFUSED: no daemon at the socket.
+ *     The client is then offline and reconnects by itself (see Restarts).
+ *   - -ETIMEDOUT: a reply did not come within the timeout (see Timeouts).
+ *     The client closes its connection (the daemon detaches the model)
+ *     and is unusable, as after any other failure of the socket itself,
+ *     or -ENOMEM for a large reply.
  *   - gsp_client_last_failure() says what a failed call met, beyond its
  *     code (the stage, the daemon's version, the length of a refused
  *     frame, the type of an unexpected reply), for messages that name
@@ -75,13 +81,53 @@
  *     memfd_create, mmap...); -EINVAL for invalid arguments.
  *   Outputs (ret_*) are written only on success.
  *
- * Blocking
- *   Calls block until the daemon replies.  By default there is no timeout
- *   (a STEP with GSP_CLIENT_STEP_SYNC, or AVERAGE, can take as long as the
- *   neighbours do); gsp_client_connect_opts() sets one for every connect,
- *   send and receive (not for a whole call: a reply that trickles in may
- *   take longer).  Interrupted system calls (EINTR) are restarted.  Writes
- *   use MSG_NOSIGNAL, so a closed daemon gives -EPIPE rather than SIGPIPE.
+ * Restarts
+ *   When the daemon goes away (its socket is missing or refuses, or the
+ *   connection ends: EOF, -ECONNRESET, -EPIPE), the client goes offline.
+ *   - gsp_client_step() (without DRAIN) then returns 0 at once with
+ *     .offline set and nothing gossiped: training goes on locally.
+ *     After an offline step, gsp_client_last_failure() says why the
+ *     daemon is away (the lost connection's or the last attempt's error).
+ *   - Offline steps try to reconnect, at most one attempt per step: the
+ *     first at the next step, then after 100 ms, doubling up to 500 ms
+ *     between attempts.  An attempt waits at most 1 s (or timeout_ms if
+ *     shorter), so a long outage costs a step one failed connect() now
+ *     and then.  An attempt connects, says HELLO and, if a model is
+ *     registered, REGISTERs the same memfd with the same tensors: the
+ *     parameter pointer stays valid and keeps its values, and the daemon
+ *     works on it again from that step on.  STEP_OK's step and byte
+ *     counts then start again from the new REGISTER.
+ *   - DRAIN, gsp_client_average(), gsp_client_status() and
+ *     gsp_client_register() while offline try to reconnect at once; if the
+ *     daemon is still away they return that attempt's error (-ENOENT,
+ *     -ECONNREFUSED, -ECONNRESET, -EPIPE, -ETIMEDOUT) and the client
+ *     stays offline.  gsp_client_detach() while offline, or when the
+ *     connection is lost during it, releases the buffer locally and
+ *     returns 0 (the daemon holds no model of ours).
+ *   - What cannot be cured by waiting is not retried: another protocol
+ *     version, or the daemon's ERROR to the HELLO or the REGISTER
+ *     (-EBUSY: another trainer registered meanwhile; a refused model).
+ *     The call that met it returns it (its text in
+ *     gsp_client_last_error()) and the client is unusable.
+ *   - The library writes nothing to stderr; the step result and
+ *     gsp_client_last_failure() say what happened.
+ *   GSP_CLIENT_NO_RECONNECT in gsp_client_options.flags turns this off:
+ *   a lost connection returns -ECONNRESET or -EPIPE and leaves the client
+ *   unusable.
+ *
+ * Timeouts
+ *   No call waits for ever by default.  Connecting (HELLO included) and
+ *   each request's reply wait at most gsp_client_options.timeout_ms
+ *   (GSP_CLIENT_TIMEOUT_MS, 60 s, by default; gsp_client_connect() uses
+ *   the default), the whole call and not each read.  A STEP without SYNC
+ *   is answered within the daemon's MaxWait (10 ms) plus its compute; the
+ *   timeout is for a stuck daemon or a SYNC, DRAIN or AVERAGE that waits
+ *   for neighbours.  gsp_client_average() waits its time_limit_ms longer.
+ *   GSP_CLIENT_NO_TIMEOUT waits without limit.  After a timeout the
+ *   daemon may still finish that request's work on the buffer until it
+ *   sees the connection closed.  Interrupted system calls
+ *   (EINTR) are restarted.  Writes use MSG_NOSIGNAL, so a closed daemon
+ *   gives -EPIPE rather than SIGPIPE.
  *
  * Threads: a gsp_client is not thread-safe; use one per thread or lock.
  */
@@ -126,6 +172,15 @@ typedef struct gsp_client_step_result {
 	uint64_t bytes_received;
 	double consensus_estimate;   /* relative; NaN until an edge has
 					completed a round */
+	/* What the client adds (see "Restarts" above). */
+	bool offline;                /* the daemon was away: nothing was
+					gossiped; the fields above are the
+					last gossiped step's, with the three
+					edges_* counts 0 */
+	uint64_t offline_steps;      /* steps taken offline, in the client's
+					life */
+	uint32_t reconnects;         /* times the client connected and
+					registered again */
 } gsp_client_step_result;
 
 /* What gsp_client_average() reports. */
@@ -136,13 +191,26 @@ typedef struct gsp_client_average_result {
 	bool reached;                /* estimate <= target */
 } gsp_client_average_result;
 
+/* The default of gsp_client_options.timeout_ms, and the value for none. */
+#define GSP_CLIENT_TIMEOUT_MS 60000u
+#define GSP_CLIENT_NO_TIMEOUT UINT32_MAX
+
+/* gsp_client_options.flags. */
+#define GSP_CLIENT_NO_RECONNECT 0x1u  /* a lost connection makes the client
+					 unusable instead (-ENOTCONN) */
+
 /* Options of gsp_client_connect_opts(); zero-initialise, then set. */
 typedef struct gsp_client_options {
 	const char *client_name;     /* shown in the daemon's logs and
 					status; NULL: "" */
-	uint32_t timeout_ms;         /* the longest wait for the connection,
-					each send and each receive, for the
-					client's whole life; 0: no limit */
+	uint32_t timeout_ms;         /* the longest wait for connecting
+					(HELLO included) and for each
+					request's reply, for the client's
+					whole life (AVERAGE: its
+					time_limit_ms longer); 0:
+					GSP_CLIENT_TIMEOUT_MS (60 s);
+					GSP_CLIENT_NO_TIMEOUT: no limit */
+	uint32_t flags;              /* GSP_CLIENT_NO_RECONNECT */
 } gsp_client_options;
 
 /* Where a call failed, for gsp_client_failure. */
@@ -180,8 +248,8 @@ typedef struct gsp_client_failure {
 
 /* Connects to the daemon's socket at socket_path and exchanges HELLO /
  * HELLO_OK.  client_name (NULL: "") is shown in the daemon's logs and
- * status; at most GSP_CLIENT_NAME_MAX bytes.  No timeout (see
- * gsp_client_connect_opts()).  Errors:
+ * status; at most GSP_CLIENT_NAME_MAX bytes.  The default options (a 60 s
+ * timeout, reconnecting; see gsp_client_connect_opts()).  Errors:
  *   -ENOENT          no socket at that path (the daemon is not running);
  *   -ECONNREFUSED    a stale socket file (the daemon is not running);
  *   -EACCES          no permission on the socket (check its group);
@@ -199,8 +267,10 @@ GSP_EXPORT int gsp_client_connect(const char *socket_path,
 				  gsp_client **ret) GSP_MUST_CHECK;
 
 /* gsp_client_connect() with options (opts NULL: the defaults): the client
- * name and a timeout.  -ETIMEDOUT when the daemon does not accept or
- * answer HELLO within opts->timeout_ms.  On failure, if failure is not
+ * name, the timeout and flags.  -ETIMEDOUT when the daemon does not accept
+ * or answer HELLO within the timeout.  A daemon that is not running fails
+ * this call (-ENOENT, -ECONNREFUSED): the client reconnects only once it
+ * has connected.  On failure, if failure is not
  * NULL, it says what the attempt met (stage GSP_CLIENT_CONNECT for the
  * socket's own errors, the others as for gsp_client_last_failure()).
  *
@@ -244,9 +314,11 @@ GSP_EXPORT int gsp_client_register(gsp_client *c, const gsp_tensor *tensors,
  * applies every completed edge update into the buffer and projects the
  * next round.  flags: 0, GSP_CLIENT_STEP_SYNC (reproducible runs, tests)
  * or GSP_CLIENT_STEP_DRAIN (the last step of a run).  On success
- * *ret_stats (may be NULL) gets the step's statistics.  Errors: -EINVAL
- * for unknown flags; the daemon's -ENOENT (nothing registered) or -EPERM
- * (another connection's model).
+ * *ret_stats (may be NULL) gets the step's statistics.  While the daemon
+ * is away a step without DRAIN returns 0 at once with ret_stats->offline
+ * set (see Restarts).  Errors: -EINVAL for unknown flags; the daemon's
+ * -ENOENT (nothing registered) or -EPERM (another connection's model);
+ * -ETIMEDOUT; a permanent failure to register again.
  *
  *	gsp_client_step_result st;
  *	if (gsp_client_step(c, 0, &st) == 0)
@@ -289,8 +361,9 @@ GSP_EXPORT int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
  * edge state; on success the client unmaps the buffer (the pointer from
  * gsp_client_register() becomes invalid, so copy out what you need first).
  * The connection stays open and may register again.  On failure the
- * buffer stays mapped.  Errors: the daemon's -ENOENT (nothing registered)
- * or -EPERM.
+ * buffer stays mapped.  While the daemon is away it only releases the
+ * buffer (see Restarts).  Errors: the daemon's -ENOENT (nothing
+ * registered) or -EPERM.
  *
  *	save_checkpoint(params);
  *	gsp_client_detach(c);

@@ -53,6 +53,12 @@ struct server {
 	uint32_t step_flags;
 	gsp_api_average average;
 	int requests;                /* frames read after HELLO */
+	/* Reconnect tests: one server serves up to max_conns connections. */
+	int max_conns;
+	int conns;                   /* accepted so far */
+	int registers;               /* REGISTER frames read */
+	ino_t ino[2];                /* the REGISTER fd's inode, per conn */
+	uint64_t steps;              /* STEP_OKs sent */
 };
 
 /* Reads exactly len bytes; counts and collects SCM_RIGHTS fds into
@@ -208,26 +214,38 @@ static void *server_main(void *arg)
 	server *s = arg;
 	int fd;
 
-	do
-		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return NULL;
-	s->script(s, fd);
-	close(fd);
+	for (int i = 0; i < s->max_conns; i++) {
+		do
+			fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		while (fd < 0 && errno == EINTR);
+		if (fd < 0)
+			return NULL;      /* server_kill() shut the socket */
+		s->conns++;
+		s->script(s, fd);
+		close(fd);
+	}
 	return NULL;
 }
 
-static void server_start(server *s, script_fn script, int variant)
+/* A fake daemon on dir/api.sock: a new temporary dir when dir is NULL,
+ * else the dir (and so the socket path) of a daemon that server_kill()
+ * stopped, as a restarted daemon. */
+static void server_start_in(server *s, script_fn script, int variant,
+			    const char *dir, int max_conns)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	memset(s, 0, sizeof(*s));
 	s->script = script;
 	s->variant = variant;
+	s->max_conns = max_conns;
 	s->client_thread = pthread_self();
-	snprintf(s->dir, sizeof(s->dir), "/tmp/gsp-client-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(s->dir));
+	if (dir) {
+		snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	} else {
+		snprintf(s->dir, sizeof(s->dir), "/tmp/gsp-client-XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(s->dir));
+	}
 	snprintf(s->path, sizeof(s->path), "%s/api.sock", s->dir);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
 	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -236,6 +254,21 @@ static void server_start(server *s, script_fn script, int variant)
 			      sizeof(sa)), 0);
 	ck_assert_int_eq(listen(s->listen_fd, 4), 0);
 	ck_assert_int_eq(pthread_create(&s->thread, NULL, server_main, s), 0);
+}
+
+static void server_start(server *s, script_fn script, int variant)
+{
+	server_start_in(s, script, variant, NULL, 1);
+}
+
+/* The daemon dies: its socket stops accepting and its file goes (the
+ * directory stays for a restart).  Waits for the script to end. */
+static void server_kill(server *s)
+{
+	shutdown(s->listen_fd, SHUT_RDWR);   /* wakes accept() */
+	ck_assert_int_eq(pthread_join(s->thread, NULL), 0);
+	close(s->listen_fd);
+	unlink(s->path);
 }
 
 /* Joins the server thread (the client must have closed first). */
@@ -769,8 +802,12 @@ START_TEST(test_hangup)
 	float *p = NULL;
 	int r;
 
+	/* Without reconnecting, a lost connection is final. */
+	gsp_client_options o = {.client_name = "hup",
+				.flags = GSP_CLIENT_NO_RECONNECT};
+
 	server_start(&s, script_hangup, _i);
-	ck_assert_int_eq(gsp_client_connect(s.path, "hup", &c), 0);
+	ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, NULL), 0);
 	if (_i == 0) {
 		server_stop(&s);     /* the server closed its end */
 		/* The write may succeed or fail with EPIPE; either way the
@@ -1010,12 +1047,412 @@ START_TEST(test_no_daemon)
 }
 END_TEST
 
+/* ---- restarts: offline steps, reconnecting, permanent errors ------------- */
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) +
+	       (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* The inode of the file mapped at addr in this process (/proc/self/maps),
+ * or 0. */
+static unsigned long mapping_inode(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned long start, end, ino = 0, found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %lu", &start, &end,
+			   &ino) == 3 && start == (uintptr_t)addr)
+			found = ino;
+	fclose(f);
+	return found;
+}
+
+/* HELLO, then REGISTER: records the fd's inode, writes mark at float 1 of
+ * the buffer (the daemon works on it), replies OK.  0, or -1. */
+static int srv_register(server *s, int fd, float mark)
+{
+	uint8_t b[4096];
+	int fds[4], n_fds = 0;
+	gsp_api_register reg;
+	struct stat st;
+	float *map;
+	ssize_t n;
+
+	if (srv_hello(s, fd) < 0)
+		return -1;
+	n = srv_recv(fd, b, sizeof(b), fds, &n_fds, 4);
+	for (int i = 1; i < n_fds && i < 4; i++)
+		close(fds[i]);
+	if (n < 0 || n_fds < 1)
+		return -1;
+	s->registers++;
+	if (n_fds != 1 || gsp_api_register_decode(b, (size_t)n, &reg) < 0 ||
+	    fstat(fds[0], &st) < 0) {
+		close(fds[0]);
+		return -1;
+	}
+	s->ino[s->registers > 1] = st.st_ino;
+	map = mmap(NULL, reg.buffer_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fds[0], 0);
+	close(fds[0]);
+	if (map == MAP_FAILED)
+		return -1;
+	map[1] = mark;
+	munmap(map, reg.buffer_bytes);
+	return srv_send_ok(fd);
+}
+
+/* Answers max STEPs (0: until the client closes) with STEP_OK 1, 2... */
+static int srv_steps(server *s, int fd, uint64_t max)
+{
+	uint8_t b[512];
+	ssize_t n;
+	size_t len;
+
+	for (uint64_t i = 0; max == 0 || i < max; i++) {
+		gsp_api_step_ok ok = {.step = s->steps + 1, .edges_applied = 1,
+				      .consensus_estimate = 0.5};
+		if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP ||
+		    gsp_api_step_ok_encode(&ok, b, sizeof(b), &len) < 0 ||
+		    srv_send(fd, b, len, false) < 0)
+			return -1;
+		s->steps++;
+	}
+	return 0;
+}
+
+/* A daemon that serves one STEP, then dies (closes the connection).
+ * Later connections (the rate-limit test) are closed unanswered. */
+static void script_dies(server *s, int fd)
+{
+	if (s->conns > 1)
+		return;
+	if (srv_register(s, fd, 7.0f) == 0 && srv_steps(s, fd, 1) == 0)
+		s->ok = true;
+}
+
+/* The restarted daemon: REGISTER again, then STEPs until EOF. */
+static void script_restarted(server *s, int fd)
+{
+	if (srv_register(s, fd, 8.0f) < 0)
+		return;
+	srv_steps(s, fd, 0);
+	s->ok = s->steps > 0;
+}
+
+/* A restarted daemon the client must not retry: REGISTER refused with
+ * -EBUSY (variant 0, another trainer got there first) or another major
+ * version in HELLO_OK (variant 1). */
+static void script_refuses(server *s, int fd)
+{
+	static const uint8_t v2[] = {GSP_API_HELLO_OK, 0x00, 0x02, 0, 0};
+	uint8_t b[4096];
+	int fds[4], n_fds = 0;
+	ssize_t n;
+
+	if (s->variant == 1) {
+		if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_HELLO ||
+		    srv_send(fd, v2, sizeof(v2), false) < 0)
+			return;
+	} else {
+		if (srv_hello(s, fd) < 0)
+			return;
+		n = srv_recv(fd, b, sizeof(b), fds, &n_fds, 4);
+		for (int i = 0; i < n_fds && i < 4; i++)
+			close(fds[i]);
+		if (n < 0 || b[0] != GSP_API_REGISTER)
+			return;
+		s->registers++;
+		if (srv_send_error(fd, -EBUSY, "a model is already registered, "
+				   "held by trainer 'other'"))
+			return;
+	}
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+static const gsp_tensor restart_model[2] = {
+	{.name = "w", .ndim = 2, .shape = {4, 5}},
+	{.name = "b", .ndim = 1, .shape = {5}},
+};
+
+/* Connects to a fresh script_dies daemon, registers and steps once;
+ * then the daemon is killed.  Returns the client. */
+static gsp_client *run_until_killed(server *a, int max_conns, float **p)
+{
+	gsp_client_step_result st;
+	gsp_client *c;
+
+	server_start_in(a, script_dies, 0, NULL, max_conns);
+	ck_assert_int_eq(gsp_client_connect(a->path, "restart", &c), 0);
+	ck_assert_int_eq(gsp_client_register(c, restart_model, 2, p), 0);
+	ck_assert_float_eq((*p)[1], 7.0f);      /* the daemon's write */
+	(*p)[0] = 3.0f;                          /* the trainer's */
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+	ck_assert(!st.offline);
+	ck_assert_uint_eq(st.step, 1);
+	ck_assert_uint_eq(st.edges_applied, 1);
+	if (max_conns == 1) {
+		server_kill(a);
+		ck_assert(a->ok);
+	}
+	return c;
+}
+
+/* The daemon dies: steps go on at once, offline; it comes back on the same
+ * path: the client registers the same memfd again and gossips. */
+START_TEST(test_restart_reconnects)
+{
+	gsp_client_step_result st;
+	const gsp_client_failure *f;
+	struct timespec t0;
+	server a, b;
+	gsp_client *c;
+	float *p;
+	char *json;
+	uint64_t i;
+
+	c = run_until_killed(&a, 1, &p);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 1000; i++) {
+		ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+		ck_assert(st.offline);
+	}
+	ck_assert_msg(since(&t0) < 0.5, "1000 offline steps took %.3f s",
+		      since(&t0));
+	ck_assert_uint_eq(st.offline_steps, 1000);
+	ck_assert_uint_eq(st.reconnects, 0);
+	ck_assert_uint_eq(st.step, 1);           /* the last gossiped step */
+	ck_assert_uint_eq(st.edges_applied, 0);
+	f = gsp_client_last_failure(c);          /* why: no socket */
+	ck_assert_int_eq(f->stage, GSP_CLIENT_CONNECT);
+	ck_assert_int_eq(f->code, -ENOENT);
+	/* Other requests fail with the reason; the client stays offline. */
+	ck_assert_int_eq(gsp_client_status(c, &json), -ENOENT);
+	ck_assert_int_eq(gsp_client_step(c, GSP_CLIENT_STEP_DRAIN, &st),
+			 -ENOENT);
+	ck_assert_int_eq(gsp_client_average(c, 0, 10, 0, NULL), -ENOENT);
+	ck_assert_float_eq(p[0], 3.0f);
+
+	server_start_in(&b, script_restarted, 0, a.dir, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 100000000 && since(&t0) < 5.0; i++) {
+		ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+		if (!st.offline)
+			break;
+	}
+	ck_assert_msg(!st.offline, "not back after %.3f s", since(&t0));
+	ck_assert_msg(since(&t0) < 1.5, "back after %.3f s", since(&t0));
+	ck_assert_uint_eq(st.reconnects, 1);
+	ck_assert_uint_eq(st.step, 1);           /* the new daemon's first */
+	ck_assert_float_eq(p[1], 8.0f);          /* it works on our buffer */
+	ck_assert_float_eq(p[0], 3.0f);          /* which kept its values */
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+	ck_assert(!st.offline);
+	ck_assert_uint_eq(st.step, 2);
+	ck_assert_uint_eq(mapping_inode(p), a.ino[0]);
+	gsp_client_close(c);
+	server_stop(&b);
+	ck_assert(b.ok);
+	ck_assert_int_eq(b.registers, 1);
+	ck_assert_uint_eq(b.ino[0], a.ino[0]);   /* the same memfd */
+}
+END_TEST
+
+/* A daemon that accepts and hangs up at once: the client tries again at
+ * most once per backoff period (100 ms, doubling to 500 ms), and an
+ * offline step costs next to nothing. */
+START_TEST(test_reconnect_rate_limited)
+{
+	gsp_client_step_result st;
+	const gsp_client_failure *f;
+	struct timespec t0;
+	uint64_t steps = 0;
+	server a;
+	gsp_client *c;
+	float *p;
+	int attempts;
+
+	c = run_until_killed(&a, 1000, &p);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (steps < 100000000 && since(&t0) < 1.0) {
+		ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+		ck_assert(st.offline);
+		steps++;
+	}
+	f = gsp_client_last_failure(c);
+	ck_assert_int_eq(f->stage, GSP_CLIENT_IO);
+	ck_assert_msg(f->code == -ECONNRESET || f->code == -EPIPE, "%d",
+		      f->code);
+	gsp_client_close(c);
+	server_kill(&a);
+	rmdir(a.dir);
+	attempts = a.conns - 1;
+	/* Attempts at about 0, 0.1, 0.3, 0.7 s (the first step lost the
+	 * connection). */
+	ck_assert_msg(attempts >= 3 && attempts <= 6, "%d attempts", attempts);
+	ck_assert_msg(steps >= 10000, "%llu offline steps in 1 s",
+		      (unsigned long long)steps);
+	ck_assert_uint_eq(st.offline_steps, steps);
+}
+END_TEST
+
+/* What waiting cannot cure is returned, not retried: the restarted
+ * daemon refuses the REGISTER (variant 0) or speaks another major
+ * version (variant 1). */
+START_TEST(test_permanent_not_retried)
+{
+	gsp_client_step_result st = {.offline = true};
+	struct timespec t0;
+	server a, b;
+	gsp_client *c;
+	float *p;
+	int r = 0;
+
+	c = run_until_killed(&a, 1, &p);
+	server_start_in(&b, script_refuses, _i, a.dir, 100);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 100000000 && since(&t0) < 5.0; i++) {
+		r = gsp_client_step(c, 0, &st);
+		if (r < 0)
+			break;
+		ck_assert(st.offline);
+	}
+	if (_i == 0) {
+		ck_assert_int_eq(r, -EBUSY);
+		ck_assert_str_eq(gsp_client_last_error(c),
+				 "a model is already registered, held by "
+				 "trainer 'other'");
+		ck_assert_int_eq(gsp_client_last_failure(c)->stage,
+				 GSP_CLIENT_DAEMON);
+	} else {
+		ck_assert_int_eq(r, -EPROTONOSUPPORT);
+		ck_assert_int_eq(gsp_client_last_failure(c)->stage,
+				 GSP_CLIENT_VERSION);
+	}
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), -ENOTCONN);
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), -ENOTCONN);
+	ck_assert_float_eq(p[0], 3.0f);          /* the model is still there */
+	gsp_client_close(c);
+	server_kill(&b);
+	rmdir(a.dir);
+	ck_assert(b.ok);
+	ck_assert_int_eq(b.conns, 1);            /* one attempt reached it */
+	ck_assert_int_eq(b.registers, _i == 0 ? 1 : 0);
+}
+END_TEST
+
+/* DETACH after the daemon died: the daemon holds no model of ours, so the
+ * buffer is released locally and the call succeeds. */
+START_TEST(test_detach_when_away)
+{
+	gsp_client_step_result st;
+	server a;
+	gsp_client *c;
+	float *p, *q = NULL;
+
+	c = run_until_killed(&a, 1, &p);
+	ck_assert_int_eq(gsp_client_detach(c), 0);   /* lost during it */
+	ck_assert_int_eq(gsp_client_last_failure(c)->stage, GSP_CLIENT_OK);
+	ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+	ck_assert(st.offline);
+	/* No model now: REGISTER needs the daemon, which is still away. */
+	ck_assert_int_eq(gsp_client_register(c, restart_model, 2, &q), -ENOENT);
+	ck_assert_ptr_null(q);
+	gsp_client_close(c);
+	rmdir(a.dir);
+}
+END_TEST
+
+/* ---- default and AVERAGE timeouts ---------------------------------------- */
+
+/* A daemon that reads AVERAGE and never answers. */
+static void script_silent_average(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+
+	if (srv_hello(s, fd) < 0 ||
+	    srv_next(s, fd, b, sizeof(b), &n) != GSP_API_AVERAGE)
+		return;
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+/* AVERAGE waits its time limit longer than the timeout, not less. */
+START_TEST(test_average_timeout)
+{
+	gsp_client_options o = {.client_name = "avg", .timeout_ms = 200};
+	struct timespec t0;
+	server s;
+	gsp_client *c;
+	double waited;
+
+	server_start(&s, script_silent_average, 0);
+	ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(gsp_client_average(c, 0, 300, 0, NULL), -ETIMEDOUT);
+	waited = since(&t0);
+	ck_assert_int_eq(gsp_client_status(c, NULL), -EINVAL);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ENOTCONN);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_msg(waited >= 0.49 && waited < 3.0, "waited %.3f s", waited);
+}
+END_TEST
+
+/* With the default options a STEP the daemon never answers fails after
+ * GSP_CLIENT_TIMEOUT_MS (60 s); its own test (argument default-timeout). */
+START_TEST(test_default_timeout)
+{
+	struct timespec t0;
+	server s;
+	gsp_client *c;
+	double waited;
+
+	server_start(&s, script_silent, 1);
+	ck_assert_int_eq(gsp_client_connect(s.path, "default", &c), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ETIMEDOUT);
+	waited = since(&t0);
+	ck_assert_int_eq(gsp_client_last_failure(c)->stage, GSP_CLIENT_IO);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ENOTCONN);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_msg(waited >= GSP_CLIENT_TIMEOUT_MS / 1000.0 - 0.01 &&
+		      waited < GSP_CLIENT_TIMEOUT_MS / 1000.0 + 5.0,
+		      "waited %.3f s", waited);
+}
+END_TEST
+
 /* ---- suite ---------------------------------------------------------------- */
 
-static Suite *client_suite(void)
+/* The "api" case, or with slow the "default-timeout" case alone (60 s: meson
+ * runs it as its own test, beside the others). */
+static Suite *client_suite(bool slow)
 {
 	Suite *s = suite_create("client");
-	TCase *tc = tcase_create("api");
+	TCase *tc;
+
+	if (slow) {
+		tc = tcase_create("default-timeout");
+		tcase_set_timeout(tc, 90);
+		tcase_add_test(tc, test_default_timeout);
+		suite_add_tcase(s, tc);
+		return s;
+	}
+	tc = tcase_create("api");
 
 	tcase_add_test(tc, test_hello_status);
 	tcase_add_test(tc, test_big_status);
@@ -1030,13 +1467,19 @@ static Suite *client_suite(void)
 	tcase_add_loop_test(tc, test_timeout, 0, 2);
 	tcase_add_test(tc, test_eintr);
 	tcase_add_test(tc, test_no_daemon);
+	tcase_add_test(tc, test_restart_reconnects);
+	tcase_add_test(tc, test_reconnect_rate_limited);
+	tcase_add_loop_test(tc, test_permanent_not_retried, 0, 2);
+	tcase_add_test(tc, test_detach_when_away);
+	tcase_add_test(tc, test_average_timeout);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	SRunner *sr = srunner_create(client_suite());
+	bool slow = argc > 1 && strcmp(argv[1], "default-timeout") == 0;
+	SRunner *sr = srunner_create(client_suite(slow));
 	int failed;
 
 	srunner_run_all(sr, CK_NORMAL);

@@ -6,6 +6,9 @@ per-type table the test can override.  Standard library only.
 
 self.replies[type] overrides a reply: a message body (framed here), a
 Raw byte string, CLOSE, or a callable of the decoded request.
+FakeDaemon(dir=...) serves the socket of a daemon that close(remove=False)
+stopped (a restart on the same path); hangup = True closes every new
+connection unanswered; fd_inos lists the inode of each REGISTER's fd.
 Default replies: HELLO -> HELLO_OK "fake 0.1"; REGISTER -> OK (the buffer
 is mapped); STEP -> the daemon "gossips" by adding 1.0 to every float of
 the buffer, then STEP_OK; AVERAGE -> AVERAGE_OK(3, 0.5, True); STATUS ->
@@ -42,8 +45,8 @@ class Raw:
 
 
 class FakeDaemon:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="gossipd-fake-")
+    def __init__(self, dir=None):
+        self.dir = dir or tempfile.mkdtemp(prefix="gossipd-fake-")
         self.path = os.path.join(self.dir, "api.sock")
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(self.path)
@@ -56,6 +59,8 @@ class FakeDaemon:
         self.seals = None
         self.fd_size = None
         self.steps = 0
+        self.fd_inos = []
+        self.hangup = False
         self.lock = threading.Lock()
         self.stopping = False
         self.threads = []
@@ -76,6 +81,7 @@ class FakeDaemon:
             if len(fds) != 1:
                 return P.encode_error(-errno.EBADF, "REGISTER needs the buffer's fd")
             fd = fds[0]
+            self.fd_inos.append(os.fstat(fd).st_ino)
             self.seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
             self.fd_size = os.fstat(fd).st_size
             self.buffer = mmap.mmap(fd, value.buffer_bytes, mmap.MAP_SHARED,
@@ -108,6 +114,9 @@ class FakeDaemon:
             except (socket.timeout, OSError):
                 continue
             self.conns.append(s)
+            if self.hangup:
+                s.close()
+                continue
             th = threading.Thread(target=self._serve, args=(s,), daemon=True)
             self.threads.append(th)
             th.start()
@@ -156,7 +165,9 @@ class FakeDaemon:
     def types(self):
         return [r[0] for r in self.requests]
 
-    def close(self):
+    def close(self, remove=True):
+        """Stops serving: the socket file goes; the directory too unless
+        remove is False (a restart follows)."""
         self.stopping = True
         self.accepter.join(2)
         for c in self.conns:
@@ -169,4 +180,10 @@ class FakeDaemon:
         self.srv.close()
         if self.buffer is not None:
             self.buffer.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+            self.buffer = None
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        if remove:
+            shutil.rmtree(self.dir, ignore_errors=True)

@@ -32,7 +32,9 @@ class StepOk(ctypes.Structure):        # gsp_client_step_result (client.h)
     _fields_ = [("step", ctypes.c_uint64), ("edges_applied", ctypes.c_uint32),
                 ("edges_projected", ctypes.c_uint32), ("edges_skipped", ctypes.c_uint32),
                 ("max_staleness", ctypes.c_uint32), ("bytes_sent", ctypes.c_uint64),
-                ("bytes_received", ctypes.c_uint64), ("consensus_estimate", ctypes.c_double)]
+                ("bytes_received", ctypes.c_uint64), ("consensus_estimate", ctypes.c_double),
+                ("offline", ctypes.c_bool), ("offline_steps", ctypes.c_uint64),
+                ("reconnects", ctypes.c_uint32)]
 
 
 class AverageOk(ctypes.Structure):     # gsp_client_average_result
@@ -80,7 +82,8 @@ class CClient(unittest.TestCase):
                              P.STATUS: P.encode_status_ok('{"x": "é"}')}
         out = StepOk()
         self.assertEqual(self.lib.gsp_client_step(self.c, 0, ctypes.byref(out)), 0)
-        self.assertEqual(tuple(getattr(out, f) for f, _ in StepOk._fields_), tuple(st))
+        self.assertEqual(tuple(getattr(out, f) for f in P.StepStats._fields), tuple(st))
+        self.assertEqual((out.offline, out.offline_steps, out.reconnects), (False, 0, 0))
         avg = AverageOk()
         self.assertEqual(self.lib.gsp_client_average(
             self.c, ctypes.c_double(0), 0, 1, ctypes.byref(avg)), 0)

@@ -8,9 +8,11 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -224,7 +226,8 @@ class Broken(Base):
                 c.status()
 
     def test_daemon_closing_is_connection_lost(self):
-        c = self.client()
+        """Without reconnecting, a lost connection is final."""
+        c = self.client(reconnect=False)
         self.fake.replies = {P.STEP: CLOSE}
         with self.assertRaises(gossipd.ConnectionLost):
             c.step()
@@ -239,6 +242,24 @@ class Broken(Base):
         with self.assertRaises(gossipd.Timeout):
             c.step()
         self.assertTrue(c.closed)
+        with self.assertRaises(gossipd.ClientClosed):
+            c.step()
+
+    def test_average_waits_its_time_limit_longer(self):
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+        c = self.client(timeout=0.2)
+        self.fake.replies = {P.AVERAGE: lambda v: gate.wait(5) and P.encode_ok()}
+        t0 = time.monotonic()
+        with self.assertRaises(gossipd.Timeout):
+            c.average(0, time_limit_ms=300)
+        waited = time.monotonic() - t0
+        self.assertTrue(0.49 <= waited < 3, "waited %.3f s" % waited)
+
+    def test_default_timeout(self):
+        self.assertEqual(gossipd.DEFAULT_TIMEOUT, 60.0)
+        with gossipd.Client(self.fake.path) as c:
+            self.assertEqual(c.timeout, 60.0)
 
     def test_close_wakes_a_blocked_call(self):
         gate = threading.Event()
@@ -260,6 +281,147 @@ class Broken(Base):
         th.join(5)
         self.assertFalse(th.is_alive())
         self.assertIsInstance(caught[0], gossipd.ConnectionLost)
+
+
+def mapping_inode(addr):
+    """The inode of the file mapped at addr in this process, or None."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if int(parts[0].split("-")[0], 16) == addr:
+                return int(parts[4])
+    return None
+
+
+def step_until(c, cond, seconds=5.0, limit=10 ** 7):
+    """Steps until cond(result); bounded in time and count."""
+    deadline = time.monotonic() + seconds
+    for _ in range(limit):
+        st = c.step()
+        if cond(st) or time.monotonic() >= deadline:
+            return st
+    return st
+
+
+class Restarts(Base):
+    """The daemon dies and comes back on the same socket path."""
+
+    def killed(self):
+        """A client that registered and stepped once; then the daemon
+        dies (its socket file goes)."""
+        c = self.client()
+        w, _, _ = c.register(TENSORS)
+        w[...] = 1
+        st = c.step()
+        self.assertFalse(st.offline)
+        self.assertTrue(st.gossiped)
+        self.assertEqual(st.step, 1)
+        self.addCleanup(shutil.rmtree, self.fake.dir, True)
+        self.fake.close(remove=False)
+        return c, w
+
+    def restart(self):
+        fake = fakedaemon.FakeDaemon(dir=self.fake.dir)
+        self.addCleanup(fake.close)
+        return fake
+
+    def test_offline_steps_then_the_same_memfd_registered_again(self):
+        c, w = self.killed()
+        ino = self.fake.fd_inos[0]
+        t0 = time.monotonic()
+        for _ in range(1000):
+            st = c.step()
+            self.assertTrue(st.offline)
+        self.assertLess(time.monotonic() - t0, 1.0, "offline steps are cheap")
+        self.assertEqual((st.offline_steps, st.reconnects, st.step, st.edges_applied),
+                         (1000, 0, 1, 0))
+        self.assertIn("offline=True", repr(st))
+        self.assertTrue(c.offline)
+        for call in (c.status, c.drain, lambda: c.average(0, max_rounds=1)):
+            with self.assertRaises(gossipd.DaemonNotRunning):
+                call()
+        self.assertTrue(c.offline and not c.closed)
+        np.testing.assert_array_equal(w, 2)     # trained on, untouched
+
+        fake = self.restart()
+        st = step_until(c, lambda st: not st.offline)
+        self.assertFalse(st.offline, "not back after 5 s")
+        self.assertEqual((st.reconnects, st.step), (1, 1))
+        self.assertEqual(fake.types(), [P.HELLO, P.REGISTER, P.STEP])
+        self.assertEqual(fake.requests[1][2], self.fake.requests[1][2],
+                         "the same tensors")
+        self.assertEqual(fake.fd_inos, [ino], "the same memfd")
+        self.assertEqual(mapping_inode(c.buffer_range[0]), ino)
+        np.testing.assert_array_equal(w, 3)     # the new daemon's write
+        self.assertFalse(c.step().offline)
+
+    def test_reconnect_attempts_are_rate_limited(self):
+        c = self.client()
+        c.register(TENSORS)
+        c.step()
+        self.fake.hangup = True                 # accepts, then hangs up
+        self.fake.replies = {P.STEP: CLOSE}
+        steps, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < 1.0 and steps < 10 ** 7:
+            self.assertTrue(c.step().offline)
+            steps += 1
+        attempts = len(self.fake.conns) - 1
+        # At about 0, 0.1, 0.3 and 0.7 s.
+        self.assertTrue(3 <= attempts <= 6, "%d attempts" % attempts)
+        self.assertGreater(steps, 1000)
+
+    def test_permanent_errors_are_raised_not_retried(self):
+        for reply, cls in [
+                ({P.REGISTER: P.encode_error(-errno.EBUSY, "held by trainer 'other'")},
+                 gossipd.Busy),
+                ({P.HELLO: Raw(P.frame(b"\xc0\x00\x02\x00\x00"))}, gossipd.VersionMismatch)]:
+            with self.subTest(cls=cls.__name__):
+                self.fake = fakedaemon.FakeDaemon()
+                self.addCleanup(self.fake.close)
+                c, w = self.killed()
+                fake = self.restart()
+                fake.replies = reply
+                with self.assertRaises(cls) as cm:
+                    step_until(c, lambda st: not st.offline)
+                if cls is gossipd.Busy:
+                    self.assertIn("held by trainer 'other'", str(cm.exception))
+                with self.assertRaises(gossipd.ClientClosed):
+                    c.step()
+                self.assertEqual(len(fake.conns), 1, "one attempt, not retried")
+                self.assertEqual(fake.types().count(P.REGISTER),
+                                 1 if cls is gossipd.Busy else 0)
+                np.testing.assert_array_equal(w, 2)   # the model is kept
+
+    def test_detach_offline_releases_locally(self):
+        c = self.killed()[0]
+        self.assertTrue(c.step().offline)
+        self.assertTrue(c.detach())
+        self.assertIsNone(c.buffer_range)
+        fake = self.restart()
+        c.register(TENSORS)                     # reconnects, registers anew
+        self.assertEqual(fake.types(), [P.HELLO, P.REGISTER])
+        self.assertFalse(c.step().offline)
+        # Lost during the DETACH: the daemon detached with the connection.
+        fake.replies = {P.DETACH: CLOSE}
+        self.assertTrue(c.detach())
+        self.assertTrue(c.offline)
+
+
+@unittest.skipUnless(os.environ.get("GSP_SLOW_TESTS"),
+                     "60 s; meson runs it as py-default-timeout")
+class DefaultTimeout(Base):
+    def test_a_step_never_answered_times_out_after_60s(self):
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+        c = gossipd.Client(self.fake.path, "default")
+        self.addCleanup(c.close)
+        self.fake.replies = {P.STEP: lambda v: gate.wait(90) and P.encode_ok()}
+        t0 = time.monotonic()
+        with self.assertRaises(gossipd.Timeout):
+            c.step()
+        waited = time.monotonic() - t0
+        self.assertTrue(59.9 <= waited < 65, "waited %.1f s" % waited)
+        self.assertTrue(c.closed)
 
 
 class Connect(unittest.TestCase):

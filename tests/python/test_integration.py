@@ -11,17 +11,19 @@ import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 try:
     import numpy as np
-    import torch  # noqa: F401
+    import torch
 except ImportError as e:
     print("SKIP: %s (python3-numpy and python3-torch)" % e)
     sys.exit(77)
 import gossipcluster as cluster  # noqa: E402
+import gossipd  # noqa: E402
 
 BUILD = None
 NODES, STEPS = 4, 60
@@ -86,6 +88,61 @@ class TorchRing(unittest.TestCase):
         print("consensus distance %.3g -> %.3g (training) -> %.3g (average); "
               "spread %.2g; average %s" % (d0, d1, d2, spread,
                                            [r["average"] for r in res]))
+
+
+class Restart(unittest.TestCase):
+    def test_kill_9_and_restart_keeps_the_torch_trainer(self):
+        """gossipd is killed under an attached trainer: its steps go on,
+        offline and fast; gossipd starts again on the same socket: the
+        trainer registers the same buffer again and gossips."""
+        c = cluster.Cluster(BUILD, 2, node_conf="Method = powergossip\nRank = 2\n")
+        if not os.environ.get("GSP_KEEP_TMP"):
+            self.addCleanup(c.remove)
+        self.addCleanup(c.close)
+        c.start()
+        torch.manual_seed(0)
+        models = [torch.nn.Linear(10, 4) for _ in range(2)]
+        gs = [gossipd.attach(m, socket=c.sockets[i], name="restart-%d" % i, timeout=10)
+              for i, m in enumerate(models)]
+        for g in reversed(gs):
+            self.addCleanup(g.detach)
+        gs[0].wait_edges(1, timeout=20)
+        ptrs = [p.data_ptr() for p in models[0].parameters()]
+        rng = gs[0].client.buffer_range
+        self.assertFalse(gs[0].step().offline)
+
+        c.procs[0].kill()                     # kill -9
+        c.procs[0].wait()
+        c.procs[0] = None
+        t0 = time.monotonic()
+        st = gs[0].step()
+        self.assertTrue(st.offline)
+        for _ in range(99):
+            st = gs[0].step()
+        took = time.monotonic() - t0
+        self.assertTrue(st.offline)
+        self.assertEqual(st.offline_steps, 100)
+        self.assertLess(took, 0.5, "100 offline steps took %.3f s" % took)
+
+        c.start(nodes=[0])                    # the same socket path
+        deadline = time.monotonic() + 10
+        while st.offline and time.monotonic() < deadline:
+            st = gs[0].step()
+            gs[1].step()
+        self.assertFalse(st.offline, "not back after 10 s:\n" + c.tail_logs())
+        self.assertEqual(st.reconnects, 1)
+        doc = gs[0].status()
+        self.assertTrue(doc["model"]["registered"])
+        self.assertEqual(doc["model"]["trainer"], "restart-0")
+        self.assertEqual([p.data_ptr() for p in models[0].parameters()], ptrs)
+        self.assertEqual(gs[0].client.buffer_range, rng)
+        gs[0].wait_edges(1, timeout=20)
+        deadline = time.monotonic() + 20
+        while st.bytes_received == 0 and time.monotonic() < deadline:
+            st = gs[0].step()
+            gs[1].step()
+        self.assertGreater(st.bytes_received, 0, "no gossip after the restart")
+        self.assertEqual(c.sanitizer_reports(), [])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ cannot be shared are refused with a reason.  Needs NumPy and PyTorch
 (exit 77, a meson skip, without them).
 """
 import os
+import shutil
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -117,13 +119,42 @@ class Attach(unittest.TestCase):
 
     def test_detach_after_the_daemon_went_away_keeps_the_model(self):
         m = Net()
-        g = self.attach(m)
+        g = self.attach(m, reconnect=False)
         self.fake.replies = {P.STEP: fakedaemon.CLOSE}
         with self.assertRaises(gossipd.ConnectionLost):
             g.step()
         w = m.fc1.weight.detach().clone()
         g.detach()
         torch.testing.assert_close(m.fc1.weight.detach(), w)
+
+    def test_a_daemon_restart_keeps_the_params_in_the_same_buffer(self):
+        """The daemon dies: steps are offline and the model trains on; it
+        comes back on the same path: the client registers the same memfd,
+        so the parameters are still views of the buffer it works on."""
+        m = Net()
+        g = self.attach(m)
+        rng = g.client.buffer_range
+        g.step()
+        self.addCleanup(shutil.rmtree, self.fake.dir, True)
+        self.fake.close(remove=False)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        m(torch.randn(8, 4)).sum().backward()
+        opt.step()
+        st = g.step()
+        self.assertTrue(st.offline)
+        w = m.fc1.weight.detach().clone()
+        fake = fakedaemon.FakeDaemon(dir=self.fake.dir)
+        self.addCleanup(fake.close)
+        deadline = time.monotonic() + 5
+        while st.offline and time.monotonic() < deadline:
+            st = g.step()
+        self.assertFalse(st.offline, "not back after 5 s")
+        self.assertEqual(st.reconnects, 1)
+        self.assertEqual(fake.types(), [fakedaemon.P.HELLO, P.REGISTER, P.STEP])
+        self.assertEqual(g.client.buffer_range, rng)
+        for n, p in m.named_parameters():
+            self.assertFalse(p.numel() and not inside(p, rng), n)
+        torch.testing.assert_close(m.fc1.weight.detach(), w + 1)   # its write
 
     def test_buffers_on_request(self):
         m = Net()

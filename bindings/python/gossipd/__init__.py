@@ -3,7 +3,7 @@ section 5), for trainers that gossip their model with PowerGossip.
 
     import gossipd
     g = gossipd.attach(model, socket="/run/gossipd/gossipd.sock")  # PyTorch
-    ...  optimizer.step(); g.step()  ...
+    ...  optimizer.step(); g.step()  ...   # .offline: the daemon is away
     g.drain(); g.average(1e-4, time_limit_ms=30000); g.detach()
 
     with gossipd.Client(path, "numpy-trainer") as c:              # NumPy
@@ -15,7 +15,8 @@ client (Client: connection, shared buffer, NumPy views), pytorch
 is imported by Client.register(), PyTorch by attach().  Reference:
 bindings/python/README.md.
 """
-from .client import Client, DEFAULT_SOCKET, default_socket
+from .client import (Client, DEFAULT_SOCKET, DEFAULT_TIMEOUT, StepResult,
+                     default_socket)
 from .errors import (Busy, ClientClosed, ConnectFailed, ConnectionLost,
                      DaemonError, DaemonNotRunning, GossipdError,
                      InvalidArgument, NonFiniteParameters, NotOwner,
@@ -27,7 +28,7 @@ from .pytorch import Attachment, attach
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "DEFAULT_SOCKET", "default_socket", "attach", "Attachment",
+    "Client", "DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "StepResult", "default_socket", "attach", "Attachment",
     "STEP_SYNC", "STEP_DRAIN", "StepStats", "AverageResult",
     "GossipdError", "InvalidArgument", "ClientClosed", "Timeout",
     "ConnectFailed", "DaemonNotRunning", "ConnectionLost", "ProtocolError",

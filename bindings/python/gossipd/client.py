@@ -1,16 +1,19 @@
 """gossipd.client: the trainer's side of gossipd's local API in Python,
 the counterpart of libgossip/client.c.
 
-This module owns the connection (one blocking AF_UNIX stream socket, one
-request at a time, serialized by a lock), the shared parameter buffer (a
-sealed memfd mapped MAP_SHARED, passed with SCM_RIGHTS at REGISTER) and
-the NumPy views into it.  Encoding and decoding are gossipd.protocol's;
-the exception classes are gossipd.errors'.  NumPy is imported only by
-register().
+This module owns the connection (one AF_UNIX stream socket, one request
+at a time, serialized by a lock, every wait bounded by a timeout), the
+shared parameter buffer (a sealed memfd mapped MAP_SHARED, passed with
+SCM_RIGHTS at REGISTER, and kept to register it again with a restarted
+daemon) and the NumPy views into it.  Encoding and decoding are
+gossipd.protocol's; the exception classes are gossipd.errors'.  NumPy is
+imported only by register().  Nothing is printed: losing and regaining
+the daemon is logged at INFO on the "gossipd" logger.
 """
 import errno
 import fcntl
 import json
+import logging
 import math
 import mmap
 import operator
@@ -22,11 +25,48 @@ import time
 
 from . import errors, protocol as P
 from .errors import (ClientClosed, ConnectFailed, ConnectionLost,
-                     DaemonNotRunning, InvalidArgument, ProtocolError,
-                     Timeout, VersionMismatch)
+                     DaemonNotRunning, GossipdError, InvalidArgument,
+                     ProtocolError, Timeout, VersionMismatch)
 
 DEFAULT_SOCKET = "/run/gossipd/gossipd.sock"
+DEFAULT_TIMEOUT = 60.0         # seconds: connecting, and each request's reply
+RECONNECT_WAIT = 1.0           # the longest wait of one reconnect attempt
+BACKOFF_FIRST, BACKOFF_MAX = 0.1, 0.5   # between reconnect attempts
 _SUN_PATH_MAX = 107            # sizeof(sockaddr_un.sun_path) - 1
+_AWAY = (errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN)   # the daemon went
+_log = logging.getLogger("gossipd")
+
+
+class StepResult(P.StepStats):
+    """What step() returns: the daemon's StepStats (a tuple of its 8
+    fields), plus what the client adds as attributes:
+
+    offline        True when the daemon was away and nothing was gossiped
+                   (the fields are then the last gossiped step's, with
+                   edges_applied, edges_projected, edges_skipped 0);
+    offline_steps  steps taken offline in the client's life;
+    reconnects     times the client connected and registered again;
+    gossiped       not offline.
+    """
+    offline = False
+    offline_steps = 0
+    reconnects = 0
+
+    def __new__(cls, stats, offline=False, offline_steps=0, reconnects=0):
+        self = super().__new__(cls, *stats)
+        self.offline = offline
+        self.offline_steps = offline_steps
+        self.reconnects = reconnects
+        return self
+
+    @property
+    def gossiped(self):
+        return not self.offline
+
+    def __repr__(self):
+        return "%s, offline=%r, offline_steps=%d, reconnects=%d)" % (
+            super().__repr__()[:-1], self.offline, self.offline_steps,
+            self.reconnects)
 
 
 def default_socket():
@@ -86,16 +126,23 @@ class Client:
             w[...] = initial_w; b[...] = initial_b
             for _ in range(steps):
                 train(w, b)
-                stats = c.step()
+                stats = c.step()       # stats.offline: the daemon is away
             c.drain()
             c.average(1e-4, time_limit_ms=30000)
 
-    timeout (seconds, None = wait forever) bounds each request; a STEP
-    with SYNC or an AVERAGE waits for the neighbours, so leave it None in
-    training unless you want a stuck neighbour to fail the trainer.
+    timeout (seconds; None: no limit) bounds connecting and each request,
+    the whole call (AVERAGE: its time limit longer).  It must exceed what
+    a step(sync=True), a drain() or the neighbours may take.
+
+    reconnect: when the daemon goes away (restart, crash), step() returns
+    at once with offline set and the client reconnects by itself,
+    registering the same buffer again (see bindings/python/README.md).
+    reconnect=False makes a lost connection final (ConnectionLost, then
+    ClientClosed).
     """
 
-    def __init__(self, socket_path=None, name=None, timeout=None):
+    def __init__(self, socket_path=None, name=None, timeout=DEFAULT_TIMEOUT, *,
+                 reconnect=True):
         path = os.fspath(socket_path if socket_path is not None else default_socket())
         if not path:
             raise InvalidArgument("the socket path is empty")
@@ -104,29 +151,47 @@ class Client:
                                   % (path, _SUN_PATH_MAX), -errno.ENAMETOOLONG)
         if name is None:
             name = "python-%d" % os.getpid()
-        hello = P.encode_hello(name)           # validates the name first
+        self._hello = P.encode_hello(name)     # validates the name first
         self.socket_path = path
         self.name = name
+        self.timeout = timeout
+        self.reconnect = reconnect
+        self.offline_steps = 0
+        self.reconnects = 0
         self._lock = threading.Lock()
         self._broken = None                    # why the client is unusable
+        self._closing = False
+        self._attempt = False                  # in a reconnect attempt
+        self._sock = None                      # None while offline
+        self._next_attempt = 0.0
+        self._backoff = BACKOFF_FIRST
         self._mm = None
+        self._memfd = None                     # kept to register again
+        self._reg_body = None
+        self._last = P.StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
         self._arrays = None
         self._flat = None
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.settimeout(timeout)
-            self._connect(path)
-            h = P.decode_hello_ok(self._call("HELLO", hello))
-        except ProtocolError as e:
-            self._sock.close()
-            if e.code == -errno.EPROTONOSUPPORT:
-                raise VersionMismatch("gossipd at %s: %s" % (path, e), e.code, e.text) from None
-            raise
-        except BaseException:
-            self._sock.close()
-            raise
+        h = self._open(timeout)
         self.daemon_version = h.name           # e.g. "gossipd 0.1.0"
         self.protocol_version = h.version
+
+    def _open(self, wait):
+        """Connects and says HELLO, each within wait seconds; the socket
+        is self._sock afterwards, or closed when this raises."""
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.settimeout(wait)
+            self._connect(self.socket_path)
+            return P.decode_hello_ok(self._exchange("HELLO", self._hello, wait=wait))
+        except ProtocolError as e:
+            self._close_socket()
+            if e.code == -errno.EPROTONOSUPPORT:
+                raise VersionMismatch("gossipd at %s: %s" % (self.socket_path, e),
+                                      e.code, e.text) from None
+            raise
+        except BaseException:
+            self._close_socket()
+            raise
 
     def _connect(self, path):
         try:
@@ -135,8 +200,10 @@ class Client:
             raise Timeout("connecting to %s timed out" % path, -errno.ETIMEDOUT) from None
         except OSError as e:
             code = -(e.errno or errno.EIO)
-            if e.errno == errno.ENOENT:
+            if e.errno in (errno.ENOENT, errno.EAGAIN):
                 raise DaemonNotRunning("gossipd is not running: no socket at %s"
+                                       % path if e.errno == errno.ENOENT else
+                                       "gossipd at %s accepts no connection"
                                        % path, code) from None
             if e.errno == errno.ECONNREFUSED and _is_socket(path):
                 raise DaemonNotRunning("gossipd is not running: %s is a stale "
@@ -151,53 +218,128 @@ class Client:
 
     # ---- one request, one reply ------------------------------------------
 
+    def _close_socket(self):
+        if self._sock is not None:
+            self._sock.close()
+        self._sock = None
+
     def _fail(self, exc):
-        """Marks the stream unusable and returns exc to raise."""
+        """Marks the client unusable, closes its socket (the daemon then
+        detaches) and returns exc to raise."""
         self._broken = str(exc)
+        self._close_socket()
         return exc
 
-    def _recv_exact(self, n):
+    def _lost(self, exc):
+        """The daemon went away: offline, the next step tries again."""
+        self._close_socket()
+        if not self._attempt:
+            _log.info("gossipd at %s: %s; offline until it is back",
+                      self.socket_path, exc)
+            self._next_attempt = time.monotonic()
+            self._backoff = BACKOFF_FIRST
+        return exc
+
+    def _left(self, deadline):
+        """Sets the socket's timeout to what is left until deadline."""
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            self._sock.settimeout(left)
+
+    def _recv_exact(self, n, deadline):
         buf = bytearray(n)
         view, got = memoryview(buf), 0
         while got < n:
+            self._left(deadline)
             k = self._sock.recv_into(view[got:])
             if k == 0:
                 raise ConnectionResetError(errno.ECONNRESET, "end of stream")
             got += k
         return bytes(buf)
 
-    def _call(self, request, body, fd=None):
+    def _exchange(self, request, body, fd=None, wait=None):
         """Sends one request (with fd as SCM_RIGHTS) and returns the reply
-        body; the daemon's ERROR becomes its DaemonError."""
-        with self._lock:
-            if self._broken is not None:
-                raise ClientClosed("gossipd client unusable: %s" % self._broken,
-                                   -errno.ENOTCONN)
-            data = P.frame(body)
+        body, all within wait seconds (None: no limit); the daemon's
+        ERROR becomes its DaemonError.  The lock is held (or the client
+        is being built)."""
+        deadline = None if wait is None else time.monotonic() + wait
+        data = P.frame(body)
+        try:
+            if fd is not None:
+                self._left(deadline)
+                sent = socket.send_fds(self._sock, [data], [fd], socket.MSG_NOSIGNAL)
+                data = data[sent:]
+            if data:
+                self._left(deadline)
+                self._sock.sendall(data, socket.MSG_NOSIGNAL)
+            reply = self._recv_exact(P.frame_length(self._recv_exact(P.FRAME_HEADER, deadline)),
+                                     deadline)
+        except socket.timeout:
+            exc = Timeout("%s: no reply within %gs" % (request, wait), -errno.ETIMEDOUT)
+            raise (self._lost(exc) if self._attempt else self._fail(exc)) from None
+        except ProtocolError as e:
+            raise self._fail(e) from None
+        except OSError as e:
+            exc = ConnectionLost("%s: connection to gossipd lost: %s"
+                                 % (request, e.strerror or e), -(e.errno or errno.EIO))
+            away = e.errno in _AWAY and self.reconnect and not self._closing
+            raise (self._lost(exc) if away else self._fail(exc)) from None
+        if reply[0] == P.ERROR:
             try:
-                if fd is not None:
-                    sent = socket.send_fds(self._sock, [data], [fd], socket.MSG_NOSIGNAL)
-                    data = data[sent:]
-                if data:
-                    self._sock.sendall(data, socket.MSG_NOSIGNAL)
-                reply = self._recv_exact(P.frame_length(self._recv_exact(P.FRAME_HEADER)))
-            except socket.timeout:
-                raise self._fail(Timeout("%s: no reply within %gs"
-                                         % (request, self._sock.gettimeout()),
-                                         -errno.ETIMEDOUT)) from None
+                err = P.decode_error(reply)
             except ProtocolError as e:
                 raise self._fail(e) from None
-            except OSError as e:
-                raise self._fail(ConnectionLost(
-                    "%s: connection to gossipd lost: %s" % (request, e.strerror or e),
-                    -(e.errno or errno.EIO))) from None
-            if reply[0] == P.ERROR:
-                try:
-                    err = P.decode_error(reply)
-                except ProtocolError as e:
-                    raise self._fail(e) from None
-                raise errors.from_reply(request, err.code, err.text)
-            return reply
+            raise errors.from_reply(request, err.code, err.text)
+        return reply
+
+    def _reconnect(self):
+        """One attempt to reach the daemon again: connect, HELLO and, with
+        a model registered, REGISTER of the same memfd and tensors.
+        Returns None, or the exception saying why the daemon is still
+        away (the next attempt is then scheduled with backoff).  Raises
+        what waiting cannot cure (an ERROR to HELLO or REGISTER, another
+        protocol version), which leaves the client unusable."""
+        wait = RECONNECT_WAIT if self.timeout is None else min(self.timeout, RECONNECT_WAIT)
+        self._attempt = True
+        try:
+            self._open(wait)
+            if self._memfd is not None:
+                self._decode(lambda b: P.decode_empty(b, P.OK),
+                             self._exchange("REGISTER", self._reg_body, self._memfd, wait))
+        except (DaemonNotRunning, ConnectionLost, Timeout) as e:
+            if self._broken is not None:
+                raise
+            self._close_socket()
+            self._next_attempt = time.monotonic() + self._backoff
+            self._backoff = min(2 * self._backoff, BACKOFF_MAX)
+            return e
+        except GossipdError as e:
+            raise self._fail(e) from None
+        finally:
+            self._attempt = False
+        self.reconnects += 1
+        self._backoff = BACKOFF_FIRST
+        _log.info("gossipd at %s: connected again%s", self.socket_path,
+                  " and registered the model" if self._memfd is not None else "")
+        return None
+
+    def _usable(self):
+        if self._broken is not None:
+            raise ClientClosed("gossipd client unusable: %s" % self._broken,
+                               -errno.ENOTCONN)
+
+    def _call(self, request, body, fd=None, wait=None):
+        """_exchange() under the lock, reconnecting first if the daemon
+        was away (raising why if it still is)."""
+        with self._lock:
+            self._usable()
+            if self._sock is None:
+                away = self._reconnect()
+                if away is not None:
+                    raise away
+            return self._exchange(request, body, fd, wait)
 
     def _decode(self, decoder, reply):
         try:
@@ -223,13 +365,13 @@ class Client:
         fd, mm = shared_buffer(nbytes)
         try:
             self._decode(lambda b: P.decode_empty(b, P.OK),
-                         self._call("REGISTER", body, fd))
+                         self._call("REGISTER", body, fd, self.timeout))
         except BaseException:
             mm.close()
+            os.close(fd)
             raise
-        finally:
-            os.close(fd)                       # the mapping keeps the memory
-        self._mm = mm
+        self._mm, self._memfd, self._reg_body = mm, fd, body
+        self._last = P.StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
         self._flat = np.frombuffer(mm, dtype=np.float32)
         self._arrays, off = [], 0
         for t in ts:
@@ -259,16 +401,27 @@ class Client:
         """Gives the model back; on success the buffer is unmapped once no
         array viewing it is left (arrays still held keep it alive, as
         memory private to this process).  Copy out what you need, or keep
-        the arrays."""
-        self._decode(lambda b: P.decode_empty(b, P.OK),
-                     self._call("DETACH", P.encode_detach()))
+        the arrays.  While the daemon is away, or if it goes away during
+        the DETACH, this only releases the buffer (the daemon holds no
+        model of ours)."""
+        if not (self.offline and self._mm is not None):
+            try:
+                self._decode(lambda b: P.decode_empty(b, P.OK),
+                             self._call("DETACH", P.encode_detach(), wait=self.timeout))
+            except ConnectionLost:
+                if not self.offline or self._mm is None:
+                    raise      # a daemon that lost us detached the model
         return self._release()
 
     def _release(self):
-        """Drops this client's views and unmaps; returns False when arrays
-        held elsewhere keep the mapping alive (it then goes with them)."""
+        """Drops this client's views, its memfd and unmaps; returns False
+        when arrays held elsewhere keep the mapping alive (it then goes
+        with them)."""
         mm, self._mm = self._mm, None
+        fd, self._memfd, self._reg_body = self._memfd, None, None
         self._flat = self._arrays = None
+        if fd is not None:
+            os.close(fd)
         if mm is None:
             return True
         try:
@@ -279,34 +432,70 @@ class Client:
 
     # ---- gossip ----------------------------------------------------------
 
+    def _offline_step(self):
+        self.offline_steps += 1
+        return StepResult(self._last._replace(edges_applied=0, edges_projected=0,
+                                              edges_skipped=0),
+                          True, self.offline_steps, self.reconnects)
+
     def step(self, flags=0, *, sync=False):
         """One gossip step, after each optimizer step: completed edge
         updates are applied into the buffer in place and the next round
         is projected.  sync=True (STEP_SYNC) waits until every connected
-        edge's round in flight completed.  Returns StepStats."""
+        edge's round in flight completed.  Returns a StepResult.
+
+        While the daemon is away (a step without DRAIN) this returns at
+        once with offline=True and nothing gossiped; at most one
+        reconnect attempt per step, 0.1 s after the last one doubling to
+        0.5 s.  It raises only what waiting cannot cure (the restarted
+        daemon's ERROR to HELLO or REGISTER, such as Busy when another
+        trainer registered meanwhile; VersionMismatch), Timeout, or a
+        DaemonError answering the STEP itself."""
         body = P.encode_step(flags)            # validates flags
         if sync:
             body = P.encode_step(operator.index(flags) | P.STEP_SYNC)
-        return self._decode(P.decode_step_ok, self._call("STEP", body))
+        drain = bool(operator.index(flags) & P.STEP_DRAIN)
+        with self._lock:
+            self._usable()
+            if self._sock is None and not drain:
+                if time.monotonic() < self._next_attempt or self._reconnect() is not None:
+                    return self._offline_step()
+            if self._sock is None:
+                away = self._reconnect()
+                if away is not None:
+                    raise away
+            try:
+                reply = self._exchange("STEP", body, wait=self.timeout)
+            except ConnectionLost:
+                if drain or self._broken is not None:
+                    raise
+                return self._offline_step()    # it went away just now
+            self._last = self._decode(P.decode_step_ok, reply)
+            return StepResult(self._last, False, self.offline_steps, self.reconnects)
 
     def drain(self):
         """STEP with DRAIN, once at the end of a run: settles every edge
         without starting new rounds, so each round lands at both ends or
-        at neither.  Returns StepStats."""
+        at neither.  Returns a StepResult.  While the daemon is away it
+        raises why (DaemonNotRunning, ConnectionLost, Timeout) after one
+        reconnect attempt; the client stays offline."""
         return self.step(P.STEP_DRAIN)
 
     def average(self, target, time_limit_ms=0, max_rounds=0):
         """Gossip-only rounds until the consensus estimate is <= target,
         time_limit_ms passed or max_rounds ran (0 = no limit, not both).
         Every trainer should call it.  Returns AverageResult (not reaching
-        the target is not an error)."""
-        return self._decode(P.decode_average_ok, self._call(
-            "AVERAGE", P.encode_average(target, time_limit_ms, max_rounds)))
+        the target is not an error).  Waits the timeout longer than
+        time_limit_ms.  Offline: as drain()."""
+        body = P.encode_average(target, time_limit_ms, max_rounds)
+        wait = None if self.timeout is None else self.timeout + time_limit_ms / 1000.0
+        return self._decode(P.decode_average_ok, self._call("AVERAGE", body, wait=wait))
 
     def status(self):
-        """The daemon's status document (docs/DAEMON.md) as a dict."""
+        """The daemon's status document (docs/DAEMON.md) as a dict.
+        Offline: as drain()."""
         text = self._decode(P.decode_status_ok,
-                            self._call("STATUS", P.encode_status()))
+                            self._call("STATUS", P.encode_status(), wait=self.timeout))
         try:
             return json.loads(text)
         except ValueError as e:
@@ -335,18 +524,26 @@ class Client:
     def close(self):
         """Closes the connection (the daemon detaches implicitly) and
         unmaps the buffer as detach() does.  Idempotent."""
+        self._closing = True
+        sock = self._sock
         try:   # wakes a call blocked in another thread (ConnectionLost)
-            self._sock.shutdown(socket.SHUT_RDWR)
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         with self._lock:
             self._broken = "closed"
-            self._sock.close()
+            self._close_socket()
         return self._release()
 
     @property
     def closed(self):
         return self._broken is not None
+
+    @property
+    def offline(self):
+        """True while the daemon is away and the client will reconnect."""
+        return self._broken is None and self._sock is None
 
     def __enter__(self):
         return self

@@ -99,7 +99,8 @@ class DaemonNotRunning(ConnectFailed):
 
 class ConnectionLost(GossipdError, ConnectionError):
     """The daemon closed the connection (it stopped, restarted, or closed
-    it after refusing a malformed request).  The client is unusable; the
+    it after refusing a malformed request).  The client is offline and
+    reconnects at its next call (unusable with reconnect=False); the
     parameter arrays stay valid."""
 
 

@@ -17,7 +17,7 @@ called, not before.
 """
 import hashlib
 
-from .client import Client
+from .client import DEFAULT_TIMEOUT, Client
 from .errors import InvalidArgument
 from .protocol import WIRE_NAME_MAX
 
@@ -83,15 +83,19 @@ def gossiped_tensors(model, buffers=False):
     return out
 
 
-def attach(model, socket=None, name=None, *, buffers=False, timeout=None):
+def attach(model, socket=None, name=None, *, buffers=False,
+           timeout=DEFAULT_TIMEOUT, reconnect=True):
     """Connects to gossipd, registers model's parameters and moves them
     into the shared buffer (see the module docstring).  buffers=True also
     gossips float32 buffers (BatchNorm running statistics); integer
-    buffers such as num_batches_tracked always stay private.  Returns an
-    Attachment; the model is unchanged if this raises."""
+    buffers such as num_batches_tracked always stay private.  timeout and
+    reconnect are Client's: across a daemon restart the client registers
+    the same buffer again, so the parameters stay views of it and step()
+    returns offline results meanwhile.  Returns an Attachment; the model
+    is unchanged if this raises."""
     torch = _torch()
     tensors = gossiped_tensors(model, buffers)
-    client = Client(socket, name, timeout)
+    client = Client(socket, name, timeout, reconnect=reconnect)
     try:
         arrays = client.register([(wire_name(n), tuple(t.shape)) for n, t in tensors])
         with torch.no_grad():
@@ -116,7 +120,8 @@ class Attachment:
         self._unmapped = None                  # detach()'s result
 
     def step(self, flags=0, *, sync=False):
-        """After each optimizer.step(): one gossip step, in place."""
+        """After each optimizer.step(): one gossip step, in place; a
+        StepResult (offline=True while the daemon is away)."""
         return self.client.step(flags, sync=sync)
 
     def drain(self):
