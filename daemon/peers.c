@@ -158,8 +158,23 @@ static void on_up(plink *l)
 {
 	peer *p = link_owner(l);
 	peers *ps = p->set;
+	/* A simultaneous open: the peer's session is up first, but our own
+	 * dial, still in its handshake, is the one both ends keep.  Starting
+	 * the edge on the peer's would cost a generation when ours replaces
+	 * it; hold it (its frames unread) until our dial ends either way. */
+	if (!p->session && p->dialed && p->dialed != l && wins_over(p, p->dialed, l)) {
+		if (p->held)
+			link_close(p->held, GSP_BYE_REPLACED, "replaced by a newer session");
+		p->held = l;
+		return;
+	}
 	if (p->dialed == l)
 		p->dialed = NULL;
+	if (p->held && p->held != l) {
+		plink *held = p->held;
+		p->held = NULL;
+		link_close(held, GSP_BYE_REPLACED, "replaced by a newer session");
+	}
 	if (p->session && p->session != l) {
 		if (!wins_over(p, l, p->session)) {
 			link_close(l, GSP_BYE_REPLACED, "a session with this peer exists");
@@ -179,6 +194,8 @@ static void on_up(plink *l)
 static int on_frame(plink *l, const uint8_t *pt, size_t len)
 {
 	peer *p = link_owner(l);
+	if (p->held == l)
+		return 0;        /* it goes when our dial ends */
 	if (p->session != l)
 		return -EBADMSG;
 	return p->set->ops->frame(p->set->ctx, p, pt, len);
@@ -227,6 +244,15 @@ static void on_down(plink *l, const char *why)
 	bool was_dialed = p->dialed == l;
 	if (was_dialed)
 		p->dialed = NULL;
+	if (p->held == l)
+		p->held = NULL;
+	/* Our dial failed: the held session's first frames were not read,
+	 * so it cannot carry the edge; both ends dial again. */
+	if (was_dialed && p->held) {
+		plink *held = p->held;
+		p->held = NULL;
+		link_close(held, GSP_BYE_UNSPECIFIED, "");
+	}
 	if (why[0] && (!p->session || p->session == l))
 		peers_error(p, "%s", why);
 	if (p->session == l) {

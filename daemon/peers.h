@@ -35,6 +35,8 @@ typedef struct peer {
 	char name[12];           /* short key for logs */
 	plink *session;           /* the established session, if any */
 	plink *dialed;            /* our connection while it is made */
+	plink *held;              /* its session, up while our dial that
+				   * would win over it is still under way */
 	bool removed;            /* dropped from the config by a reload */
 	bool resolving;
 	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
