@@ -3,11 +3,14 @@
 namespace.  usage: worker.py CONFIG.json NODE
 
 Talks to the harness with JSON lines: it prints {"event": ...} on stdout
-and waits for a line on stdin ("go" or "stop") at every barrier: once
-ready, at every evaluation point (after writing its model to
-OUT/model<NODE>.f32, rank 0 only for DDP) and, for gossipd, before and
-after the final AVERAGE.  The harness's clock runs only between a "go" and
-the last node's next event, so evaluation is not timed.
+and waits for a line on stdin ("go") at its barriers: once ready, and for
+gossipd before and after the final AVERAGE.  There is no barrier while
+training: at every evaluation point it writes its model to
+OUT/model<NODE>-<STEP>.f32 (rank 0 only for DDP) and reports the seconds
+since "go"; the harness evaluates the snapshots after training, so
+evaluation neither pauses nor slows training.  (Pausing every node at an
+evaluation barrier deadlocks gossipd: a node that is MaxStaleness rounds
+behind waits in STEP for a neighbour that waits at the barrier.)
 
 Systems: gossipd-* (attach() to the node's gossipd, STEP after each
 optimizer step), ddp-allreduce and ddp-powersgd-rR (torch DDP over gloo),
@@ -101,10 +104,11 @@ def main(cfg, node):
         g = gossipd.attach(model, socket=cfg["sockets"][node], name="bench-%d" % node,
                            buffers=has_buffers)
         g.wait_edges(cfg["degree"][node], timeout=120)
-    out = os.path.join(cfg["out"], "model%d.f32" % node)
+    out = os.path.join(cfg["out"], "model%d-%%s.f32" % node)
     save = not system.startswith("ddp-") or node == 0
     emit(event="ready", straggler_sleep_s=extra)
     go = barrier()
+    t0 = time.monotonic()
     step = 0
     compute = 0.0
     while go and step < cfg["steps"]:
@@ -122,9 +126,9 @@ def main(cfg, node):
         step += 1
         if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
             if save:
-                W.flat_state(model).tofile(out)
-            emit(event="eval", step=step, loss=loss.item(), compute_s=compute)
-            go = step == cfg["steps"] or barrier()
+                W.flat_state(model).tofile(out % step)
+            emit(event="eval", step=step, t=time.monotonic() - t0,
+                 loss=loss.item(), compute_s=compute)
     if g is not None:
         # No DRAIN before AVERAGE: when one end of an edge has started a
         # round the other end will not start (it reached its last STEP
@@ -137,7 +141,7 @@ def main(cfg, node):
             t = time.perf_counter()
             r = g.average(cfg["average_target"], time_limit_ms=cfg["average_time_ms"])
             sec = time.perf_counter() - t
-            W.flat_state(model).tofile(out)
+            W.flat_state(model).tofile(out % "avg")
             emit(event="averaged", seconds=sec, result=list(r))
             barrier()
         g.detach()
