@@ -18,6 +18,7 @@ compute-only (no communication)."""
 import faulthandler
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -136,7 +137,15 @@ def main(cfg, node):
         # waits for ever (seen here with 2 nodes; docs/BENCHMARKS.md).
         # AVERAGE, which every node runs after the barrier, completes
         # the round in flight.
+        # Until every node is done, keep stepping (gossip only, no
+        # training): a neighbour still training may be MaxStaleness
+        # rounds behind and wait in STEP for this node's next round.
         emit(event="trained", step=step)
+        gossip_only = 0
+        while not select.select([sys.stdin], [], [], 0.005)[0]:
+            g.step()
+            gossip_only += 1
+        emit(event="gossip_only", steps=gossip_only)
         if barrier():
             t = time.perf_counter()
             r = g.average(cfg["average_target"], time_limit_ms=cfg["average_time_ms"])
