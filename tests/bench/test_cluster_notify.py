@@ -13,7 +13,6 @@ usage: test_cluster_notify.py BUILD_DIR
 import os
 import socket
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
