@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -37,6 +38,106 @@ def ring(n):
     return [(i, (i + 1) % n) for i in range(n)] if n > 2 else [(0, 1)]
 
 
+TOPOLOGIES = ("ring", "torus", "complete", "exponential")
+
+
+def torus_shape(n):
+    """The most nearly square a x b = n with 2 <= a <= b, as
+    libgossip/topology.c builds it, or None (n prime or < 4)."""
+    best = None
+    a = 2
+    while a * a <= n:
+        if n % a == 0:
+            best = a
+        a += 1
+    return None if best is None else (best, n // best)
+
+
+def edges_of(topology, n):
+    """The edges (lo, hi) of gsp_graph_new(topology, n), each once: the
+    same graph gossipd's Gamma = auto assumes.  ValueError for a torus on
+    a prime n (or n < 4)."""
+    if topology == "ring":
+        return ring(n)
+    if topology == "complete":
+        return [(i, j) for i in range(n) for j in range(i + 1, n)]
+    if topology == "torus":
+        shape = torus_shape(n)
+        if shape is None:
+            raise ValueError("a torus needs n = a x b with a, b >= 2, not %d" % n)
+        a, b = shape
+        pairs = []
+        for r in range(a):
+            for c in range(b):
+                i = r * b + c
+                pairs += [(i, r * b + (c + 1) % b), (i, ((r + 1) % a) * b + c)]
+    elif topology == "exponential":
+        jmax = 0
+        while (1 << jmax) < n:
+            jmax += 1
+        pairs = [(i, (i + (1 << j)) % n) for i in range(n) for j in range(jmax)]
+    else:
+        raise ValueError("unknown topology %r" % topology)
+    return sorted({(min(a, b), max(a, b)) for a, b in pairs if a != b})
+
+
+class Notify:
+    """The cluster's NOTIFY_SOCKET, drained by a thread for the whole run.
+    Every daemon sends READY=1 at start-up and STOPPING=1 at SIGTERM (and
+    WATCHDOG=1 under a watchdog).  A datagram socket nobody reads fills
+    up, and then sd_notify() blocks the daemon that sends: with 64
+    daemons, stopping took minutes.  READY=1 datagrams are counted until
+    wait_ready() claims them; the others are only counted."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.2)
+        self.cond = threading.Condition()
+        self.ready = 0                 # READY=1 not yet claimed
+        self.counts = {}               # every KEY=VALUE line seen
+        self.closing = False
+        self.thread = threading.Thread(target=self._drain, daemon=True,
+                                       name="notify-drain")
+        self.thread.start()
+
+    def _drain(self):
+        while not self.closing:
+            try:
+                msg = self.sock.recv(4096).decode(errors="replace")
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.cond:
+                for line in msg.split("\n"):
+                    if line:
+                        self.counts[line] = self.counts.get(line, 0) + 1
+                if "READY=1" in msg.split("\n"):
+                    self.ready += 1
+                    self.cond.notify_all()
+
+    def claim_ready(self, count, timeout):
+        """Waits until count READY=1 are unclaimed and claims them;
+        returns how many were claimed (fewer on timeout)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self.ready < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(left)
+            got = min(self.ready, count)
+            self.ready -= got
+            return got
+
+    def close(self):
+        self.closing = True
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
 def read_floats(path):
     a = array.array("f")
     with open(path, "rb") as f:
@@ -45,7 +146,13 @@ def read_floats(path):
 
 
 class Cluster:
-    def __init__(self, build, n, edges=None, node_conf="", tmp=None, sim_seed=None):
+    """n daemons on loopback by default.  hosts (one address per node,
+    e.g. inside network namespaces) and wrap (a command prefix per node,
+    e.g. ["ip", "netns", "exec", NS]) put them elsewhere; ports then
+    defaults to 7000 on every node."""
+
+    def __init__(self, build, n, edges=None, node_conf="", tmp=None, sim_seed=None,
+                 hosts=None, wrap=None, ports=None):
         self.build = build
         self.n = n
         self.edges = edges if edges is not None else ring(n)
@@ -53,15 +160,19 @@ class Cluster:
         self.node_conf = node_conf
         self.sim_seed = sim_seed
         self.endpoint_host = "127.0.0.1"   # or a name, e.g. "localhost"
+        self.hosts = hosts                 # per node; overrides the above
+        self.wrap = wrap or (lambda i: [])
         self.listen_only = set()           # nodes that never dial
         self.procs = [None] * n
         self.logs = [os.path.join(self.dir, "gossipd%d.log" % i) for i in range(n)]
         self.sockets = [os.path.join(self.dir, "s%d" % i) for i in range(n)]
         self.keys = [self.make_key(i) for i in range(n)]
-        self.ports = free_ports(n)
+        self.ports = ports or ([7000] * n if hosts else free_ports(n))
         self.notify_path = os.path.join(self.dir, "notify")
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(self.notify_path)
+        self.notify = Notify(self.notify_path)
+
+    def host(self, i):
+        return self.hosts[i] if self.hosts else "127.0.0.1"
 
     def bin(self, *parts):
         return os.path.join(self.build, *parts)
@@ -86,16 +197,18 @@ class Cluster:
     def write_config(self, i, extra_peers=(), node_conf=None):
         path = os.path.join(self.dir, "n%d.conf" % i)
         with open(path, "w") as f:
-            f.write("[Node]\nListenAddress = 127.0.0.1:%d\nPrivateKeyFile = %s\n"
+            f.write("[Node]\nListenAddress = %s:%d\nPrivateKeyFile = %s\n"
                     "Socket = %s\nLogLevel = debug\n%s\n"
-                    % (self.ports[i], self.keys[i][0], self.sockets[i],
+                    % (self.host(i), self.ports[i], self.keys[i][0], self.sockets[i],
                        self.node_conf if node_conf is None else node_conf))
             if self.sim_seed is not None:
                 f.write("SimSeed = %d\nIndex = %d\n" % (self.sim_seed, i))
             for j in self.neighbours(i):
                 f.write("[Peer]\nPublicKey = %s\n" % self.keys[j][1])
                 if i not in self.listen_only:
-                    f.write("Endpoint = %s:%d\n" % (self.endpoint_host, self.ports[j]))
+                    f.write("Endpoint = %s:%d\n" % (
+                        self.hosts[j] if self.hosts else self.endpoint_host,
+                        self.ports[j]))
                 if self.sim_seed is not None:
                     f.write("Index = %d\n" % j)
             for pub, endpoint in extra_peers:
@@ -111,27 +224,17 @@ class Cluster:
             conf = self.write_config(i, **kw)
             log = open(self.logs[i], "a")
             self.procs[i] = subprocess.Popen(
-                [self.bin("daemon", "gossipd"), "--config", conf],
+                self.wrap(i) + [self.bin("daemon", "gossipd"), "--config", conf],
                 stderr=log, stdout=log, env=env)
             log.close()
         self.wait_ready(len(list(nodes)))
 
     def wait_ready(self, count):
         """Counts READY=1 datagrams: one per daemon, never a sleep."""
-        deadline = time.monotonic() + READY_TIMEOUT
-        ready = 0
-        while ready < count:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError("only %d of %d daemons became ready:\n%s"
-                                     % (ready, count, self.tail_logs()))
-            self.notify.settimeout(left)
-            try:
-                msg = self.notify.recv(4096).decode()
-            except socket.timeout:
-                continue
-            if "READY=1" in msg.split("\n"):
-                ready += 1
+        ready = self.notify.claim_ready(count, READY_TIMEOUT)
+        if ready < count:
+            raise AssertionError("only %d of %d daemons became ready:\n%s"
+                                 % (ready, count, self.tail_logs()))
 
     def trainer(self, i, *args):
         cmd = [self.bin("tools", "gossip-testtrainer"), "--socket",

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Smoke test of tools/bench-e2e (suite 'bench-smoke'): 2 nodes in their
+own network namespaces, egress shaped to 100 Mbit/s, a few steps of
+gossipd PowerGossip rank 1 and of DDP all-reduce.  Checks that the
+interfaces counted bytes and that they match the payload the system must
+send (plus a little framing), that accuracies are there, and that no
+namespace is left, after a normal exit and after SIGTERM mid-run.
+Exits 77 (skipped) where namespaces cannot be made or the workload's
+packages are missing.
+
+usage: test_bench_smoke.py BUILD_DIR
+"""
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+TOOL = os.path.join(ROOT, "tools", "bench-e2e")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from bench import netns  # noqa: E402
+
+BUILD = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+PYTHON = "/usr/bin/python3"
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces"
+    if not shutil.which("ip") or not shutil.which("tc"):
+        return "needs iproute2 (ip, tc)"
+    ok, why = netns.can_create()
+    if not ok:
+        return "cannot create network namespaces here: " + why
+    probe = subprocess.run([PYTHON, "-c", "import torch, numpy"], capture_output=True)
+    if probe.returncode != 0:
+        return "needs python3-torch and python3-numpy in %s" % PYTHON
+    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+        return "needs dataset-fashion-mnist"
+    if not os.access(os.path.join(BUILD, "daemon", "gossipd"), os.X_OK):
+        return "no daemon/gossipd in %s" % BUILD
+    return None
+
+
+def ours(pid):
+    return [n for n in netns.namespaces() if n.startswith("%s%d-" % (netns.PREFIX, pid))]
+
+
+class BenchSmoke(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="bench-smoke-")
+        self.csv = os.path.join(self.dir, "e2e.csv")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def cmd(self, *extra):
+        return [TOOL, "--build", BUILD, "--nodes", "2", "--rate", "100mbit",
+                "--steps", "8", "--eval-every", "4", "--quiet-wait", "0",
+                "--no-plots", "--csv", self.csv] + list(extra)
+
+    def test_run_counts_bytes_and_cleans_up(self):
+        p = subprocess.Popen(self.cmd("--systems", "gossipd-powergossip-r1,ddp-allreduce"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate(timeout=150)
+        self.assertEqual(p.returncode, 0, err[-3000:])
+        self.assertEqual(ours(p.pid), [], "namespaces left after exit")
+        with open(self.csv) as f:
+            rows = {r["system"]: r for r in csv.DictReader(f)}
+        self.assertEqual(set(rows), {"gossipd-powergossip-r1", "ddp-allreduce"})
+        for name, r in rows.items():
+            self.assertEqual(r["error"], "", name)
+            self.assertEqual(r["steps"], "8", name)
+            sent, minimum = float(r["bytes_per_node_step"]), float(r["payload_min_bytes"])
+            self.assertGreater(sent, 0, name)
+            # framing, TCP/IP headers and keep-alives cost a little, never
+            # less than the payload and not twice it
+            self.assertGreaterEqual(float(r["payload_ratio"]), 0.99, name)
+            self.assertLess(float(r["payload_ratio"]), 2.0, name)
+            self.assertGreater(minimum, 0, name)
+            for col in ("final_accuracy", "final_worst_accuracy"):
+                self.assertTrue(0.1 < float(r[col]) <= 1.0, (name, col, r[col]))
+            self.assertGreater(float(r["s_per_step"]), 0, name)
+            self.assertGreater(float(r["cpu_s"]), 0, name)
+            self.assertNotEqual(r["load1"], "", name)
+        g = rows["gossipd-powergossip-r1"]
+        # gossipd's payload minimum is per edge round: there were rounds
+        self.assertGreater(float(g["rounds_per_step"]), 0)
+        self.assertGreater(float(g["average_rounds"]), 0)
+        self.assertGreater(float(g["average_bytes_per_node"]), 0)
+        # all-reduce of a 1.86 M-parameter model against rank-1 messages
+        self.assertGreater(float(rows["ddp-allreduce"]["bytes_per_node_step"]),
+                           50 * float(g["bytes_per_node_step"]))
+        self.assertNotEqual(g["steps_per_s_vs_allreduce"], "")
+
+    def test_sigterm_removes_namespaces(self):
+        p = subprocess.Popen(self.cmd("--systems", "compute-only", "--steps", "400",
+                                      "--eval-every", "400"),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        seen, deadline = "", time.monotonic() + 60
+        while "network 100mbit" not in seen and time.monotonic() < deadline:
+            line = p.stderr.readline()
+            if not line:
+                break
+            seen += line
+        self.assertIn("network 100mbit", seen)
+        self.assertNotEqual(ours(p.pid), [], "the network should be up")
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("namespaces removed", err)
+        self.assertEqual(ours(p.pid), [], "namespaces left after SIGTERM")
+
+
+if __name__ == "__main__":
+    why = skip_reason()
+    if why:
+        print("SKIP: " + why)
+        sys.exit(77)
+    unittest.main()
