@@ -21,6 +21,7 @@ GSP_TEST_PACKAGES=(
 	check                             # the C unit tests (tests/*/)
 	python3-numpy python3-torch       # suite python: the NumPy and PyTorch client
 	clang libclang-rt-14-dev          # build-fuzz/: libFuzzer harnesses
+	iproute2                          # suite bench-smoke: ip netns, tc tbf
 	valgrind                          # memcheck over the Check unit tests
 	# tests/install/ (suite deploy): unit, man page, filter and metrics checks
 	systemd mandoc man-db strace python3-prometheus-client
