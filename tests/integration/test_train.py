@@ -148,7 +148,9 @@ class GossipCluster(unittest.TestCase):
         return r, os.listdir(tmp.name)
 
     def test_bad_arguments_exit_2_and_create_nothing(self):
-        for args, text in ((["--topology", "torus"], "invalid choice: 'torus'"),
+        for args, text in ((["--topology", "hypercube"], "invalid choice: 'hypercube'"),
+                           (["--topology", "torus", "--nodes", "7"],
+                            "--topology torus needs --nodes a x b"),
                            (["--method", "sgd"], "invalid choice: 'sgd'"),
                            (["--rank", "0"], "--rank needs 1..1024"),
                            (["--nodes", "1"], "--nodes needs 2..4096"),
