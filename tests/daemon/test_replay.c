@@ -117,21 +117,34 @@ static int port_of(const table *t)
 	return atoi(strrchr(t->ps.listen_addr, ':') + 1);
 }
 
-/* Sends one HS_INIT frame to the table and runs the loop a while. */
-static void send_init(table *t, const uint8_t *frame, size_t len)
+static void on_deadline(uv_timer_t *timer)
+{
+	*(bool *)timer->data = true;
+}
+
+/* Sends one HS_INIT frame to the table and runs the loop until the table
+ * has judged it as expected: refused as a replay (counted), or taken
+ * (its timestamp recorded); at most 5 s. */
+static void send_init(table *t, const uint8_t *frame, size_t len, const uint8_t *ts,
+		      bool replay)
 {
 	struct sockaddr_in sa;
 	uv_ip4_addr("127.0.0.1", port_of(t), &sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(write(fd, frame, len), (ssize_t)len);
-	for (int i = 0; i < 50; i++) {
-		uv_run(loop, UV_RUN_NOWAIT);
-		usleep(2000);
-	}
+	bool expired = false;
+	uv_timer_t timer;
+	uv_timer_init(loop, &timer);
+	timer.data = &expired;
+	uv_timer_start(&timer, on_deadline, 5000, 0);
+	while (!expired && (replay ? t->c.hs_replayed == 0
+				   : memcmp(t->ps.peer[0].last_ts, ts, GSP_HS_TIMESTAMP) != 0))
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&timer, NULL);
 	close(fd);
-	for (int i = 0; i < 10; i++)
-		uv_run(loop, UV_RUN_NOWAIT);
+	uv_run(loop, UV_RUN_NOWAIT);
+	ck_assert(!expired);
 }
 
 START_TEST(test_restart_refuses_an_old_handshake)
@@ -154,21 +167,21 @@ START_TEST(test_restart_refuses_an_old_handshake)
 
 	table t;
 	table_start(&t, &us, &them, replay);
-	send_init(&t, frame, 4 + n);
+	send_init(&t, frame, 4 + n, ts, false);
 	ck_assert_uint_eq(t.c.hs_replayed, 0);
 	ck_assert(!memcmp(t.ps.peer[0].last_ts, ts, sizeof(ts)));
 	table_stop(&t);
 
 	/* The daemon restarts: the same bytes again are a replay. */
 	table_start(&t, &us, &them, replay);
-	send_init(&t, frame, 4 + n);
+	send_init(&t, frame, 4 + n, ts, true);
 	ck_assert_uint_eq(t.c.hs_replayed, 1);
 	table_stop(&t);
 
 	/* Without the file (memory only) the window reopens: what the file
 	 * is for. */
 	table_start(&t, &us, &them, NULL);
-	send_init(&t, frame, 4 + n);
+	send_init(&t, frame, 4 + n, ts, false);
 	ck_assert_uint_eq(t.c.hs_replayed, 0);
 	table_stop(&t);
 }

@@ -401,10 +401,10 @@ class Daemon(unittest.TestCase):
             or "model registered" in c.log(0)))
         c.edges = [(0, 1), (0, 2)]
         c.write_config(0)
-        deadline = time.monotonic() + 10
-        while "reload: a step is running" not in c.log(0) and time.monotonic() < deadline:
+        def hup_lands_in_a_step():
             c.procs[0].send_signal(signal.SIGHUP)
-            time.sleep(0.05)
+            return "reload: a step is running" in c.log(0)
+        cluster.eventually(hup_lands_in_a_step, 10, 0.05)
         self.assertIn("reload: a step is running; the peers change after it", c.log(0))
         self.assertTrue(cluster.eventually(lambda: "reload: peer" in c.log(0)
                                            and "added" in c.log(0)), c.log(0)[-2000:])

@@ -106,7 +106,9 @@ class Stragglers(unittest.TestCase):
         stopped = []
 
         def pause(procs):
-            time.sleep(0.2)
+            # Once trainer 3 has stepped (its edges are up and gossiping).
+            self.assertTrue(cluster.eventually(
+                lambda: cluster.status(c.sockets[3])["model"].get("steps", 0) >= 3, 30))
             os.kill(procs[3].pid, signal.SIGSTOP)
             stopped.append(time.monotonic())
 
