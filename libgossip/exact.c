@@ -66,6 +66,14 @@ static int exact_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 	return 0;
 }
 
+static void exact_rollback(gsp_node *node, gsp__edge *edge)
+{
+	const float *d = edge->priv;
+	float c = -edge->applied_coef;
+	for (size_t i = 0; i < node->layout->floats; i++)
+		node->params[i] += c * d[i];
+}
+
 const gsp__method_ops gsp__exact_ops = {
 	.synchronous = false,
 	.edge_init = exact_edge_init,
@@ -74,4 +82,5 @@ const gsp__method_ops gsp__exact_ops = {
 	.run = exact_run,
 	.commit = exact_commit,
 	.complete = exact_complete,
+	.rollback = exact_rollback,
 };

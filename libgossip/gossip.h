@@ -168,6 +168,21 @@ GSP_EXPORT int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
  * the next apply, as it does at the other end.  gsp_node_edge_reset
  * brings the edge back. */
 GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
+/* Takes back an edge's rounds after `round` so that this end has applied
+ * exactly the rounds 1..round of the edge's generation (the neighbour ended
+ * the generation there): a COMPLETED update not yet applied is dropped, and
+ * the update of the last applied round is subtracted from params.  Only one
+ * round can be taken back that way: the edge must be COMPLETED at round+1
+ * (drop), IDLE at round+1 (applied, not yet projected again: subtract) or
+ * IN_FLIGHT at round+2 (projected after applying round+1, not completed,
+ * perhaps dropped by gsp_node_edge_disable since: subtract).  Rounds
+ * already at or below `round` are nothing to do.  The edge is left
+ * disabled (gsp_node_edge_reset starts the next generation).  Returns the
+ * number of updates subtracted (0 or 1), -ERANGE if `round` is further
+ * back than that, -ENOTSUP for the node-level (choco) methods, -EINVAL
+ * for a bad edge.  On failure nothing changes. */
+GSP_EXPORT int gsp_node_edge_rollback(gsp_node *node, size_t edge,
+				      uint64_t round) GSP_MUST_CHECK;
 /* Changes an edge's mixing weight (degrees changed); both ends must. */
 GSP_EXPORT int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);
 GSP_EXPORT int gsp_node_edge_info(const gsp_node *node, size_t edge,

@@ -27,6 +27,10 @@ typedef struct gsp__edge {
 	bool active;             /* inactive edges are skipped by every call */
 	float weight;
 	uint64_t round;          /* last projected round */
+	uint64_t applied;        /* rounds 1..applied are in params */
+	float applied_coef;      /* gsp__edge_coef when `applied` was applied */
+	bool undoable;           /* that update can still be rebuilt: cleared
+	                          * by complete, which overwrites it */
 	uint8_t seed[GSP_SEED_BYTES];
 	uint8_t *msg;            /* retained outgoing message of `round` */
 	uint8_t *next_msg;       /* project() writes here; swapped on commit */
@@ -59,6 +63,10 @@ typedef struct gsp__method_ops {
 	 * to check) and, only if valid, updates the edge's pending state
 	 * from the retained and received messages. */
 	int (*complete)(gsp_node *node, gsp__edge *edge, const uint8_t *msg);
+	/* Subtracts the update of round edge->applied, as it was added with
+	 * edge->applied_coef, from params (cannot fail; node.c checks that
+	 * edge->undoable).  NULL: the method cannot take rounds back. */
+	void (*rollback)(gsp_node *node, gsp__edge *edge);
 } gsp__method_ops;
 
 struct gsp_node {

@@ -222,6 +222,8 @@ int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
 		node->ops->edge_free(e);
 	fresh.state = GSP_EDGE_IDLE;
 	fresh.round = 0;
+	fresh.applied = 0;
+	fresh.undoable = false;
 	fresh.msg_len = 0;
 	fresh.active = true;
 	*e = fresh;
@@ -239,6 +241,30 @@ int gsp_node_edge_disable(gsp_node *node, size_t edge)
 	if (e->state != GSP_EDGE_COMPLETED)
 		e->state = GSP_EDGE_IDLE;
 	return 0;
+}
+
+int gsp_node_edge_rollback(gsp_node *node, size_t edge, uint64_t round)
+{
+	if (!node || edge >= node->n_edges)
+		return -EINVAL;
+	if (!node->ops->rollback)
+		return -ENOTSUP;
+	gsp__edge *e = &node->edges[edge];
+	int n = 0;
+	if (e->applied > round) {
+		/* Only the last applied round, while nothing has completed
+		 * since (that overwrote its update). */
+		if (e->applied != round + 1 || !e->undoable)
+			return -ERANGE;
+		node->ops->rollback(node, e);
+		e->applied = round;
+		e->undoable = false;
+		n = 1;
+	} else if (e->state == GSP_EDGE_COMPLETED && e->round > round) {
+		e->state = GSP_EDGE_IDLE;   /* the neighbour never completed it */
+	}
+	(void)gsp_node_edge_disable(node, edge);
+	return n;
 }
 
 int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight)
@@ -324,8 +350,13 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 				proj[np++] = e;
 		}
 	int err = (na || np) ? node->ops->run(node, apply, na, proj, np) : 0;
-	for (size_t i = 0; i < na; i++)
-		apply[i]->state = GSP_EDGE_IDLE;
+	for (size_t i = 0; i < na; i++) {
+		gsp__edge *e = apply[i];
+		e->state = GSP_EDGE_IDLE;
+		e->applied = e->round;
+		e->applied_coef = gsp__edge_coef(node, e);
+		e->undoable = true;
+	}
 	if (err)
 		np = 0;
 	for (size_t i = 0; i < np; i++) {
@@ -410,6 +441,7 @@ int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
 	if (err)
 		return err;
 	e->state = GSP_EDGE_COMPLETED;
+	e->undoable = false;
 	e->rx_bytes += len;
 	e->rx_msgs++;
 	return 0;

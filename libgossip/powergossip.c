@@ -281,6 +281,21 @@ static bool pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
 	return finite;
 }
 
+/* x += c d over the uncompressed tensors, d their difference (vdiff). */
+static void pg_add_vectors(gsp_node *node, const float *d, float c)
+{
+	const gsp_layout *l = node->layout;
+	for (size_t i = 0; i < l->n; i++) {
+		const gsp_tensor *t = &l->t[i];
+		if (t->compressed)
+			continue;
+		float *x = node->params + t->offset;
+		for (size_t j = 0; j < t->numel; j++)
+			x[j] += c * d[j];
+		d += t->numel;
+	}
+}
+
 /* The uncompressed tensors: every pending difference added, then the
  * values copied into every message.  Edge by edge, so each edge's
  * difference and message are one sequential run; the values, about a
@@ -290,19 +305,9 @@ static bool pg_vectors(gsp_node *node, gsp__edge **apply, size_t na,
 {
 	const gsp_layout *l = node->layout;
 	bool finite = true;
-	for (size_t e = 0; e < na; e++) {
-		const float *d = ((pg_edge *)apply[e]->priv)->vdiff;
-		float c = gsp__edge_coef(node, apply[e]);
-		for (size_t i = 0; i < l->n; i++) {
-			const gsp_tensor *t = &l->t[i];
-			if (t->compressed)
-				continue;
-			float *x = node->params + t->offset;
-			for (size_t j = 0; j < t->numel; j++)
-				x[j] += c * d[j];
-			d += t->numel;
-		}
-	}
+	for (size_t e = 0; e < na; e++)
+		pg_add_vectors(node, ((pg_edge *)apply[e]->priv)->vdiff,
+			       gsp__edge_coef(node, apply[e]));
 	/* Every message carries these same values: checked once. */
 	for (size_t i = 0; np && i < l->n; i++)
 		if (!l->t[i].compressed)
@@ -581,6 +586,36 @@ static int pg_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 	return 0;
 }
 
+/* Subtracts round edge->applied's update: coef A B^T per compressed
+ * tensor, coef vdiff for the vectors.  Once round applied + 1 has been
+ * projected, pg_commit has swapped the factor round `applied` completed
+ * (A at odd rounds, B at even ones) into q; the other is still in place. */
+static void pg_rollback(gsp_node *node, gsp__edge *edge)
+{
+	const gsp_layout *l = node->layout;
+	pg_edge *pe = edge->priv;
+	float c = -edge->applied_coef;
+	bool moved = edge->round != edge->applied, odd = edge->applied & 1;
+	for (size_t i = 0; i < l->n; i++) {
+		const gsp_tensor *t = &l->t[i];
+		if (!t->compressed)
+			continue;
+		const pg_factor *f = &pe->f[i];
+		const float *a = moved && odd ? f->q : f->a;
+		const float *b = moved && !odd ? f->q : f->b;
+		unsigned r = tensor_rank(node, t);
+		float *x = node->params + t->offset;
+		for (uint64_t p = 0; p < t->m; p++)
+			for (uint64_t q = 0; q < t->k; q++) {
+				float s = 0.0f;
+				for (unsigned j = 0; j < r; j++)
+					s += c * a[p * r + j] * b[q * r + j];
+				x[p * t->k + q] += s;
+			}
+	}
+	pg_add_vectors(node, pe->vdiff, c);
+}
+
 int gsp_node_edge_factors(const gsp_node *node, size_t edge, size_t tensor,
 			  const float **ret_a, const float **ret_b,
 			  unsigned *ret_rank)
@@ -608,4 +643,5 @@ const gsp__method_ops gsp__powergossip_ops = {
 	.run = pg_run,
 	.commit = pg_commit,
 	.complete = pg_complete,
+	.rollback = pg_rollback,
 };
