@@ -2,8 +2,10 @@
  * gossip-testtrainer: a trainer without training, for the integration
  * tests.  Registers a random model with the local gossipd, fills it with
  * N(0,1) data from a seed (exactly gossip-sim's data for node
- * --node-index), calls STEP a number of times, optionally AVERAGE, dumps
- * the final parameters as raw float32 and detaches.
+ * --node-index) or from a file (--load), calls STEP a number of times
+ * (optionally detaching and registering again every N steps), DRAIN,
+ * optionally AVERAGE, dumps the final parameters as raw float32 and
+ * detaches.
  *
  * Exit status: 0 success, 1 runtime error (the message names the cause),
  * 2 usage error.
@@ -40,6 +42,9 @@ typedef struct opts {
 	uint32_t average_rounds;
 	const char *dump;
 	const char *dump_initial;
+	const char *load;
+	unsigned long long reattach_every;
+	bool reattach_drain;
 	bool status;
 	bool quiet;
 	unsigned wait_edges;
@@ -66,6 +71,13 @@ static void usage(FILE *f)
 "  --average-rounds N        AVERAGE round limit (default 0: none)\n"
 "  --dump FILE               write the final parameters as raw float32\n"
 "  --dump-initial FILE       write the initial parameters likewise\n"
+"  --load FILE               initial parameters from FILE (raw float32 of\n"
+"                            the model's size) instead of the seed's data\n"
+"  --reattach-every N        every N steps: DETACH, REGISTER the same tensors\n"
+"                            again and copy the parameters back (a trainer\n"
+"                            that gives its model back mid-run); rounds in\n"
+"                            flight are not drained first unless\n"
+"  --reattach-drain          DRAIN before each of those DETACHes\n"
 "  --status                  print the daemon's status JSON at the end\n"
 "  --wait-edges N            before stepping, wait until N edges are up\n"
 "  --name NAME               client name shown by the daemon\n"
@@ -94,6 +106,9 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"average-rounds", required_argument, 0, 'r'},
 		{"dump", required_argument, 0, 'D'},
 		{"dump-initial", required_argument, 0, 'I'},
+		{"load", required_argument, 0, 'L'},
+		{"reattach-every", required_argument, 0, 'R'},
+		{"reattach-drain", no_argument, 0, 'Q'},
 		{"status", no_argument, 0, 'j'},
 		{"wait-edges", required_argument, 0, 'W'},
 		{"name", required_argument, 0, 'N'},
@@ -160,6 +175,17 @@ static int parse_args(int argc, char **argv, opts *o)
 		case 'I':
 			o->dump_initial = optarg;
 			break;
+		case 'L':
+			o->load = optarg;
+			break;
+		case 'R':
+			if (gsp_cli_uint(optarg, UINT64_MAX, &v) || v == 0)
+				return die("bad --reattach-every", optarg);
+			o->reattach_every = v;
+			break;
+		case 'Q':
+			o->reattach_drain = true;
+			break;
 		case 'j':
 			o->status = true;
 			break;
@@ -188,6 +214,8 @@ static int parse_args(int argc, char **argv, opts *o)
 		return die("unexpected argument", argv[optind]);
 	if (!o->socket)
 		return die("--socket is required", NULL);
+	if (o->reattach_drain && !o->reattach_every)
+		return die("--reattach-drain needs --reattach-every", NULL);
 	if (o->average && o->average_ms == 0 && o->average_rounds == 0)
 		return die("--average needs a time or round limit",
 			   "--average-time 0");
@@ -199,15 +227,61 @@ static int fail(gsp_client *c, const char *what, int err)
 	return trainer_link_fail(PROG, c, what, err);
 }
 
+/* Reads exactly n floats of raw float32 from path into x. */
+static int load(const char *path, float *x, uint64_t n)
+{
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		fprintf(stderr, PROG ": --load %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (fread(x, sizeof(float), n, f) != n || fgetc(f) != EOF) {
+		fprintf(stderr, PROG ": --load %s: not %llu float32 values\n",
+			path, (unsigned long long)n);
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* DETACH (after DRAIN with --reattach-drain) and REGISTER the same
+ * tensors again, carrying the parameters over: the client unmaps the old
+ * buffer at DETACH and REGISTER gives a new, zeroed one.  0, or 1 after a
+ * message. */
+static int reattach(const opts *o, gsp_client *c, const gsp_tensor *tensors,
+		    size_t n, float **params, float *copy, uint64_t floats)
+{
+	gsp_client_step_result st;
+	int err;
+
+	if (o->reattach_drain) {
+		err = gsp_client_step(c, GSP_CLIENT_STEP_DRAIN, &st);
+		if (err < 0)
+			return fail(c, "reattach drain", err);
+	}
+	memcpy(copy, *params, floats * sizeof(float));
+	err = gsp_client_detach(c);
+	if (err < 0)
+		return fail(c, "reattach detach", err);
+	err = gsp_client_register(c, tensors, n, params);
+	if (err < 0)
+		return fail(c, "reattach register", err);
+	memcpy(*params, copy, floats * sizeof(float));
+	return 0;
+}
+
 static int run(const opts *o, const gsp_layout *layout)
 {
 	size_t n = gsp_layout_count(layout);
 	uint64_t floats = gsp_layout_floats(layout);
 	gsp_tensor *tensors = calloc(n, sizeof(*tensors));
 	gsp_client *c = NULL;
-	gsp_client_step_result st;
+	gsp_client_step_result st = {0};
 	gsp_client_average_result avg;
-	float *params;
+	float *params, *copy = NULL;
+	unsigned long long reattached = 0;
 	int err, rc = 1;
 
 	if (!tensors) {
@@ -223,7 +297,16 @@ static int run(const opts *o, const gsp_layout *layout)
 		fail(c, "register", err);
 		goto out;
 	}
-	gsp_fill_gaussian(params, floats, o->seed, o->node_index);
+	if (o->load) {
+		if (load(o->load, params, floats))
+			goto out;
+	} else {
+		gsp_fill_gaussian(params, floats, o->seed, o->node_index);
+	}
+	if (o->reattach_every && !(copy = malloc(floats * sizeof(float)))) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto out;
+	}
 	if (o->dump_initial &&
 	    trainer_link_dump(PROG, o->dump_initial, params, floats))
 		goto out;
@@ -250,10 +333,18 @@ static int run(const opts *o, const gsp_layout *layout)
 			       (unsigned long long)st.bytes_sent,
 			       (unsigned long long)st.bytes_received,
 			       st.consensus_estimate);
+		if (o->reattach_every && (s + 1) % o->reattach_every == 0 &&
+		    s + 1 < o->steps) {
+			if (reattach(o, c, tensors, n, &params, copy, floats))
+				goto out;
+			reattached++;
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("steps %llu seconds %.6f\n", o->steps,
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	printf("client offline_steps %llu reconnects %u reattached %llu\n",
+	       (unsigned long long)st.offline_steps, st.reconnects, reattached);
 	/* Settle every edge so that each round lands at both ends or at
 	 * neither before the parameters are read and the model detached. */
 	err = gsp_client_step(c, GSP_CLIENT_STEP_DRAIN, &st);
@@ -293,6 +384,7 @@ static int run(const opts *o, const gsp_layout *layout)
 
 out:
 	gsp_client_close(c);
+	free(copy);
 	free(tensors);
 	return rc;
 }

@@ -149,10 +149,13 @@ class Cluster:
     """n daemons on loopback by default.  hosts (one address per node,
     e.g. inside network namespaces) and wrap (a command prefix per node,
     e.g. ["ip", "netns", "exec", NS]) put them elsewhere; ports then
-    defaults to 7000 on every node."""
+    defaults to 7000 on every node.  proxy (e.g. a faultproxy.FaultProxy)
+    goes between the nodes: node i's Endpoint for peer j is then
+    proxy.link(i, j, host, port) instead of peer j's own address, one
+    port per directed link; close() closes it too."""
 
     def __init__(self, build, n, edges=None, node_conf="", tmp=None, sim_seed=None,
-                 hosts=None, wrap=None, ports=None):
+                 hosts=None, wrap=None, ports=None, proxy=None):
         self.build = build
         self.n = n
         self.edges = edges if edges is not None else ring(n)
@@ -170,6 +173,7 @@ class Cluster:
         self.ports = ports or ([7000] * n if hosts else free_ports(n))
         self.notify_path = os.path.join(self.dir, "notify")
         self.notify = Notify(self.notify_path)
+        self.proxy = proxy
 
     def host(self, i):
         return self.hosts[i] if self.hosts else "127.0.0.1"
@@ -194,7 +198,18 @@ class Cluster:
         return sorted([b for a, b in self.edges if a == i] +
                       [a for a, b in self.edges if b == i])
 
-    def write_config(self, i, extra_peers=(), node_conf=None):
+    def endpoint(self, i, j):
+        """Node i's Endpoint for peer j, "host:port": peer j's own
+        address, or the proxy's port for the link i -> j."""
+        host = self.hosts[j] if self.hosts else self.endpoint_host
+        port = self.ports[j]
+        if self.proxy is not None:
+            host, port = self.proxy.link(i, j, self.host(j), port)
+        return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+
+    def write_config(self, i, extra_peers=(), node_conf=None, drop_peers=()):
+        """Writes node i's config: its neighbours (less drop_peers) as
+        [Peer]s, then extra_peers ((public key, endpoint) pairs)."""
         path = os.path.join(self.dir, "n%d.conf" % i)
         with open(path, "w") as f:
             f.write("[Node]\nListenAddress = %s:%d\nPrivateKeyFile = %s\n"
@@ -204,11 +219,11 @@ class Cluster:
             if self.sim_seed is not None:
                 f.write("SimSeed = %d\nIndex = %d\n" % (self.sim_seed, i))
             for j in self.neighbours(i):
+                if j in drop_peers:
+                    continue
                 f.write("[Peer]\nPublicKey = %s\n" % self.keys[j][1])
                 if i not in self.listen_only:
-                    f.write("Endpoint = %s:%d\n" % (
-                        self.hosts[j] if self.hosts else self.endpoint_host,
-                        self.ports[j]))
+                    f.write("Endpoint = %s\n" % self.endpoint(i, j))
                 if self.sim_seed is not None:
                     f.write("Index = %d\n" % j)
             for pub, endpoint in extra_peers:
@@ -275,6 +290,8 @@ class Cluster:
             if p is not None:
                 p.kill()
                 p.wait()
+        if self.proxy is not None:
+            self.proxy.close()
         self.notify.close()
 
     def remove(self):
@@ -302,6 +319,17 @@ class Cluster:
                 out.append("--- gossipd %d ---\n" % i +
                            "\n".join(self.log(i).splitlines()[-lines:]))
         return "\n".join(out)
+
+
+def owned_by(case, c):
+    """Hands Cluster c to the unittest.TestCase case: at cleanup it is
+    closed, its logs must hold no sanitizer report, and its directory is
+    removed (kept with GSP_KEEP_TMP=1).  Returns c."""
+    if not os.environ.get("GSP_KEEP_TMP"):
+        case.addCleanup(c.remove)
+    case.addCleanup(lambda: case.assertEqual(c.sanitizer_reports(), []))
+    case.addCleanup(c.close)
+    return c
 
 
 def network_stats(initial, final):

@@ -71,12 +71,7 @@ def dumps(c, tag):
 
 class Daemon(unittest.TestCase):
     def cluster(self, n, **kw):
-        c = cluster.Cluster(BUILD, n, **kw)
-        if not os.environ.get("GSP_KEEP_TMP"):
-            self.addCleanup(c.remove)
-        self.addCleanup(lambda: self.assertEqual(c.sanitizer_reports(), []))
-        self.addCleanup(c.close)
-        return c
+        return cluster.owned_by(self, cluster.Cluster(BUILD, n, **kw))
 
     def test_ring_async_conserves_and_converges(self):
         """8 daemons, 8 trainers, 1000 asynchronous STEPs."""

@@ -41,11 +41,7 @@ def rate(out):
 
 class Stragglers(unittest.TestCase):
     def cluster(self):
-        c = cluster.Cluster(BUILD, 4)
-        if not os.environ.get("GSP_KEEP_TMP"):
-            self.addCleanup(c.remove)
-        self.addCleanup(lambda: self.assertEqual(c.sanitizer_reports(), []))
-        self.addCleanup(c.close)
+        c = cluster.owned_by(self, cluster.Cluster(BUILD, 4))
         c.start()
         return c
 

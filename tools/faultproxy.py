@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""A loopback TCP proxy that resets gossipd peer connections (the faults
+suite, tests/integration/test_faults.py).  Standard library only.
+
+One listening port per directed neighbour link (node i's Endpoint for
+peer j), each forwarding to the real daemon's port.  Bytes are forwarded
+unchanged; the proxy only reads the frame length prefix (proto/PROTOCOL.md
+section 2: a u32 little-endian body length, in clear on every frame,
+handshake and transport alike) to know where frames begin and end.  As
+each frame's header completes, a seeded RNG decides, with probability
+1 / mean_frames, to reset the connection in that frame:
+
+- "inside": only the first k bytes of the frame go through, k drawn in
+  1 .. 4 + len - 1 (inside the header or the body);
+- "between": the whole frame goes through, and nothing after it.
+
+Then both sides are closed abruptly: forwarding stops in both directions,
+and after a pause of 0-5 ms (so that the receiver sometimes has read the
+last bytes and sometimes not) both sockets are closed with SO_LINGER 0,
+which sends an RST.  At most max_resets resets in all; then the proxy
+only forwards.
+
+Addresses are loopback only (127.0.0.0/8, ::1): anything else is
+refused.  The proxy runs an asyncio loop in a thread of its own, so a
+test drives it from ordinary blocking code; link() binds the listening
+socket at once, so its port can go into a config before any daemon
+starts.
+
+    proxy = FaultProxy(seed=1, mean_frames=50, max_resets=400)
+    host, port = proxy.link(0, 1, "127.0.0.1", daemon1_port)  # 0's Endpoint for 1
+    ...
+    proxy.close()
+    print(proxy.summary())      # "resets 37 (inside 19, between 18) of 1850 frames..."
+
+gossipcluster.Cluster(..., proxy=proxy) points every Endpoint at the
+proxy.  As a program (manual experiments, e.g. with tools/gossip-cluster):
+
+    tools/faultproxy.py --seed 1 --mean-frames 50 --max-resets 100 \\
+        7100:7001 7101:7000        # listen on 7100, forward to 7001, ...
+"""
+import argparse
+import asyncio
+import ipaddress
+import random
+import signal
+import socket
+import struct
+import sys
+import threading
+
+LINGER_RST = struct.pack("ii", 1, 0)
+MAX_PAUSE = 0.005        # seconds between the cut and the RST, at most
+
+
+def check_loopback(host):
+    """Refuses any address that is not on this machine's loopback."""
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError("%r is not a numeric address" % host)
+    if not addr.is_loopback:
+        raise ValueError("%s is not a loopback address" % host)
+    return host
+
+
+class _Cutter:
+    """Follows the frames of one direction of one connection and says
+    where to cut.  feed(data) returns how many bytes of data to forward
+    and whether to reset after them."""
+
+    def __init__(self, proxy, rng):
+        self.proxy = proxy
+        self.rng = rng
+        self.header = b""        # partial length prefix
+        self.body_left = 0       # body bytes of the current frame to come
+        self.pos = 0             # stream offset of the next byte fed
+        self.cut_at = None       # stream offset to reset at, once decided
+        self.kind = None
+
+    def feed(self, data):
+        start = self.pos
+        i = 0
+        while i < len(data) and self.cut_at is None:
+            if self.body_left:
+                take = min(self.body_left, len(data) - i)
+                self.body_left -= take
+                i += take
+                if not self.body_left:
+                    self.proxy.frames += 1
+                continue
+            take = min(4 - len(self.header), len(data) - i)
+            self.header += data[i:i + take]
+            i += take
+            if len(self.header) < 4:
+                continue
+            frame_start = start + i - 4
+            (length,) = struct.unpack("<I", self.header)
+            self.header = b""
+            self.body_left = length
+            if not length:
+                self.proxy.frames += 1       # malformed; the daemon says so
+            if self.proxy._decide(self.rng):
+                if self.rng.random() < self.proxy.inside_fraction and length:
+                    self.kind = "inside"
+                    cut = frame_start + self.rng.randint(1, 3 + length)
+                else:
+                    self.kind = "between"
+                    cut = frame_start + 4 + length
+                # A header split over two reads: its first bytes are gone.
+                self.cut_at = max(cut, start)
+        self.pos = start + len(data)
+        if self.cut_at is not None and self.cut_at <= self.pos:
+            return self.cut_at - start, True
+        return len(data), False
+
+
+class _Conn:
+    def __init__(self, client, upstream):
+        self.socks = (client, upstream)
+        self.tasks = []
+        self.dead = False
+
+
+class FaultProxy:
+    """See the module's text.  seed: the RNG seed (each link direction
+    draws from its own stream, derived from it); mean_frames: a reset
+    about once per that many frames forwarded (0: never); max_resets: the
+    cap; inside_fraction: the share of resets that cut inside a frame."""
+
+    def __init__(self, seed=1, mean_frames=50, max_resets=100,
+                 inside_fraction=0.5, host="127.0.0.1"):
+        self.seed = seed
+        self.mean_frames = mean_frames
+        self.max_resets = max_resets
+        self.inside_fraction = inside_fraction
+        self.host = check_loopback(host)
+        self.enabled = True          # False: forward only, reset nothing
+        self.frames = 0              # complete frames forwarded
+        self.resets = 0
+        self.resets_inside = 0
+        self.resets_between = 0
+        self.connections = 0         # accepted
+        self.connect_failures = 0    # the daemon behind was not there
+        self.links = {}              # (src, dst) -> listening port
+        self.link_resets = {}        # (src, dst) -> resets
+        self._listeners = []
+        self._conns = set()
+        self._closed = False
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever,
+                                       daemon=True, name="faultproxy")
+        self.thread.start()
+
+    # -- the test's side (any thread) --
+
+    def link(self, src, dst, target_host, target_port, listen_port=0):
+        """Listens for the directed link src -> dst (node src's Endpoint
+        for peer dst) and forwards to target_host:target_port.  Returns
+        (host, port) to write as the Endpoint.  The same link again
+        returns the same port."""
+        if (src, dst) in self.links:
+            return self.host, self.links[(src, dst)]
+        check_loopback(target_host)
+        lsock = socket.socket(socket.AF_INET6 if ":" in self.host
+                              else socket.AF_INET, socket.SOCK_STREAM)
+        lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lsock.bind((self.host, listen_port))
+        lsock.listen(64)
+        lsock.setblocking(False)
+        port = lsock.getsockname()[1]
+        self.links[(src, dst)] = port
+        self.link_resets[(src, dst)] = 0
+        self._listeners.append(lsock)
+        asyncio.run_coroutine_threadsafe(
+            self._serve(lsock, (src, dst), (target_host, target_port)), self.loop)
+        return self.host, port
+
+    def stats(self):
+        return {"resets": self.resets, "inside": self.resets_inside,
+                "between": self.resets_between, "frames": self.frames,
+                "connections": self.connections,
+                "connect_failures": self.connect_failures}
+
+    def summary(self):
+        how = ("1 in %s frames, cap %d" % (self.mean_frames, self.max_resets)
+               if self.mean_frames and self.max_resets else "resets off")
+        return ("resets %d (inside %d, between %d) of %d frames forwarded, "
+                "%d connections (seed %s, %s)" % (
+                    self.resets, self.resets_inside, self.resets_between,
+                    self.frames, self.connections, self.seed, how))
+
+    def close(self):
+        """Stops listening, resets every connection, ends the thread.
+        The counts stay readable."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+            if not self.thread.is_alive():
+                self.loop.close()
+
+    # -- the loop's side --
+
+    def _decide(self, rng):
+        if not self.enabled or not self.mean_frames:
+            return False
+        if self.resets >= self.max_resets:
+            return False
+        return rng.random() < 1.0 / self.mean_frames
+
+    async def _serve(self, lsock, link, target):
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                client, _ = await loop.sock_accept(lsock)
+            except (OSError, asyncio.CancelledError):
+                return
+            self.connections += 1
+            client.setblocking(False)
+            loop.create_task(self._handle(client, link, target))
+
+    async def _handle(self, client, link, target):
+        loop = asyncio.get_running_loop()
+        upstream = socket.socket(socket.AF_INET6 if ":" in target[0]
+                                 else socket.AF_INET, socket.SOCK_STREAM)
+        upstream.setblocking(False)
+        conn = _Conn(client, upstream)
+        self._conns.add(conn)
+        try:
+            try:
+                await asyncio.wait_for(loop.sock_connect(upstream, target), 5)
+            except (OSError, asyncio.TimeoutError):
+                self.connect_failures += 1
+                self._abort(conn)
+                return
+            for s in conn.socks:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            n = self.connections
+            conn.tasks = [
+                loop.create_task(self._pump(conn, client, upstream, link,
+                                            random.Random("%s:%s:%s:%d:fwd" % (
+                                                self.seed, link[0], link[1], n)))),
+                loop.create_task(self._pump(conn, upstream, client, link,
+                                            random.Random("%s:%s:%s:%d:rev" % (
+                                                self.seed, link[0], link[1], n)))),
+            ]
+            await asyncio.gather(*conn.tasks, return_exceptions=True)
+        finally:
+            # Both directions ended in order: an orderly close; else RST.
+            self._abort(conn, rst=conn.dead)
+            self._conns.discard(conn)
+
+    async def _pump(self, conn, src, dst, link, rng):
+        loop = asyncio.get_running_loop()
+        cutter = _Cutter(self, rng)
+        try:
+            while not conn.dead:
+                data = await loop.sock_recv(src, 65536)
+                if not data:
+                    # An orderly close goes through as one.
+                    try:
+                        dst.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                    return
+                n, reset = cutter.feed(data)
+                if n and not conn.dead:
+                    await loop.sock_sendall(dst, data[:n])
+                if reset and not conn.dead:
+                    await self._reset(conn, link, cutter.kind, rng)
+                    return
+        except asyncio.CancelledError:
+            raise
+        except OSError:
+            # A reset or an error on one side is passed on as a reset.
+            self._abort(conn)
+
+    async def _reset(self, conn, link, kind, rng):
+        conn.dead = True
+        self.resets += 1
+        self.link_resets[link] += 1
+        if kind == "inside":
+            self.resets_inside += 1
+        else:
+            self.resets_between += 1
+        me = asyncio.current_task()
+        for t in conn.tasks:
+            if t is not me:
+                t.cancel()
+        await asyncio.sleep(rng.random() * MAX_PAUSE)
+        self._abort(conn)
+
+    def _abort(self, conn, rst=True):
+        """Closes both sockets, with an RST unless rst is False.  The fds
+        leave the selector first (which cancels the pending handles), so
+        a pump cancelled later cannot unregister a new socket that got
+        the same fd number."""
+        conn.dead = True
+        for s in conn.socks:
+            if s.fileno() < 0:
+                continue
+            self.loop.remove_reader(s.fileno())
+            self.loop.remove_writer(s.fileno())
+            if rst:
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_RST)
+                except OSError:
+                    pass
+            s.close()
+        me = asyncio.current_task()
+        for t in conn.tasks:
+            if t is not me:
+                t.cancel()
+
+    async def _shutdown(self):
+        for lsock in self._listeners:
+            if lsock.fileno() >= 0:
+                self.loop.remove_reader(lsock.fileno())
+            lsock.close()
+        for conn in list(self._conns):
+            self._abort(conn)
+        me = asyncio.current_task()
+        rest = [t for t in asyncio.all_tasks() if t is not me]
+        for t in rest:
+            t.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Loopback TCP proxy that resets connections at random "
+                    "frames (gossipd's faults suite).")
+    ap.add_argument("--seed", default="1")
+    ap.add_argument("--mean-frames", type=int, default=50,
+                    help="a reset about once per N frames (0: never)")
+    ap.add_argument("--max-resets", type=int, default=100)
+    ap.add_argument("--inside-fraction", type=float, default=0.5)
+    ap.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    ap.add_argument("--target-host", default="127.0.0.1")
+    ap.add_argument("--duration", type=float, default=3600,
+                    help="stop after this many seconds (default 3600)")
+    ap.add_argument("maps", nargs="+", metavar="LISTEN:TARGET",
+                    help="listen on port LISTEN, forward to TARGET")
+    a = ap.parse_args(argv)
+    proxy = FaultProxy(a.seed, a.mean_frames, a.max_resets, a.inside_fraction, a.host)
+    try:
+        for k, m in enumerate(a.maps):
+            listen, _, target = m.partition(":")
+            proxy.link(k, m, a.target_host, int(target), int(listen))
+    except (ValueError, OSError) as e:
+        proxy.close()
+        print("faultproxy: %s" % e, file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait(a.duration)
+    proxy.close()
+    print(proxy.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
