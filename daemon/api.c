@@ -74,7 +74,7 @@ static void client_close(api_client *c)
 	step_forget(&d->step, c);
 	if (d->model.registered && d->model.owner == c) {
 		gsp_info("trainer '%s' went away: detaching its model", c->log_name);
-		step_detach(&d->step);
+		step_detach(&d->step, NULL, NULL);
 		/* A detach that waits for a running step: no owner meanwhile. */
 		if (d->model.registered)
 			d->model.owner = NULL;
@@ -179,6 +179,11 @@ static void on_step_done(void *client, const step_result *r)
 		reply(c, buf, n);
 	else
 		reply_error(c, err, gsp_strerror(err));
+}
+
+static void on_detached(void *client)
+{
+	reply_ok(client);
 }
 
 /* Requests that need the model and must come from its owner. */
@@ -307,10 +312,10 @@ static int on_request(api_client *c, const uint8_t *body, size_t len)
 			return err;
 		if (owner_check(c))
 			return 0;
-		step_detach(&d->step);
+		/* Answered once the edges have ended their generations. */
 		if (d->model.registered)
-			d->model.owner = NULL;   /* goes after the running step */
-		reply_ok(c);
+			d->model.owner = NULL;
+		step_detach(&d->step, c, on_detached);
 		return 0;
 	default:
 		return -EBADMSG;

@@ -42,6 +42,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->topology = GSP_TOPO_RING;
 	cfg->max_staleness = 4;
 	cfg->max_wait_ms = GSP_DAEMON_DEFAULT_MAX_WAIT_MS;
+	cfg->detach_wait_ms = GSP_DAEMON_DEFAULT_DETACH_WAIT_MS;
 	cfg->max_round_change = GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE;
 	cfg->log_level = GSP_LOG_INFO;
 	cfg->index = -1;
@@ -221,6 +222,10 @@ static int node_key(parser *p, const char *name, const char *v)
 	if (!strcmp(name, "MaxWait"))
 		return parse_uint(v, 3600000, &c->max_wait_ms)
 			       ? fail(p, -EINVAL, "MaxWait must be 0..3600000 (ms), not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "DetachWait"))
+		return parse_uint(v, 3600000, &c->detach_wait_ms)
+			       ? fail(p, -EINVAL, "DetachWait must be 0..3600000 (ms), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "SimSeed")) {
 		char *end;

@@ -63,6 +63,7 @@ typedef struct gsp_daemon_config {
 	unsigned nodes;
 	unsigned max_staleness;
 	unsigned max_wait_ms;           /* STEP waits at most this for a lagging edge */
+	unsigned detach_wait_ms;        /* DETACH waits at most this for the peers */
 	float max_round_change;         /* a received round's bound; 0: none */
 	gsp_log_level log_level;
 	/* SimSeed/Index: edge seeds and roles as gossip-sim derives them, so
@@ -81,6 +82,7 @@ typedef struct gsp_daemon_config {
  * lags MaxStaleness steps; then the edge is a straggler, not waited for
  * again until it keeps pace. */
 #define GSP_DAEMON_DEFAULT_MAX_WAIT_MS 50
+#define GSP_DAEMON_DEFAULT_DETACH_WAIT_MS 2000
 /* The most a neighbour's ROUND message may differ from ours, in units of
  * our own message's norm (or of sqrt(its length), if that is larger): a
  * listed peer cannot push arbitrary values into the model. */

@@ -17,6 +17,8 @@ typedef struct counters {
 	uint64_t fingerprint_mismatch;  /* edge */
 	uint64_t version_mismatch;      /* link */
 	uint64_t rounds_refused;        /* edge: a ROUND over MaxRoundChange */
+	uint64_t rounds_rolled_back;    /* edge: taken back, the peer ended before */
+	uint64_t rounds_unreconciled;   /* edge: may have landed at one end only */
 } counters;
 
 #endif

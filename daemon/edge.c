@@ -1,20 +1,51 @@
-/* edge: one edge's protocol as a state machine (edge.h); the set of
- * them is edges.c. */
+/* edge: one edge's sessions and rounds (edge.h); its generations are
+ * edge_gen.c, the set of edges edges.c.  PROTOCOL.md 4.6 is the design:
+ * our messages are kept until the peer cannot need them, so a round a
+ * session lost is completed from them after the next one. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "edge.h"
+#include "edge_impl.h"
 #include "log.h"
-#include "sim.h"
 
 static int on_round(edge *e, const uint8_t *pt, size_t len);
 
-static void changed(edge_set *s)
+void edge__changed(edge *e)
 {
-	s->ops->changed(s->ctx);
+	e->set->ops->changed(e->set->ctx);
+}
+
+/* Using an ended session's frames (edge_after_busy).  The loop is one
+ * thread: one flag serves every edge. */
+static bool quiet;
+
+bool edge__quiet(void)
+{
+	return quiet;
+}
+
+int edge__send(edge *e, const uint8_t *pt, size_t len)
+{
+	if (quiet || e->state == EDGE_DOWN)
+		return 0;
+	return e->set->ops->send(e->set->ctx, e, pt, len);
+}
+
+void edge__msg_free(edge_msg *m)
+{
+	free(m->buf);
+	*m = (edge_msg){0};
+}
+
+uint64_t edge__applied(const edge *e)
+{
+	gsp_edge_info info;
+	if (!e->live || gsp_node_edge_info(e->set->model.node, e->index, &info) != 0)
+		return 0;
+	return info.state == GSP_EDGE_COMPLETED ? info.round - 1 : e->completed;
 }
 
 /* ---- sessions --------------------------------------------------------- */
@@ -36,47 +67,35 @@ static int send_model(edge *e)
 		msg.summary_len = strlen(m->summary);
 	}
 	int err = gsp_msg_model_encode(&msg, buf, sizeof(buf), &n);
-	return err ? err : s->ops->send(s->ctx, e, buf, n);
+	return err ? err : edge__send(e, buf, n);
 }
 
 void edge_session_up(edge *e, const uint8_t seed[GSP_SEED_BYTES])
 {
 	memcpy(e->seed, seed, GSP_SEED_BYTES);
+	e->session_no++;
 	e->state = EDGE_WAIT_MODEL;
 	if (send_model(e) != 0 && e->state == EDGE_WAIT_MODEL)
 		e->set->ops->close(e->set->ctx, e, GSP_BYE_INTERNAL, "cannot send MODEL");
 }
 
+/* The generation stays: a round in flight waits for the next session,
+ * which resends what the other end lacks. */
 void edge_session_down(edge *e)
 {
-	edge_set *s = e->set;
 	if (e->state == EDGE_DOWN)
 		return;
 	e->state = EDGE_DOWN;
-	if (e->up && s->busy) {
-		/* The ROUNDs that came before the end are still to be used
-		 * (edges_after_busy): the peer may have completed the round
-		 * with ours already, so we must complete it too. */
-		e->down_deferred = true;
-		e->down_generation = e->generation;
-	} else {
-		if (e->up && s->attached)
-			(void)gsp_node_edge_disable(s->model.node, e->index);
-		for (unsigned i = 0; i < e->n_deferred; i++)
-			free(e->deferred[i]);
-		e->n_deferred = 0;
-	}
-	e->up = false;
+	e->peer_attached = false;
 	e->start_pending = false;
 	e->straggler = e->lagging = false;
-	free(e->early);
-	e->early = NULL;
-	changed(s);
+	edge__changed(e);
 }
 
 /* ---- rounds ----------------------------------------------------------- */
 
-static int send_round(edge *e)
+/* Keeps our newly projected message (the two newest stay) and sends it. */
+static int keep_and_send(edge *e)
 {
 	edge_set *s = e->set;
 	const void *msg;
@@ -89,14 +108,28 @@ static int send_round(edge *e)
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	e->tx_degree = s->ops->degree(s->ctx);
-	gsp_msg_round r = {.degree = e->tx_degree, .generation = e->generation,
+	uint16_t degree = s->ops->degree(s->ctx);
+	gsp_msg_round r = {.degree = degree, .generation = e->generation,
 			   .round = round, .payload = msg, .payload_len = len};
-	err = gsp_msg_round_encode(&r, buf, cap, &n);
-	if (!err)
-		err = s->ops->send(s->ctx, e, buf, n);
-	free(buf);
-	return err;
+	if ((err = gsp_msg_round_encode(&r, buf, cap, &n)) != 0) {
+		free(buf);
+		return err;
+	}
+	edge__msg_free(&e->sent[0]);
+	e->sent[0] = e->sent[1];
+	e->sent[1] = (edge_msg){.buf = buf, .len = n, .round = round, .degree = degree};
+	e->sent_round = round;
+	/* An end that is ending its generation starts no round. */
+	return e->state == EDGE_UP && !e->ending_self ? edge__send(e, buf, n) : 0;
+}
+
+/* The degree our message for `round` carried. */
+static uint16_t sent_degree(const edge *e, uint64_t round)
+{
+	for (int k = 1; k >= 0; k--)
+		if (e->sent[k].buf && e->sent[k].round == round)
+			return e->sent[k].degree;
+	return e->set->ops->degree(e->set->ctx);
 }
 
 /* ||peer - mine||^2 and ||mine||^2, for float messages. */
@@ -140,7 +173,7 @@ static int complete(edge *e, uint64_t round, uint16_t degree,
 	 * neither; a configured Weight holds for the whole generation. */
 	float w = e->weight;
 	if (w <= 0.0f) {
-		uint16_t deg = e->tx_degree ? e->tx_degree : s->ops->degree(s->ctx);
+		uint16_t deg = sent_degree(e, round);
 		w = 1.0f / (1.0f + (float)(deg > degree ? deg : degree));
 	}
 	if (gsp_node_edge_set_weight(node, e->index, w) != 0)
@@ -173,44 +206,99 @@ static int complete(edge *e, uint64_t round, uint16_t degree,
 		err = gsp_node_complete(node, e->index, round, copy, len);
 		free(copy);
 	}
-	if (!err) {
-		e->rounds_completed++;
-		e->rounds_total++;
-	}
-	return err;
+	if (err)
+		return err;
+	e->completed = round;
+	e->rounds_completed++;
+	e->rounds_total++;
+	if (e->ending != TARGET_NONE)
+		edge__settle(e);
+	edge__changed(e);
+	return 0;
+}
+
+/* Not when the generation ends before `round`, nor while we end it and
+ * the peer has not said where (nothing more is completed meanwhile). */
+static bool may_complete(const edge *e, uint64_t round)
+{
+	if (e->ending == TARGET_KNOWN)
+		return round <= e->target;
+	return !e->ending_self;
 }
 
 void edge_step_done(edge *e)
 {
 	edge_set *s = e->set;
 	gsp_edge_info info;
-	if (!e->up || e->state != EDGE_UP ||
-	    gsp_node_edge_info(s->model.node, e->index, &info) != 0)
+	if (!e->live || gsp_node_edge_info(s->model.node, e->index, &info) != 0)
 		return;
-	/* Projected and not yet sent (it may even be completed already, by
+	/* Projected and not yet kept (it may even be completed already, by
 	 * a message that was waiting for us). */
-	if (info.tx_msgs > e->tx_rounds) {
-		e->tx_rounds = info.tx_msgs;
-		int err = send_round(e);
-		if (err) {
-			if (e->state != EDGE_DOWN)
-				s->ops->close(s->ctx, e, GSP_BYE_INTERNAL,
-					      "cannot send a ROUND");
-			return;
-		}
-	}
-	if (info.state != GSP_EDGE_IN_FLIGHT || !e->early || e->early_round != info.round)
+	if (info.round > e->sent_round && keep_and_send(e) != 0) {
+		if (e->state != EDGE_DOWN)
+			s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot send a ROUND");
 		return;
-	int err = complete(e, e->early_round, e->early_degree, e->early, e->early_len);
-	free(e->early);
+	}
+	if (info.state != GSP_EDGE_IN_FLIGHT || !e->early ||
+	    e->early_generation != e->generation || e->early_round != info.round ||
+	    !may_complete(e, info.round))
+		return;
+	uint8_t *early = e->early;
 	e->early = NULL;
+	int err = complete(e, e->early_round, e->early_degree, early, e->early_len);
+	free(early);
 	if (err) {
 		s->counters->rx_malformed++;
 		s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
 	}
 }
 
-/* ---- MODEL and RESYNC ------------------------------------------------- */
+/* The peer's message for a round we have not projected yet. */
+static int keep_early(edge *e, const gsp_msg_round *msg)
+{
+	if (e->early)
+		return e->early_generation == msg->generation &&
+		       e->early_round == msg->round ? 0 : -EBADMSG;
+	e->early = malloc(msg->payload_len ? msg->payload_len : 1);
+	if (!e->early)
+		return -ENOMEM;
+	memcpy(e->early, msg->payload, msg->payload_len);
+	e->early_len = msg->payload_len;
+	e->early_round = msg->round;
+	e->early_generation = msg->generation;
+	e->early_degree = msg->degree;
+	edge__changed(e);
+	return 0;
+}
+
+static int on_round(edge *e, const uint8_t *pt, size_t len)
+{
+	edge_set *s = e->set;
+	gsp_msg_round msg;
+	int err = gsp_msg_round_decode(pt, len, &msg);
+	if (err)
+		return err;
+	/* The sender's degree sets the weight: it must be one the graph
+	 * allows. */
+	if (msg.degree == 0 || (s->max_degree && msg.degree > s->max_degree))
+		return -EBADMSG;
+	if (e->start_pending && !e->live && msg.generation == e->next_generation)
+		return msg.round == 1 ? keep_early(e, &msg) : -EBADMSG;
+	/* A round of a generation that has ended here, or a resent one we
+	 * have: of no use.  Dropping a message never costs exactness. */
+	if (!e->live || msg.generation != e->generation || msg.round <= e->completed)
+		return 0;
+	if (!may_complete(e, msg.round))
+		return 0;
+	if (msg.round != e->completed + 1)
+		return -EBADMSG;
+	if (e->sent_round == msg.round)
+		return complete(e, msg.round, msg.degree, msg.payload, msg.payload_len);
+	/* The peer stepped before us: keep its round until we project. */
+	return keep_early(e, &msg);
+}
+
+/* ---- MODEL ------------------------------------------------------------ */
 
 /* The 8 hex digits after `key` (", layout ") in a summary, or "". */
 static void summary_digest(const char *str, size_t len, const char *key, char out[9])
@@ -253,14 +341,19 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 		return err;
 	if (e->state != EDGE_WAIT_MODEL)
 		return -EBADMSG;
-	if (!s->attached || msg.n_tensors == 0) {
-		e->state = EDGE_IDLE;
-		s->ops->accepted(s->ctx, e);
-		gsp_debug("peer %s: no model at %s end yet", e->name,
-			  s->attached ? "its" : "our");
+	if (GSP_PROTO_MINOR(msg.version) < GSP_PROTO_VERSION_MINOR) {
+		char text[128];
+		snprintf(text, sizeof(text), "peer speaks protocol %u.%u; edges need %u.%u "
+			 "(RESYNC with ended generations)", GSP_PROTO_MAJOR(msg.version),
+			 GSP_PROTO_MINOR(msg.version), GSP_PROTO_VERSION_MAJOR,
+			 GSP_PROTO_VERSION_MINOR);
+		s->ops->error(s->ctx, e, text);
+		s->ops->close(s->ctx, e, GSP_BYE_VERSION, text);
 		return 0;
 	}
-	if (memcmp(msg.fingerprint, s->model.fingerprint, GSP_FINGERPRINT_BYTES) != 0) {
+	e->peer_attached = msg.n_tensors != 0;
+	if (s->attached && e->peer_attached &&
+	    memcmp(msg.fingerprint, s->model.fingerprint, GSP_FINGERPRINT_BYTES) != 0) {
 		/* GOODBYE takes the first 256 bytes. */
 		char text[2 * GSP_MODEL_SUMMARY_MAX + 64];
 		snprintf(text, sizeof(text), "model mismatch (%s): ours %s; theirs %.*s",
@@ -272,170 +365,53 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 		s->ops->close(s->ctx, e, GSP_BYE_FINGERPRINT, text);
 		return 0;
 	}
-	/* Our last generation: both ends start the one after the larger, so
-	 * a new session's ROUNDs are never taken for an old one's. */
-	gsp_msg_resync rs = {.generation = e->generation};
-	uint8_t buf[64];
-	size_t n;
-	if ((err = gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n)) != 0)
-		return err;
 	e->state = EDGE_WAIT_RESYNC;
-	if (s->ops->send(s->ctx, e, buf, n) != 0)
+	if ((err = edge__send_resync(e)) != 0) {
+		if (e->state != EDGE_DOWN)
+			s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot send RESYNC");
+		return 0;
+	}
+	if (e->state == EDGE_DOWN)
 		return 0;        /* the session is gone */
 	s->ops->accepted(s->ctx, e);
 	return 0;
 }
 
-/* Starts generation e->generation on the engine edge with the session's
- * seed.  An update completed in the old generation must land first, so
- * while one is pending the start waits for the next STEP
- * (edges_finish). */
-static int start_generation(edge *e)
-{
-	edge_set *s = e->set;
-	gsp_edge_info info;
-	if (s->busy || e->down_deferred) {
-		e->start_pending = true;
-		return 0;
-	}
-	if (gsp_node_edge_info(s->model.node, e->index, &info) != 0)
-		return -EINVAL;
-	if (info.state == GSP_EDGE_COMPLETED) {
-		e->start_pending = true;
-		return 0;
-	}
-	gsp_role role = e->lo ? GSP_ROLE_LO : GSP_ROLE_HI;
-	uint8_t seed[GSP_SEED_BYTES];
-	memcpy(seed, e->seed, sizeof(seed));
-	if (s->sim_seed_set) {
-		/* Replay gossip-sim: its seed and its lo/hi by index. */
-		uint8_t key[GSP_SEED_BYTES] = {0};
-		unsigned me = (unsigned)s->sim_index, them = (unsigned)e->cfg->index;
-		for (int b = 0; b < 8; b++)
-			key[b] = (uint8_t)(s->sim_seed >> (8 * b));
-		gsp_sim_edge_seed(key, me < them ? me : them, me < them ? them : me, seed);
-		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
-	}
-	e->weight = e->cfg->weight;
-	e->tx_degree = 0;
-	float w = e->weight > 0 ? e->weight : 1.0f / (1.0f + s->ops->degree(s->ctx));
-	int err = gsp_node_edge_reset(s->model.node, e->index, w, role, seed,
-				      sizeof(seed));
-	if (err)
-		return err;
-	e->start_pending = false;
-	e->up = true;
-	e->last_apply_step = s->steps;
-	(void)gsp_node_edge_info(s->model.node, e->index, &info);
-	e->tx_rounds = info.tx_msgs;
-	gsp_info("peer %s: edge generation %u up (%s)", e->name, e->generation,
-		 role == GSP_ROLE_LO ? "lo" : "hi");
-	changed(s);
-	return 0;
-}
+/* ---- frames ----------------------------------------------------------- */
 
-/* RESYNC: this version keeps no edge state across sessions, so every
- * session starts generation max(ours, theirs) + 1 with its own seed
- * (PROTOCOL.md 4.6, rule 2); each end's RESYNC carries its last one. */
-static int on_resync(edge *e, const uint8_t *pt, size_t len)
+/* Keeps a RESYNC or ROUND that came while the engine is busy.  More than
+ * an honest peer sends in one step closes the session: what it sends
+ * again after the next RESYNC makes up for what is dropped. */
+static int defer(edge *e, const uint8_t *pt, size_t len)
 {
 	edge_set *s = e->set;
-	gsp_msg_resync msg;
-	int err = gsp_msg_resync_decode(pt, len, &msg);
-	if (err)
-		return err;
-	if (e->state != EDGE_WAIT_RESYNC)
-		return -EBADMSG;
-	uint32_t gen = (msg.generation > e->generation ? msg.generation : e->generation) + 1;
-	e->generation = gen ? gen : 1;
-	e->resyncs++;
-	uint32_t cap;
-	if (gsp_proto_peer_max_frame(s->model.max_payload, &cap) == 0)
-		s->ops->set_max_frame(s->ctx, e, cap);
-	e->state = EDGE_UP;
-	return start_generation(e);
-}
-
-/* A session ended while the engine was busy: the ROUNDs of its
- * generation that arrived before the end complete the round in flight,
- * as they would have if they had been read at once; then the edge is
- * disabled (a completed update still lands at the next STEP).  ROUNDs of
- * a newer session stay for the replay. */
-static void finish_ended_session(edge *e)
-{
-	edge_set *s = e->set;
-	unsigned kept = 0;
-	for (unsigned k = 0; k < e->n_deferred; k++) {
-		gsp_msg_round msg;
-		gsp_edge_info info;
-		if (gsp_msg_round_decode(e->deferred[k], e->deferred_len[k], &msg) != 0 ||
-		    msg.generation != e->down_generation) {
-			e->deferred[kept] = e->deferred[k];
-			e->deferred_len[kept++] = e->deferred_len[k];
-			continue;
-		}
-		if (gsp_node_edge_info(s->model.node, e->index, &info) == 0 &&
-		    info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round &&
-		    complete(e, msg.round, msg.degree, msg.payload, msg.payload_len) != 0)
-			s->counters->rx_malformed++;
-		free(e->deferred[k]);
-	}
-	e->n_deferred = kept;
-	e->down_deferred = false;
-	(void)gsp_node_edge_disable(s->model.node, e->index);
-}
-
-static int on_round(edge *e, const uint8_t *pt, size_t len)
-{
-	edge_set *s = e->set;
-	gsp_msg_round msg;
-	int err = gsp_msg_round_decode(pt, len, &msg);
-	if (err)
-		return err;
-	/* The sender's degree sets the weight: it must be one the graph
-	 * allows. */
-	if (msg.degree == 0 || (s->max_degree && msg.degree > s->max_degree))
-		return -EBADMSG;
-	if (s->busy) {
-		/* The engine is busy off the loop: keep it for afterwards.  A
-		 * peer is at most two rounds ahead of a step in progress. */
-		if (e->n_deferred == 2 || !(e->deferred[e->n_deferred] = malloc(len)))
-			return -EBADMSG;
-		memcpy(e->deferred[e->n_deferred], pt, len);
-		e->deferred_len[e->n_deferred++] = len;
+	if (e->n_deferred == EDGE_DEFERRED_MAX) {
+		s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "too many frames during a step");
 		return 0;
 	}
-	if (e->state != EDGE_UP || (!e->up && !e->start_pending) ||
-	    msg.generation != e->generation)
-		return -EBADMSG;
-	gsp_edge_info info;
-	if (gsp_node_edge_info(s->model.node, e->index, &info) != 0)
-		return -EINVAL;
-	if (e->start_pending) {
-		/* The generation starts at our next STEP: round 1 waits. */
-		info.state = GSP_EDGE_IDLE;
-		info.round = 0;
-	}
-	if (info.state == GSP_EDGE_IN_FLIGHT && msg.round == info.round) {
-		err = complete(e, msg.round, msg.degree, msg.payload, msg.payload_len);
-		if (err)
-			return err;
-		changed(s);
-		return 0;
-	}
-	/* The peer stepped before us: keep its next round until we project. */
-	bool next = msg.round == info.round + 1 && info.state != GSP_EDGE_IN_FLIGHT;
-	if (!next || e->early)
-		return -EBADMSG;
-	e->early = malloc(msg.payload_len ? msg.payload_len : 1);
-	if (!e->early)
+	uint8_t *copy = malloc(len);
+	if (!copy)
 		return -ENOMEM;
-	memcpy(e->early, msg.payload, msg.payload_len);
-	e->early_len = msg.payload_len;
-	e->early_round = msg.round;
-	e->early_degree = msg.degree;
-	changed(s);
+	memcpy(copy, pt, len);
+	e->deferred[e->n_deferred] = copy;
+	e->deferred_len[e->n_deferred] = len;
+	e->deferred_session[e->n_deferred++] = e->session_no;
 	return 0;
+}
+
+static int dispatch(edge *e, uint8_t type, const uint8_t *pt, size_t len)
+{
+	/* Rounds follow the RESYNC (an ended session's frames excepted). */
+	if (!quiet && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
+		return -EBADMSG;
+	switch (type) {
+	case GSP_MSG_RESYNC:
+		return edge__on_resync(e, pt, len);
+	case GSP_MSG_ROUND:
+		return on_round(e, pt, len);
+	default:
+		return -EBADMSG;
+	}
 }
 
 int edge_frame(edge *e, const uint8_t *pt, size_t len)
@@ -444,49 +420,52 @@ int edge_frame(edge *e, const uint8_t *pt, size_t len)
 	int err = gsp_msg_type(pt, len, &type);
 	if (err)
 		return err;
-	if (e->state == EDGE_DOWN || (e->state == EDGE_WAIT_MODEL && type != GSP_MSG_MODEL))
+	if (e->state == EDGE_DOWN || (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
 		return -EBADMSG;
-	switch (type) {
-	case GSP_MSG_MODEL:
+	if (type == GSP_MSG_MODEL)
 		return on_model(e, pt, len);
-	case GSP_MSG_RESYNC:
-		return on_resync(e, pt, len);
-	case GSP_MSG_ROUND:
-		return on_round(e, pt, len);
-	default:
+	if (type != GSP_MSG_RESYNC && type != GSP_MSG_ROUND)
 		return -EBADMSG;
-	}
+	if (e->set->busy)
+		return defer(e, pt, len);
+	return dispatch(e, type, pt, len);
 }
-
 
 void edge_finish(edge *e)
 {
-	edge_set *s = e->set;
-	if (e->start_pending && e->state == EDGE_UP && start_generation(e) != 0)
-		s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot start the edge");
+	edge__settle(e);
 }
 
-void edge_after_busy(edge *e, bool replay)
+void edge_after_busy(edge *e)
 {
 	edge_set *s = e->set;
-	if (e->down_deferred)
-		finish_ended_session(e);
-	if (!replay)
-		return;
-	/* A replayed frame may end the session (which frees what is kept):
-	 * take the list first. */
-	uint8_t *kept[2];
-	size_t kept_len[2];
+	/* A frame may end the session or queue more: take the list first. */
+	uint8_t *kept[EDGE_DEFERRED_MAX];
+	size_t kept_len[EDGE_DEFERRED_MAX];
+	uint64_t kept_session[EDGE_DEFERRED_MAX];
 	unsigned n = e->n_deferred;
 	memcpy(kept, e->deferred, sizeof(kept));
 	memcpy(kept_len, e->deferred_len, sizeof(kept_len));
+	memcpy(kept_session, e->deferred_session, sizeof(kept_session));
 	e->n_deferred = 0;
 	for (unsigned k = 0; k < n; k++) {
-		int err = e->state != EDGE_DOWN ? on_round(e, kept[k], kept_len[k]) : 0;
+		/* An ended session's frames still count (a ROUND completes,
+		 * a RESYNC tells how the peer ended a generation), but
+		 * nothing is answered. */
+		quiet = kept_session[k] != e->session_no || e->state == EDGE_DOWN;
+		uint8_t type = 0;
+		int err = gsp_msg_type(kept[k], kept_len[k], &type);
+		if (!err)
+			err = dispatch(e, type, kept[k], kept_len[k]);
+		bool was_quiet = quiet;
+		quiet = false;
 		free(kept[k]);
-		if (err && e->state != EDGE_DOWN) {
+		if (err && !was_quiet && e->state != EDGE_DOWN) {
 			s->counters->rx_malformed++;
 			s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
+		} else if (err) {
+			s->counters->rx_malformed++;
 		}
 	}
+	edge__settle(e);
 }

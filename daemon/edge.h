@@ -38,6 +38,13 @@ typedef enum edge_state {
 typedef struct edge edge;
 typedef struct edge_set edge_set;
 
+/* Why this end ends its live generation. */
+typedef enum edge_end_why {
+	END_NONE = 0,
+	END_REMOVED,             /* a reload removed the peer */
+	END_DETACH,              /* the model goes */
+} edge_end_why;
+
 typedef struct edge_ops {
 	/* One frame on e's session; a negative errno when it could not be
 	 * queued (the session is then closed: edge_session_down follows). */
@@ -54,6 +61,9 @@ typedef struct edge_ops {
 	void (*changed)(void *ctx);
 	/* This node's degree (listed peers, at least 1). */
 	uint16_t (*degree)(void *ctx);
+	/* An ending this end asked for (edge_end_begin) is over: the
+	 * generation ended at the same round at both ends, or could not. */
+	void (*ended)(void *ctx, edge *e, edge_end_why why);
 } edge_ops;
 
 /* The registered model, as the edges see it. */
@@ -67,30 +77,72 @@ typedef struct edge_model {
 	uint64_t max_payload;    /* largest ROUND payload */
 } edge_model;
 
+/* A ROUND plaintext this end sent (or will send) and keeps until the
+ * peer cannot need it any more (PROTOCOL.md 4.6). */
+typedef struct edge_msg {
+	uint8_t *buf;
+	size_t len;
+	uint64_t round;
+	uint16_t degree;
+} edge_msg;
+
+/* Frames of a session that came while the engine was busy. */
+#define EDGE_DEFERRED_MAX 8
+
+/* What the peer's final count for one of our generations is. */
+typedef enum edge_target {
+	TARGET_NONE = 0,         /* not ending */
+	TARGET_KNOWN,            /* the peer applied exactly `target` rounds */
+	TARGET_UNKNOWN,          /* the peer lost its records (a restart) */
+} edge_target;
+
 struct edge {
 	edge_set *set;
 	size_t index;            /* engine edge index */
 	const gsp_peer_config *cfg;   /* Weight, Index (owned by the peer) */
 	const char *name;        /* for logs */
 	bool lo;                 /* our key sorts first */
-	edge_state state;
+	edge_state state;        /* of the session */
 	uint8_t seed[GSP_SEED_BYTES];   /* this session's */
-	bool up;                 /* engine edge active for this session */
-	bool start_pending;      /* generation starts after the next apply */
+	bool peer_attached;      /* the peer's MODEL named a model */
+	/* The generation: outlives sessions and the model.  live: the
+	 * engine edge holds it (model attached).  C and S: last round
+	 * completed with the peer's message, last projected. */
 	uint32_t generation;
+	bool live;
+	uint8_t gen_seed[GSP_SEED_BYTES];
+	uint64_t completed, sent_round;
+	edge_msg sent[2];        /* ours for rounds S-1 and S */
+	float weight;            /* Weight as the generation started (0: auto) */
+	/* Ending the live generation at the peer's final count. */
+	edge_target ending;
+	uint64_t target;
+	/* This end ends it (no more ROUNDs go out), at most at end_count
+	 * rounds, once the peer has said where it stands. */
+	edge_end_why ending_self;
+	uint64_t end_count;
+	/* A new generation agreed in this session, started once the old
+	 * one has ended. */
+	bool start_pending;
+	uint32_t next_generation;
+	/* The last generation that ended here with rounds applied, and our
+	 * message of its last applied round (a behind peer completes it). */
+	uint32_t ended_generation;
+	uint64_t ended_applied;
+	edge_msg ended_msg;
+	bool no_history;         /* records lost (daemon start) */
+	uint32_t disagreed;      /* an ended generation found one-sided */
 	uint8_t *early;          /* peer's next-round message, if it came early */
 	size_t early_len;
 	uint64_t early_round;
+	uint32_t early_generation;
 	uint16_t early_degree;
-	uint64_t tx_rounds;      /* engine messages already sent this generation */
-	uint16_t tx_degree;      /* the degree our last ROUND carried */
-	float weight;            /* Weight as the generation started (0: auto) */
-	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
-	uint8_t *deferred[2];    /* ROUND plaintexts that came while busy */
-	size_t deferred_len[2];
+	uint8_t *deferred[EDGE_DEFERRED_MAX];   /* RESYNC/ROUND while busy */
+	size_t deferred_len[EDGE_DEFERRED_MAX];
+	uint64_t deferred_session[EDGE_DEFERRED_MAX];
 	unsigned n_deferred;
-	bool down_deferred;      /* the session ended while busy */
-	uint32_t down_generation;
+	uint64_t session_no;     /* sessions so far */
+	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
 	uint64_t last_apply_step;
 	bool straggler;          /* a STEP stopped waiting for it; cleared
 				  * once it applies within MaxStaleness
@@ -102,6 +154,7 @@ struct edge {
 	uint64_t rounds_completed;  /* with the current model */
 	/* Only grow while the daemon runs (metrics). */
 	uint64_t rounds_total, exact_bytes_done, message_bytes_done, resyncs;
+	uint64_t retransmits, rollbacks, continued, unreconciled;
 };
 
 struct edge_set {
@@ -131,8 +184,19 @@ edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool l
 
 /* The model: its node gets one (disabled) engine edge per edge. */
 int edges_attach(edge_set *s, const edge_model *m);
-/* The node goes (not while busy); edge totals are kept. */
+/* The node goes (not while busy): each live generation ends here with
+ * the rounds applied so far (a completed update not yet applied is
+ * dropped); edge totals are kept. */
 void edges_detach(edge_set *s);
+/* This end ends e's live generation (not while busy): it sends no more
+ * ROUNDs, and once the peer's RESYNC says where it stands both end at
+ * the smaller count (the one ahead takes its last round back); then
+ * ops->ended.  True when there was nothing to end.  edges_end_begin does
+ * it for every edge (DETACH) and returns how many still wait; those that
+ * still wait when the model goes end at what they applied. */
+bool edge_end_begin(edge *e, edge_end_why why);
+size_t edges_end_begin(edge_set *s);
+size_t edges_ending(const edge_set *s);
 
 /* Session events.  seed: the session's shared per-edge seed. */
 void edge_session_up(edge *e, const uint8_t seed[GSP_SEED_BYTES]);
@@ -141,13 +205,13 @@ void edge_session_down(edge *e);
  * (the caller closes the session as malformed). */
 int edge_frame(edge *e, const uint8_t *pt, size_t len);
 
-/* Per edge, after a step: send what was projected and use an early
- * message; start a generation that waited for an apply; after a step
- * off the loop, finish an ended session and (replay) use the ROUNDs
- * that came meanwhile. */
+/* Per edge, after a step: keep and send what was projected and use an
+ * early message; end a generation that waited for an apply and start
+ * the next; after a step off the loop, use the frames that came
+ * meanwhile. */
 void edge_step_done(edge *e);
 void edge_finish(edge *e);
-void edge_after_busy(edge *e, bool replay);
+void edge_after_busy(edge *e);
 
 /* Steps.  edges_step_begin counts the edges a step applies and skips and
  * records the apply; after the step, edges_step_done sends what was
@@ -155,9 +219,9 @@ void edge_after_busy(edge *e, bool replay);
 void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
 		      uint32_t *ret_skipped);
 void edges_step_done(edge_set *s);
-/* After a step that ran off the loop (busy again false): sessions that
- * ended, then (replay) the ROUNDs that arrived meanwhile. */
-void edges_after_busy(edge_set *s, bool replay);
+/* After a step that ran off the loop (busy again false): the frames that
+ * arrived meanwhile. */
+void edges_after_busy(edge_set *s);
 /* Starts generations that waited for an apply. */
 void edges_finish(edge_set *s);
 /* DRAIN: projects the rounds neighbours are already waiting for (their

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edge.h"
+#include "edge_impl.h"
 #include "log.h"
 
 int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c)
@@ -15,13 +15,21 @@ int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c)
 	return s->edge ? 0 : -ENOMEM;
 }
 
+static void drop_early(edge *e)
+{
+	free(e->early);
+	e->early = NULL;
+}
+
 static void drop_kept(edge *e)
 {
 	for (unsigned i = 0; i < e->n_deferred; i++)
 		free(e->deferred[i]);
 	e->n_deferred = 0;
-	free(e->early);
-	e->early = NULL;
+	drop_early(e);
+	for (int k = 0; k < 2; k++)
+		edge__msg_free(&e->sent[k]);
+	edge__msg_free(&e->ended_msg);
 }
 
 void edge_set_free(edge_set *s)
@@ -46,7 +54,9 @@ edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool l
 	if (s->n == GSP_MAX_PEERS || (s->attached && engine_edge_add(s) != 0))
 		return NULL;
 	edge *e = &s->edge[s->n];
-	*e = (edge){.set = s, .index = s->n, .cfg = cfg, .name = name, .lo = lo};
+	/* A new daemon: it cannot say what it applied before. */
+	*e = (edge){.set = s, .index = s->n, .cfg = cfg, .name = name, .lo = lo,
+		    .no_history = true};
 	s->n++;
 	return e;
 }
@@ -62,7 +72,6 @@ int edges_attach(edge_set *s, const edge_model *m)
 			s->attached = false;
 			return err;
 		}
-		s->edge[i].up = false;
 		s->edge[i].rounds_completed = 0;
 	}
 	return 0;
@@ -72,12 +81,24 @@ void edges_detach(edge_set *s)
 {
 	if (!s->attached)
 		return;
+	/* The client unmaps the buffer at DETACH: a round completed since
+	 * the last STEP cannot land any more.  This end's count is what it
+	 * applied, and the peer takes back what it applied beyond that
+	 * (PROTOCOL.md 4.6). */
 	edges_cache(s);   /* the engine's last counts */
 	for (size_t i = 0; i < s->n; i++) {
 		edge *e = &s->edge[i];
-		e->up = false;
+		/* A round the peer ended before goes first. */
+		if (e->live && e->ending == TARGET_KNOWN && edge__applied(e) > e->target)
+			edge__take_back(e);
+		if (e->live)
+			edge__record_end(e, edge__applied(e));
+		else if (e->ended_generation == e->generation && e->ended_applied &&
+			 e->cache.state == GSP_EDGE_COMPLETED)
+			edge__drop_landing(e);
 		e->start_pending = false;
-		drop_kept(e);
+		e->ending = TARGET_NONE;
+		drop_early(e);
 		/* The engine's counts go with it; keep their totals. */
 		e->exact_bytes_done += e->cache.exact_bytes;
 		e->message_bytes_done += e->cache.tx_bytes;
@@ -85,6 +106,21 @@ void edges_detach(edge_set *s)
 	}
 	s->attached = false;
 	memset(&s->model, 0, sizeof(s->model));
+}
+
+size_t edges_end_begin(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		(void)edge_end_begin(&s->edge[i], END_DETACH);
+	return edges_ending(s);
+}
+
+size_t edges_ending(const edge_set *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->edge[i].live && s->edge[i].ending_self;
+	return n;
 }
 
 void edges_step_done(edge_set *s)
@@ -104,7 +140,7 @@ void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied
 		gsp_edge_info info;
 		if (gsp_node_edge_info(s->model.node, i, &info) != 0)
 			continue;
-		if (!e->up || info.state == GSP_EDGE_IN_FLIGHT)
+		if (!e->live || info.state == GSP_EDGE_IN_FLIGHT)
 			skipped++;
 		else if (info.state == GSP_EDGE_COMPLETED) {
 			applied++;
@@ -129,10 +165,10 @@ void edges_finish(edge_set *s)
 		edge_finish(&s->edge[i]);
 }
 
-void edges_after_busy(edge_set *s, bool replay)
+void edges_after_busy(edge_set *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		edge_after_busy(&s->edge[i], replay);
+		edge_after_busy(&s->edge[i]);
 }
 
 /* ---- queries ---------------------------------------------------------- */
@@ -143,7 +179,7 @@ int edges_answer_early(edge_set *s)
 	for (size_t i = 0; r >= 0 && i < s->n; i++) {
 		edge *e = &s->edge[i];
 		gsp_edge_info info;
-		if (!e->up || !e->early ||
+		if (!e->live || !e->early || e->early_generation != e->generation ||
 		    gsp_node_edge_info(s->model.node, i, &info) != 0 ||
 		    info.state == GSP_EDGE_IN_FLIGHT || e->early_round != info.round + 1)
 			continue;
@@ -161,8 +197,14 @@ int edges_answer_early(edge_set *s)
 static bool in_flight(const edge *e)
 {
 	gsp_edge_info info;
-	return e->up && gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
+	return e->live && gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
 	       info.state == GSP_EDGE_IN_FLIGHT;
+}
+
+/* In flight on a working session, not ending: worth waiting for. */
+static bool awaited(const edge *e)
+{
+	return e->state == EDGE_UP && !e->ending_self && in_flight(e);
 }
 
 size_t edges_in_flight(const edge_set *s)
@@ -177,7 +219,7 @@ size_t edges_up(const edge_set *s)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->n; i++)
-		n += s->edge[i].up;
+		n += s->edge[i].live && s->edge[i].state == EDGE_UP;
 	return n;
 }
 
@@ -185,7 +227,7 @@ bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness)
 {
 	for (size_t i = 0; s->attached && i < s->n; i++) {
 		const edge *e = &s->edge[i];
-		if (in_flight(e) && (sync || (!e->straggler &&
+		if (awaited(e) && (sync || (!e->straggler &&
 					      edge_staleness(e) >= max_staleness)))
 			return true;
 	}
@@ -197,7 +239,7 @@ unsigned edges_begin_wait(edge_set *s, unsigned max_staleness, unsigned max_wait
 	uint64_t most = 0;
 	for (size_t i = 0; s->attached && i < s->n; i++) {
 		edge *e = &s->edge[i];
-		e->lagging = in_flight(e) && !e->straggler &&
+		e->lagging = awaited(e) && !e->straggler &&
 			     edge_staleness(e) >= max_staleness;
 		if (e->lagging && e->waited_ms > most)
 			most = e->waited_ms;
@@ -239,7 +281,7 @@ double edges_estimate(const edge_set *s)
 uint64_t edge_staleness(const edge *e)
 {
 	/* A generation that starts at this step has not applied yet. */
-	if (!e->up || e->last_apply_step > e->set->steps)
+	if (!e->live || e->last_apply_step > e->set->steps)
 		return 0;
 	return e->set->steps - e->last_apply_step;
 }

@@ -229,30 +229,39 @@ static void on_force_exit(uv_timer_t *t)
 	uv_stop(t->loop);
 }
 
+/* The model is gone (its edges ended with their peers): GOODBYE to the
+ * peers, and out. */
+static void finish_shutdown(void *ctx)
+{
+	gossipd *d = ctx;
+	gsp_info("stopping: saying GOODBYE to peers");
+	peers_stop(&d->mesh.peers);
+	step_close(&d->step);
+	/* Peers normally close within a round trip; never wait past 1.5 s. */
+	static uv_timer_t force;
+	uv_timer_init(d->loop, &force);
+	uv_timer_start(&force, on_force_exit, 1500, 0);
+	uv_unref((uv_handle_t *)&force);
+}
+
 static void shutdown_daemon(gossipd *d)
 {
 	if (d->stopping)
 		return;
 	d->stopping = true;
-	gsp_info("stopping: saying GOODBYE to peers");
 	notify_send("STOPPING=1");
-	/* GOODBYE shutdown first: the detach that closing the trainers'
-	 * connections brings then changes no session. */
-	peers_stop(&d->mesh.peers);
-	api_stop(d);
-	step_detach(&d->step);
-	step_close(&d->step);
 	uv_signal_stop(&d->sigterm);
 	uv_signal_stop(&d->sigint);
 	uv_signal_stop(&d->sighup);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 	uv_close((uv_handle_t *)&d->sighup, NULL);
-	/* Peers normally close within a round trip; never wait past 1.5 s. */
-	static uv_timer_t force;
-	uv_timer_init(d->loop, &force);
-	uv_timer_start(&force, on_force_exit, 1500, 0);
-	uv_unref((uv_handle_t *)&force);
+	/* The trainers go first: their model detaches, each edge ending its
+	 * generation with its peer (at most DetachWait), so a restart
+	 * loses no round; then the peers get GOODBYE. */
+	peers_stop_begin(&d->mesh.peers);
+	api_stop(d);
+	step_detach(&d->step, d, finish_shutdown);
 }
 
 static void ready(gossipd *d)
@@ -324,6 +333,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	step_init(&d.step, d.loop, &d.model, d.cfg.max_staleness, d.cfg.max_wait_ms);
+	d.step.detach_wait_ms = d.cfg.detach_wait_ms;
 	mesh_set_changed(&d.mesh, step_edges_changed, &d.step);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);

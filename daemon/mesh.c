@@ -40,11 +40,19 @@ static int on_added(void *ctx, peer *p)
 	return edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p)) ? 0 : -ENOMEM;
 }
 
+/* The edge's generation ends first, at the same round at both ends:
+ * until then the peer is leaving, not gone. */
+static bool on_removed(void *ctx, peer *p)
+{
+	return edge_end_begin(mesh_edge_of(ctx, p), END_REMOVED);
+}
+
 static const peers_ops mesh_peers_ops = {
 	.session_up = on_session_up,
 	.frame = on_frame,
 	.session_down = on_session_down,
 	.added = on_added,
+	.removed = on_removed,
 };
 
 /* ---- edges to peers --------------------------------------------------- */
@@ -89,6 +97,19 @@ static uint16_t edge_degree(void *ctx)
 	return peers_degree(&m->peers);
 }
 
+/* An ending we asked for is over: a leaving peer goes now; one added
+ * again meanwhile gets a new session, for a new generation. */
+static void edge_ended(void *ctx, edge *e, edge_end_why why)
+{
+	peer *p = mesh_peer_of(ctx, e);
+	if (why != END_REMOVED)
+		return;   /* DETACH: the model goes, and every session with it */
+	if (p->leaving)
+		peers_leave_done(p);
+	else if (!p->removed && p->session)
+		peers_close(p, GSP_BYE_MODEL_CHANGED, "edge generation ended; reconnect");
+}
+
 static const edge_ops mesh_edge_ops = {
 	.send = edge_send,
 	.close = edge_close,
@@ -97,6 +118,7 @@ static const edge_ops mesh_edge_ops = {
 	.set_max_frame = edge_max_frame,
 	.changed = edge_changed,
 	.degree = edge_degree,
+	.ended = edge_ended,
 };
 
 int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,

@@ -373,9 +373,14 @@ void peers_close(peer *p, uint16_t reason, const char *text)
 		link_close(p->session, reason, text);
 }
 
+void peers_stop_begin(peers *ps)
+{
+	ps->stop_begun = true;
+}
+
 void peers_reconnect_all(peers *ps, uint16_t reason, const char *text)
 {
-	if (ps->stopping)
+	if (ps->stopping || ps->stop_begun)
 		return;
 	for (size_t i = 0; i < ps->n; i++)
 		peers_close(&ps->peer[i], reason, text);
@@ -420,18 +425,39 @@ static void peer_add(peers *ps, const gsp_peer_config *pc)
 	peers__start_peer(p);
 }
 
+/* A removed peer goes: no more dialing, its sessions close. */
+static void peer_remove(peer *p)
+{
+	p->removed = true;
+	p->leaving = false;
+	uv_timer_stop(&p->retry);
+	if (p->dialed)
+		link_close(p->dialed, GSP_BYE_UNSPECIFIED, "");
+	peers_close(p, GSP_BYE_NOT_ALLOWED, "removed from the configuration");
+}
+
+void peers_leave_done(peer *p)
+{
+	if (!p->leaving)
+		return;
+	gsp_info("peer %s: its edge has ended; removed", p->name);
+	peer_remove(p);
+}
+
 void peers_update(peers *ps, const gsp_daemon_config *cfg)
 {
 	for (size_t j = 0; j < ps->n; j++) {
 		peer *p = &ps->peer[j];
-		if (p->removed || in_config(cfg, p->cfg.public_key))
+		if (p->removed || p->leaving || in_config(cfg, p->cfg.public_key))
 			continue;
-		gsp_info("reload: peer %s removed", p->name);
-		p->removed = true;
-		uv_timer_stop(&p->retry);
-		if (p->dialed)
-			link_close(p->dialed, GSP_BYE_UNSPECIFIED, "");
-		peers_close(p, GSP_BYE_NOT_ALLOWED, "removed from the configuration");
+		if (ps->ops->removed(ps->ctx, p)) {
+			gsp_info("reload: peer %s removed", p->name);
+			peer_remove(p);
+		} else {
+			gsp_info("reload: peer %s removed; it stays until its edge has "
+				 "ended at the same round at both ends", p->name);
+			p->leaving = true;
+		}
 	}
 	for (size_t i = 0; i < cfg->n_peers; i++) {
 		const gsp_peer_config *pc = &cfg->peers[i];
@@ -443,9 +469,9 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 			continue;
 		}
 		bool moved = strcmp(p->cfg.endpoint, pc->endpoint) != 0 || p->removed;
-		if (p->removed)
+		if (p->removed || p->leaving)
 			gsp_info("reload: peer %s added again", p->name);
-		p->removed = false;
+		p->removed = p->leaving = false;
 		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
 		p->cfg.weight = pc->weight;
 		if (moved && !p->session && !p->dialed)

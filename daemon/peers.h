@@ -38,6 +38,7 @@ typedef struct peer {
 	plink *held;              /* its session, up while our dial that
 				   * would win over it is still under way */
 	bool removed;            /* dropped from the config by a reload */
+	bool leaving;            /* dropped, but its edge is still ending */
 	bool resolving;
 	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
 	uv_timer_t retry;
@@ -57,6 +58,9 @@ typedef struct peers_ops {
 	/* A reload added p (its index is the next one): 0, or a negative
 	 * errno to leave it out. */
 	int (*added)(void *ctx, peer *p);
+	/* A reload removes p: true if it may go now, false if it must
+	 * leave first (its session stays until peers_leave_done). */
+	bool (*removed)(void *ctx, peer *p);
 } peers_ops;
 
 struct peers {
@@ -71,6 +75,7 @@ struct peers {
 	const peers_ops *ops;
 	void *ctx;
 	bool stopping;
+	bool stop_begun;         /* no reconnect for a model change */
 	char replay_path[GSP_PATH_MAX];  /* "" : timestamps in memory only */
 	bool replay_failed;      /* a save failed (logged once) */
 };
@@ -94,6 +99,11 @@ int peers_send(peer *p, const uint8_t *pt, size_t len);
 void peers_close(peer *p, uint16_t reason, const char *text);
 /* Closes every session so each redials (a model change). */
 void peers_reconnect_all(peers *ps, uint16_t reason, const char *text);
+/* The daemon begins to stop: sessions stay as they are (the model's
+ * edges still end with their peers) until peers_stop. */
+void peers_stop_begin(peers *ps);
+/* A leaving peer's edge has ended: it goes now. */
+void peers_leave_done(peer *p);
 /* The session works (its MODEL was accepted): the dial backoff starts
  * over and the last error is forgotten. */
 void peers_session_ok(peer *p);

@@ -108,6 +108,8 @@ static void put_num(sbuf *b, double v)
 static const char *edge_state_name(const peer *p, const edge *e)
 {
 	const char *link = peers_link_state(p);
+	if (p->leaving)
+		return "leaving";
 	if (link)
 		return link;
 	switch (e->state) {
@@ -133,7 +135,8 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	put(b, ",\"state\":\"%s\",\"generation\":%u,\"round\":%llu,"
 	    "\"staleness\":%llu,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
 	    "\"tx_frames\":%llu,\"rx_frames\":%llu,\"exact_bytes\":%llu,"
-	    "\"message_bytes\":%llu,\"rounds\":%llu,\"resyncs\":%llu,\"rtt_ms\":",
+	    "\"message_bytes\":%llu,\"rounds\":%llu,\"resyncs\":%llu,"
+	    "\"continued\":%llu,\"resent\":%llu,\"rolled_back\":%llu,\"rtt_ms\":",
 	    edge_state_name(p, e), e->generation, (unsigned long long)info.round,
 	    (unsigned long long)edge_staleness(e),
 	    (unsigned long long)p->stats.tx_bytes, (unsigned long long)p->stats.rx_bytes,
@@ -141,7 +144,8 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	    (unsigned long long)(e->exact_bytes_done + info.exact_bytes),
 	    (unsigned long long)(e->message_bytes_done + info.tx_bytes),
 	    (unsigned long long)e->rounds_total,
-	    (unsigned long long)e->resyncs);
+	    (unsigned long long)e->resyncs, (unsigned long long)e->continued,
+	    (unsigned long long)e->retransmits, (unsigned long long)e->rollbacks);
 	put_num(b, p->stats.rtt_ns ? p->stats.rtt_ns / 1e6 : NAN);
 	put(b, ",\"straggler\":%s,\"diff_norm\":", e->straggler ? "true" : "false");
 	put_num(b, e->rounds_completed ? e->diff_norm : NAN);
@@ -186,14 +190,17 @@ char *status_json(const gossipd *d)
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
 	    "\"hs_replayed\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
 	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu,"
-	    "\"rounds_refused\":%llu},"
+	    "\"rounds_refused\":%llu,\"rounds_rolled_back\":%llu,"
+	    "\"rounds_unreconciled\":%llu},"
 	    "\"edges\":[",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed, (unsigned long long)c->links_closed,
 	    (unsigned long long)c->api_malformed,
 	    (unsigned long long)c->fingerprint_mismatch,
 	    (unsigned long long)c->version_mismatch,
-	    (unsigned long long)c->rounds_refused);
+	    (unsigned long long)c->rounds_refused,
+	    (unsigned long long)c->rounds_rolled_back,
+	    (unsigned long long)c->rounds_unreconciled);
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {

@@ -24,6 +24,8 @@ static size_t env_size(const char *name, size_t dflt)
 static void on_reply_timer(uv_timer_t *t);
 static void on_average_timer(uv_timer_t *t);
 static void on_wait_timer(uv_timer_t *t);
+static void on_detach_timer(uv_timer_t *t);
+static void begin_detach(stepper *s);
 
 void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
 	       unsigned max_wait_ms)
@@ -37,7 +39,9 @@ void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
 	uv_timer_init(loop, &s->reply_timer);
 	uv_timer_init(loop, &s->avg_timer);
 	uv_timer_init(loop, &s->wait_timer);
+	uv_timer_init(loop, &s->detach_timer);
 	s->reply_timer.data = s->avg_timer.data = s->wait_timer.data = s;
+	s->detach_timer.data = s;
 }
 
 void step_close(stepper *s)
@@ -45,6 +49,7 @@ void step_close(stepper *s)
 	uv_close((uv_handle_t *)&s->reply_timer, NULL);
 	uv_close((uv_handle_t *)&s->avg_timer, NULL);
 	uv_close((uv_handle_t *)&s->wait_timer, NULL);
+	uv_close((uv_handle_t *)&s->detach_timer, NULL);
 }
 
 bool step_busy(const stepper *s)
@@ -134,16 +139,15 @@ static void work_done(uv_work_t *req, int status)
 	int r = status < 0 ? status : w->result;
 	free(w);
 	edges(s)->busy = false;
-	/* Ended sessions first, then this step's messages, then the
-	 * neighbours' messages that came meanwhile. */
-	edges_after_busy(edges(s), false);
+	/* This step's messages, then the neighbours' frames that came
+	 * meanwhile. */
 	int err = step_end(s, r);
-	edges_after_busy(edges(s), true);
+	edges_after_busy(edges(s));
 	edges_finish(edges(s));
 	step_state was = s->state;
 	if (s->detach_pending) {
 		s->detach_pending = false;
-		model_detach(s->model);
+		begin_detach(s);
 	}
 	mesh_idle(s->mesh);
 	if (was == STEP_RUN) {
@@ -359,6 +363,10 @@ void step_edges_changed(void *ctx)
 	stepper *s = ctx;
 	if (!s->model->registered)
 		return;
+	/* Never from inside the edges' own calls: the model goes on the
+	 * next turn of the loop. */
+	if (s->detaching && !edges_ending(edges(s)))
+		uv_timer_start(&s->detach_timer, on_detach_timer, 0, 0);
 	switch (s->state) {
 	case STEP_AVERAGE:
 		average_advance(s);
@@ -381,12 +389,67 @@ void step_forget(stepper *s, void *client)
 		s->client = NULL;
 		s->cb = NULL;
 	}
+	if (s->detach_client == client) {
+		s->detach_client = NULL;
+		s->detach_cb = NULL;
+	}
 }
 
-void step_detach(stepper *s)
+/* ---- DETACH ----------------------------------------------------------- */
+
+static void finish_detach(stepper *s)
 {
-	if (!s->model->registered)
+	step_detach_cb cb = s->detach_cb;
+	void *client = s->detach_client;
+	s->detaching = false;
+	s->detach_cb = NULL;
+	s->detach_client = NULL;
+	uv_timer_stop(&s->detach_timer);
+	if (s->model->registered)
+		model_detach(s->model);
+	if (cb && client)
+		cb(client);
+}
+
+static void on_detach_timer(uv_timer_t *t)
+{
+	stepper *s = t->data;
+	if (s->detaching && edges_ending(edges(s)))
+		gsp_warn("DETACH: %zu neighbour(s) did not answer within DetachWait "
+			 "(%u ms); their edges end at what this end applied",
+			 edges_ending(edges(s)), s->detach_wait_ms);
+	finish_detach(s);
+}
+
+/* Each edge ends its generation with its peer (edges_end_begin); the
+ * model goes once all have, or after DetachWait. */
+static void begin_detach(stepper *s)
+{
+	if (!s->model->registered || s->detach_wait_ms == 0 ||
+	    edges_end_begin(edges(s)) == 0) {
+		finish_detach(s);
 		return;
+	}
+	s->detaching = true;
+	uv_timer_start(&s->detach_timer, on_detach_timer, s->detach_wait_ms, 0);
+}
+
+void step_detach(stepper *s, void *client, step_detach_cb cb)
+{
+	if (s->detaching || s->detach_pending) {
+		/* Already on its way: this one is answered when it is done. */
+		if (cb && client) {
+			s->detach_cb = cb;
+			s->detach_client = client;
+		}
+		return;
+	}
+	s->detach_cb = cb;
+	s->detach_client = client;
+	if (!s->model->registered) {
+		uv_timer_start(&s->detach_timer, on_detach_timer, 0, 0);
+		return;
+	}
 	switch (s->state) {
 	case STEP_RUN:
 	case STEP_AVERAGE_RUN:
@@ -404,5 +467,5 @@ void step_detach(stepper *s)
 	default:
 		break;
 	}
-	model_detach(s->model);
+	begin_detach(s);
 }

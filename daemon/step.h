@@ -3,7 +3,8 @@
  * (asynchronous or SYNC), DRAIN and AVERAGE, in one explicit state.  A
  * large model's engine work runs on libuv's thread pool while the loop
  * keeps serving links; the edges are marked busy meanwhile.  It also
- * owns when DETACH may happen: never while the engine runs.
+ * owns when DETACH may happen: never while the engine runs, and only
+ * once the edges have ended their generations with their peers.
  *
  * Rules (libuv's): a request's callback is never called when its start
  * returned an error, and never from inside the start; it is called
@@ -40,6 +41,7 @@ typedef struct step_result {
 } step_result;
 
 typedef void (*step_cb)(void *client, const step_result *r);
+typedef void (*step_detach_cb)(void *client);
 
 typedef struct stepper {
 	uv_loop_t *loop;
@@ -54,6 +56,11 @@ typedef struct stepper {
 	step_state state;
 	bool sync;
 	bool detach_pending;     /* DETACH once the engine work ends */
+	bool detaching;          /* edges end their generations first */
+	unsigned detach_wait_ms; /* DetachWait: at most this long */
+	uv_timer_t detach_timer;
+	void *detach_client;
+	step_detach_cb detach_cb;
 	void *client;
 	step_cb cb;
 	step_result result;
@@ -77,9 +84,12 @@ int step_average(stepper *s, void *client, const gsp_api_average *req, step_cb c
 /* The client went away: its callback is dropped (the request itself
  * ends as it would; nothing waits for the network on its behalf). */
 void step_forget(stepper *s, void *client);
-/* DETACH: now, or once the engine work in progress ends.  A request
- * that waits for the network ends with an error first. */
-void step_detach(stepper *s);
+/* DETACH: once the engine work in progress ends, each edge ends its
+ * generation with its peer, at the same round at both ends (at most
+ * DetachWait); then the model goes and cb(client) follows (never from
+ * inside the call; client NULL: nobody to tell).  A request that waits
+ * for the network ends with an error first. */
+void step_detach(stepper *s, void *client, step_detach_cb cb);
 /* Whether the engine is in use off the loop. */
 bool step_busy(const stepper *s);
 /* The edges' "rounds moved" callback (mesh_set_changed). */

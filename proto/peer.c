@@ -235,12 +235,22 @@ int gsp_msg_round_decode(const uint8_t *buf, size_t len, gsp_msg_round *ret)
 
 /* ---- RESYNC ------------------------------------------------------------- */
 
-#define RESYNC_BYTES (1 + 4 + 8 + 8 + GSP_GEN_TAG_BYTES)
+#define RESYNC_BYTES (1 + 1 + 4 + 8 + 8 + GSP_GEN_TAG_BYTES + 4 + 8 + 8)
 
 static bool resync_ok(const gsp_msg_resync *m)
 {
+	if (m->flags & ~(GSP_RESYNC_LIVE | GSP_RESYNC_NO_HISTORY | GSP_RESYNC_ENDING))
+		return false;
+	if ((m->flags & GSP_RESYNC_ENDING)
+		    ? !(m->flags & GSP_RESYNC_LIVE) || m->ending_applied > m->last_completed
+		    : m->ending_applied != 0)
+		return false;
+	if (m->ended_generation > m->generation ||
+	    (m->ended_generation == 0 && m->ended_applied != 0))
+		return false;
 	if (m->generation == 0)
 		return m->last_completed == 0 && m->last_sent == 0 &&
+		       !(m->flags & GSP_RESYNC_LIVE) &&
 		       all_zero(m->gen_tag, GSP_GEN_TAG_BYTES);
 	return m->last_completed <= m->last_sent &&
 	       m->last_sent - m->last_completed <= 1;
@@ -259,10 +269,14 @@ int gsp_msg_resync_encode(const gsp_msg_resync *msg, uint8_t *buf, size_t cap,
 		return r;
 	w.p = buf;
 	wr_u8(&w, GSP_MSG_RESYNC);
+	wr_u8(&w, msg->flags);
 	wr_u32(&w, msg->generation);
 	wr_u64(&w, msg->last_completed);
 	wr_u64(&w, msg->last_sent);
 	wr_bytes(&w, msg->gen_tag, GSP_GEN_TAG_BYTES);
+	wr_u32(&w, msg->ended_generation);
+	wr_u64(&w, msg->ended_applied);
+	wr_u64(&w, msg->ending_applied);
 	*ret_len = RESYNC_BYTES;
 	return 0;
 }
@@ -279,10 +293,14 @@ int gsp_msg_resync_decode(const uint8_t *buf, size_t len, gsp_msg_resync *ret)
 	if (err < 0)
 		return err;
 	r = rd_init(buf + 1, len - 1);
+	m.flags = rd_u8(&r);
 	m.generation = rd_u32(&r);
 	m.last_completed = rd_u64(&r);
 	m.last_sent = rd_u64(&r);
 	rd_copy(&r, m.gen_tag, GSP_GEN_TAG_BYTES);
+	m.ended_generation = rd_u32(&r);
+	m.ended_applied = rd_u64(&r);
+	m.ending_applied = rd_u64(&r);
 	if (!rd_done(&r) || !resync_ok(&m))
 		return -EBADMSG;
 	*ret = m;

@@ -79,7 +79,7 @@ extern "C" {
 /* ---- versions and limits ---------------------------------------------- */
 
 #define GSP_PROTO_VERSION_MAJOR 1
-#define GSP_PROTO_VERSION_MINOR 0
+#define GSP_PROTO_VERSION_MINOR 1
 #define GSP_PROTO_VERSION \
 	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
 #define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
@@ -290,14 +290,29 @@ typedef struct gsp_msg_round {
 	size_t payload_len;          /* >= 1 */
 } gsp_msg_round;
 
-/* RESYNC: where the sender's end of the edge stands after (re)connecting.
- * generation 0 means "no state for this edge" (then both rounds are 0 and
- * the tag is all zero).  last_completed <= last_sent <= last_completed+1. */
+/* RESYNC: where the sender's end of the edge stands (PROTOCOL.md 4.6).
+ * generation: the sender's current or last generation (0: none; then the
+ * rounds and the tag are 0 and LIVE is clear); last_completed <= last_sent
+ * <= last_completed + 1.  LIVE: the sender holds that generation's state
+ * and can continue it.  ended_generation/ended_applied: the last
+ * generation that ended at the sender with rounds applied, and how many
+ * (0/0: none); ended_generation <= generation.  NO_HISTORY: the sender
+ * lost its edge records (a restart) and cannot say what it applied in
+ * generations it does not name.  ENDING (with LIVE): the sender is ending
+ * its live generation at ending_applied rounds at most (<= last_completed;
+ * 0 without ENDING); it can still take back one round. */
+#define GSP_RESYNC_LIVE 0x01
+#define GSP_RESYNC_NO_HISTORY 0x02
+#define GSP_RESYNC_ENDING 0x04
 typedef struct gsp_msg_resync {
+	uint8_t flags;
 	uint32_t generation;
 	uint64_t last_completed;
 	uint64_t last_sent;
 	uint8_t gen_tag[GSP_GEN_TAG_BYTES];
+	uint32_t ended_generation;
+	uint64_t ended_applied;
+	uint64_t ending_applied;
 } gsp_msg_resync;
 
 /* PING and PONG (a PONG echoes the PING's fields). */

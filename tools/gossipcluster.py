@@ -7,6 +7,7 @@ gossipd package's Client, whose import needs nothing else).
 import array
 import os
 import signal
+import random
 import socket
 import subprocess
 import sys
@@ -21,16 +22,34 @@ import gossipd  # noqa: E402
 READY_TIMEOUT = 20.0
 
 
+# Below Linux's ephemeral range (32768-60999 by default): a port picked
+# here is not taken meanwhile as the local end of some outgoing
+# connection (the proxy of the faults suite opens hundreds).
+PORT_RANGE = (20000, 32000)
+
+
 def free_ports(n):
-    """n distinct loopback TCP ports the kernel considers free now."""
+    """n distinct loopback TCP ports, free now, outside the ephemeral range."""
     socks, ports = [], []
-    for _ in range(n):
+    rng = random.Random()
+    for _ in range(200 * n):
+        if len(ports) == n:
+            break
+        port = rng.randrange(*PORT_RANGE)
+        if port in ports:
+            continue
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind(("127.0.0.1", 0))
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            continue
         socks.append(s)
-        ports.append(s.getsockname()[1])
+        ports.append(port)
     for s in socks:
         s.close()
+    if len(ports) < n:
+        raise RuntimeError("no %d free ports in %d-%d" % ((n,) + PORT_RANGE))
     return ports
 
 

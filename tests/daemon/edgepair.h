@@ -39,7 +39,7 @@ struct ep_end {
 	ep_end *other;
 	ep_frame out[EP_QUEUE];  /* sent, not yet delivered */
 	unsigned n_out;
-	int closes, accepted, changes;
+	int closes, accepted, changes, ended;
 	uint16_t degree;         /* what ops->degree says (1: a pair) */
 	uint16_t close_reason;
 	char error[512];
@@ -99,10 +99,15 @@ static inline uint16_t ep_degree(void *ctx)
 	return ((ep_end *)ctx)->degree;
 }
 
+static inline void ep_ended(void *ctx, edge *e, edge_end_why why)
+{
+	((ep_end *)ctx)->ended++;
+}
+
 static const edge_ops ep_ops = {
 	.send = ep_send, .close = ep_close, .error = ep_error,
 	.accepted = ep_accepted, .set_max_frame = ep_max_frame,
-	.changed = ep_changed, .degree = ep_degree,
+	.changed = ep_changed, .degree = ep_degree, .ended = ep_ended,
 };
 
 static inline void ep_drop_queue(ep_end *x)
@@ -154,6 +159,20 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
 }
 
+/* The trainer detaches and registers the same parameters again: a new
+ * engine node, the old generation's state gone at this end. */
+static inline void ep_reregister(ep_end *x, const gsp_config *cfg)
+{
+	edge_model m = x->set.model;
+	if (x->session)
+		ep_end_session(x);
+	edges_detach(&x->set);
+	gsp_node_free(x->node);
+	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
+	m.node = x->node;
+	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
+}
+
 static inline void ep_init(edgepair *p, const char *spec, const gsp_config *cfg)
 {
 	ep_end_init(&p->a, spec, cfg, 1.0f, 0.01f, 1, true);
@@ -199,6 +218,9 @@ static inline int ep_deliver_one(ep_end *x)
 	memmove(x->out, x->out + 1, (x->n_out - 1) * sizeof(*x->out));
 	x->n_out--;
 	int err = edge_frame(x->other->e, f.data, f.len);
+	if (err < 0 && getenv("EP_DEBUG"))
+		fprintf(stderr, "refused frame type %u (%zu bytes) in state %d: %d\n",
+			f.data[0], f.len, x->other->e->state, err);
 	free(f.data);
 	if (err < 0)
 		ep_close(x->other, x->other->e, GSP_BYE_MALFORMED, "malformed");

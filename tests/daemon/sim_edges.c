@@ -5,8 +5,10 @@
  * wait in queues) and a seeded scheduler that picks, at every point, what
  * happens next: a STEP at either end, a STEP whose engine work runs "off
  * the loop" (the end is busy until the scheduler ends it), one frame
- * delivered, and with --faults reset, a session reset (frames in flight
- * lost) followed later by a new session.
+ * delivered, and with --faults, a session reset (frames in flight lost)
+ * followed later by a new session, a trainer that detaches and registers
+ * again (its end's generation gone), and a reload that removes the peer
+ * (the generation ends at that end) until the next session.
  *
  * After each schedule the invariant is checked: once every frame is
  * delivered and both ends have applied what they completed, the pair's
@@ -15,10 +17,13 @@
  * A failing seed prints the command that replays it with its trace.
  *
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
- *                        [--faults none|reset] [--method exact|powergossip]
+ *                        [--faults none|all|reset,detach,remove,timeout,crash]
+ *                        [--method exact|powergossip]
  *                        [--expect-violations] [--trace]
- * Exit 0 when every schedule holds (or, with --expect-violations, when
- * at least one breaks the invariant: the checker's own test), else 1.
+ * Exit 0 when every schedule holds but where a crash or an expired
+ * DetachWait may cost a round (or, with --expect-violations and --faults
+ * crash, when such schedules do move the average: the checker's own
+ * test), else 1.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -29,13 +34,22 @@
 #include "edgepair.h"
 #include "log.h"
 
+/* Faults a schedule may inject (--faults). */
+enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
+       FAULT_TIMEOUT = 16 };
+
 typedef struct sim {
 	uint64_t rng;
-	bool faults, trace;
+	unsigned faults;
+	bool trace;
+	gsp_config cfg;
 	unsigned steps;
 	edgepair p;
 	bool busy[2];            /* an offloaded step is running */
+	bool detaching[2];       /* a DETACH waits for the edge to end */
+	int ended_seen[2];
 	unsigned actions;
+	unsigned crashes, timeouts;
 } sim;
 
 static uint64_t next(sim *s)
@@ -90,16 +104,19 @@ static void offload_end(sim *s, int i)
 	say(s, "step off the loop ends", i);
 	x->set.busy = false;
 	s->busy[i] = false;
-	edges_after_busy(&x->set, false);
 	edges_step_done(&x->set);
-	edges_after_busy(&x->set, true);
+	edges_after_busy(&x->set);
 	edges_finish(&x->set);
 }
 
 static void deliver(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
-	say(s, "frame delivered, sent by", i);
+	static const char *names[] = {"?", "MODEL", "ROUND", "RESYNC"};
+	uint8_t type = x->out[0].len ? x->out[0].data[0] : 0;
+	char what[64];
+	snprintf(what, sizeof(what), "%s delivered, sent by", type < 4 ? names[type] : "frame");
+	say(s, what, i);
 	int err = ep_deliver_one(x);
 	ck_assert_msg(err <= 1 || err >= 0, "frame refused: %d", err);
 	if (err < 0 && s->trace)
@@ -110,6 +127,80 @@ static void reset(sim *s)
 {
 	say(s, "session reset (frames in flight lost)", -1);
 	ep_end_session(&s->p.a);
+}
+
+/* The trainer at i asks to DETACH: its edge ends its generation with
+ * the peer (frames the scheduler delivers), then detach_end. */
+static void detach_begin(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	/* The documented end: a DRAIN (here its apply) first, so no round
+	 * completed here is still to land (one that were would be lost at
+	 * DETACH, and reported). */
+	say(s, "trainer drains and asks to detach at", i);
+	ck_assert_int_ge(gsp_node_apply(x->node), 0);
+	edges_finish(&x->set);
+	s->detaching[i] = true;
+	(void)edges_end_begin(&x->set);
+}
+
+/* The model goes (the edge ended, or DetachWait passed: timeout) and
+ * the trainer registers the same parameters again. */
+static void detach_end(sim *s, int i, bool timeout)
+{
+	say(s, timeout ? "DetachWait passes; trainer detached and registers again at"
+		       : "edge ended; trainer detached and registers again at", i);
+	s->detaching[i] = false;
+	s->timeouts += timeout;
+	ep_reregister(end_of(s, i), &s->cfg);
+}
+
+/* A reload removes the peer at i: the edge ends its generation with the
+ * peer; then the peer goes (its session closes, after_action). */
+static void removal(sim *s, int i)
+{
+	say(s, "peer removed (reload) at", i);
+	if (edge_end_begin(end_of(s, i)->e, END_REMOVED))
+		end_of(s, i)->ended++;
+}
+
+/* What the daemon does once an ending it asked for is over: DETACH
+ * goes on, a leaving peer's session closes. */
+static void after_action(sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		ep_end *x = end_of(s, i);
+		if (s->detaching[i] && !s->busy[i] && !edges_ending(&x->set))
+			detach_end(s, i, false);
+		if (x->ended != s->ended_seen[i]) {
+			s->ended_seen[i] = x->ended;
+			if (x->session && !s->detaching[i]) {
+				say(s, "the leaving peer's session closes at", i);
+				ep_end_session(x);
+			}
+		}
+	}
+}
+
+/* The daemon at i is killed and restarts (its edge records gone; the
+ * trainer's parameters stay, with what it had applied). */
+static void crash(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	say(s, "daemon killed and restarted at", i);
+	s->crashes++;
+	if (x->session)
+		ep_end_session(x);
+	edge_model m = x->set.model;
+	edge_set_free(&x->set);
+	gsp_node_free(x->node);
+	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
+	x->set.max_degree = 1;
+	x->set.max_round_change = 1000.0f;
+	x->e = edge_add(&x->set, &x->cfg, i ? "hi" : "lo", i == 0);
+	ck_assert_int_eq(gsp_node_new(x->layout, x->params, &s->cfg, &x->node), 0);
+	m.node = x->node;
+	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
 }
 
 static void session_up(sim *s)
@@ -129,15 +220,15 @@ static void act(sim *s)
 	for (;;) {
 		int i = (int)pick(s, 2);
 		ep_end *x = end_of(s, i);
-		switch (pick(s, s->faults ? 9 : 8)) {
+		switch (pick(s, s->faults ? 12 : 8)) {
 		case 0: case 1:
-			if (!s->busy[i]) {
+			if (!s->busy[i] && !s->detaching[i]) {
 				step_on_loop(s, i);
 				return;
 			}
 			break;
 		case 2:
-			if (!s->busy[i]) {
+			if (!s->busy[i] && !s->detaching[i]) {
 				offload_begin(s, i);
 				return;
 			}
@@ -159,8 +250,31 @@ static void act(sim *s)
 			}
 			break;
 		case 8:
-			if (x->session) {
+			if (x->session && (s->faults & FAULT_RESET)) {
 				reset(s);
+				return;
+			}
+			break;
+		case 9:
+			if (!s->busy[i] && !s->detaching[i] && (s->faults & FAULT_DETACH)) {
+				detach_begin(s, i);
+				return;
+			}
+			if (s->detaching[i] && (s->faults & FAULT_TIMEOUT) && pick(s, 4) == 0) {
+				detach_end(s, i, true);
+				return;
+			}
+			break;
+		case 10:
+			if (!s->busy[i] && !s->detaching[i] && x->e->live &&
+			    !x->e->ending_self && (s->faults & FAULT_REMOVE)) {
+				removal(s, i);
+				return;
+			}
+			break;
+		case 11:
+			if (!s->busy[i] && !s->detaching[i] && (s->faults & FAULT_CRASH)) {
+				crash(s, i);
 				return;
 			}
 			break;
@@ -168,44 +282,65 @@ static void act(sim *s)
 	}
 }
 
+/* Faults over: steps end, a clean session comes up, and every frame is
+ * delivered and every completed update applied (what a STEP's apply
+ * does, without projecting more), until nothing changes. */
 static void settle(sim *s)
 {
 	for (int i = 0; i < 2; i++)
 		if (s->busy[i])
 			offload_end(s, i);
+	for (int k = 0; k < 8; k++) {
+		if (!s->p.a.session)
+			ep_session_up(&s->p, (uint8_t)(77 + k));
+		while (s->p.a.n_out || s->p.b.n_out) {
+			if (s->p.a.n_out)
+				ep_deliver_one(&s->p.a);
+			if (s->p.b.n_out)
+				ep_deliver_one(&s->p.b);
+		}
+		for (int i = 0; i < 2; i++) {
+			ck_assert_int_ge(gsp_node_apply(end_of(s, i)->node), 0);
+			edges_finish(&end_of(s, i)->set);
+		}
+		after_action(s);
+	}
+	/* A last look at each other: ends that disagree report it. */
+	if (!s->p.a.session)
+		ep_session_up(&s->p, 99);
 	while (s->p.a.n_out || s->p.b.n_out) {
 		if (s->p.a.n_out)
 			ep_deliver_one(&s->p.a);
 		if (s->p.b.n_out)
 			ep_deliver_one(&s->p.b);
 	}
-	ck_assert_int_ge(gsp_node_apply(s->p.a.node), 0);
-	ck_assert_int_ge(gsp_node_apply(s->p.b.node), 0);
 }
 
 /* Runs schedule `seed`; returns 0 if it holds, 1 if the average moved,
- * 2 if rounds did not resume. */
-static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, bool faults,
+ * 2 if rounds did not resume, 3 if the average moved in a schedule where
+ * the protocol says it may: a daemon lost its edge state (crash), or a
+ * DETACH ended on its own when DetachWait passed (timeout). */
+static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned faults,
 	       bool trace, double *ret_drift)
 {
 	sim s = {.rng = seed * 0x9e3779b97f4a7c15ull + 1, .faults = faults,
-		 .trace = trace, .steps = steps};
+		 .trace = trace, .steps = steps, .cfg = *cfg};
 	ep_init(&s.p, "24x16,5", cfg);
 	double sum0 = ep_sum(&s.p);
 	double scale = 0;
 	for (size_t k = 0; k < s.p.a.n_floats; k++)
 		scale += fabs(s.p.a.params[k]) + fabs(s.p.b.params[k]);
 	session_up(&s);
-	for (unsigned k = 0; k < steps; k++)
+	for (unsigned k = 0; k < steps; k++) {
 		act(&s);
+		after_action(&s);
+	}
 	settle(&s);
 	double drift = fabs(ep_sum(&s.p) - sum0) / scale;
 	*ret_drift = drift;
-	int rc = drift > 1e-6 ? 1 : 0;
+	int rc = drift > 1e-6 ? (s.crashes || s.timeouts ? 3 : 1) : 0;
 	/* Liveness: with faults over, a clean session carries rounds. */
 	if (!rc) {
-		if (!s.p.a.session)
-			ep_session_up(&s.p, 77);
 		ep_pump(&s.p);
 		uint64_t a0 = s.p.a.e->rounds_completed, b0 = s.p.b.e->rounds_completed;
 		for (int r = 0; r < 5; r++) {
@@ -215,13 +350,23 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, bool faults
 		}
 		if (s.p.a.e->rounds_completed < a0 + 4 || s.p.b.e->rounds_completed < b0 + 4)
 			rc = 2;
+		for (int i = 0; rc == 2 && trace && i < 2; i++) {
+			const edge *e = end_of(&s, i)->e;
+			printf("  end %c: session %d state %d live %d gen %u next %u pending %d "
+			       "ending %d/%d peer_attached %d attached %d\n", i ? 'b' : 'a',
+			       end_of(&s, i)->session, e->state, e->live, e->generation,
+			       e->next_generation, e->start_pending, e->ending, e->ending_self,
+			       e->peer_attached, end_of(&s, i)->set.attached);
+		}
 	}
 	ep_free(&s.p);
 	return rc;
 }
 
 static unsigned long long seeds = 1000, first = 1, steps = 200;
-static bool faults, expect, trace, one;
+static unsigned faults;
+static const char *faults_name = "none";
+static bool expect, trace, one;
 static gsp_config cfg;
 static const char *prog;
 static int result;
@@ -229,7 +374,7 @@ static int result;
 /* The schedules, inside one Check test (edgepair.h asserts with Check). */
 START_TEST(test_schedules)
 {
-	unsigned long long moved = 0, stuck = 0, first_bad = 0;
+	unsigned long long moved = 0, stuck = 0, reported = 0, first_bad = 0;
 	double worst = 0;
 	for (unsigned long long k = first; k < first + seeds; k++) {
 		double drift;
@@ -242,21 +387,52 @@ START_TEST(test_schedules)
 			first_bad = k;
 		moved += rc == 1;
 		stuck += rc == 2;
+		reported += rc == 3;
 	}
 	printf("%llu schedules of %llu actions (%s, faults %s): %llu moved the "
-	       "average, %llu did not resume; worst drift %.3g\n", seeds, steps,
-	       gsp_method_name(cfg.method), faults ? "reset" : "none", moved, stuck,
+	       "average, %llu moved it after a crash or an expired DetachWait, "
+	       "%llu did not resume; worst drift %.3g\n", seeds, steps,
+	       gsp_method_name(cfg.method), faults_name, moved, reported, stuck,
 	       worst);
 	if (first_bad)
 		printf("replay: %s --seed %llu --steps %llu --faults %s --method %s --trace\n",
-		       prog, first_bad, steps, faults ? "reset" : "none",
+		       prog, first_bad, steps, faults_name,
 		       gsp_method_name(cfg.method));
+	/* --expect-violations (with --faults crash, the checker's own
+	 * test): the drift is seen. */
 	if (expect)
-		result = moved > 0 ? 0 : 1;
+		result = reported > 0 && !moved && !stuck ? 0 : 1;
 	else
 		result = moved || stuck ? 1 : 0;
 }
 END_TEST
+
+/* "none", "all", or a comma-separated list of reset, detach, remove,
+ * timeout (a DETACH's DetachWait passes before the peer answers), crash. */
+static int parse_faults(const char *list, unsigned *ret)
+{
+	static const struct { const char *name; unsigned bit; } names[] = {
+		{"reset", FAULT_RESET}, {"detach", FAULT_DETACH}, {"remove", FAULT_REMOVE},
+		{"crash", FAULT_CRASH}, {"timeout", FAULT_TIMEOUT},
+		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT},
+		{"none", 0},
+	};
+	unsigned bits = 0;
+	const char *p = list;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		size_t k = 0;
+		while (k < sizeof(names) / sizeof(names[0]) &&
+		       (strlen(names[k].name) != n || strncmp(names[k].name, p, n)))
+			k++;
+		if (k == sizeof(names) / sizeof(names[0]))
+			return -1;
+		bits |= names[k].bit;
+		p += n + (p[n] == ',');
+	}
+	*ret = bits;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -274,8 +450,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--steps") && v)
 			steps = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(a, "--faults") && v) {
-			faults = !strcmp(argv[++i], "reset");
-			if (!faults && strcmp(argv[i], "none"))
+			faults_name = argv[++i];
+			if (parse_faults(faults_name, &faults) != 0)
 				goto usage;
 		} else if (!strcmp(a, "--method") && v) {
 			if (gsp_method_parse(argv[++i], &cfg.method) != 0)
@@ -289,6 +465,10 @@ int main(int argc, char **argv)
 	}
 	if (one)
 		seeds = 1;
+	if (trace) {
+		gsp_log_init(GSP_LOG_DEBUG);
+		setvbuf(stdout, NULL, _IONBF, 0);   /* in order with the log */
+	}
 	Suite *su = suite_create("daemon-sim");
 	TCase *tc = tcase_create("schedules");
 	tcase_set_timeout(tc, 600);
@@ -301,7 +481,7 @@ int main(int argc, char **argv)
 	srunner_free(sr);
 	return failed || result ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|reset] "
+	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|reset,detach,remove] "
 		"[--method M] [--expect-violations] [--trace]\n", argv[0]);
 	return 2;
 }

@@ -23,7 +23,7 @@ static void up(edgepair *p)
 	ep_pump(p);
 	ck_assert_int_eq(p->a.e->state, EDGE_UP);
 	ck_assert_int_eq(p->b.e->state, EDGE_UP);
-	ck_assert(p->a.e->up && p->b.e->up);
+	ck_assert(p->a.e->live && p->b.e->live);
 }
 
 /* Both ends step, then every frame is delivered. */
@@ -162,7 +162,7 @@ START_TEST(test_round_while_busy_is_deferred_then_used)
 	ck_assert_uint_eq(p.b.e->n_deferred, 1);
 	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_IN_FLIGHT);
 	p.b.set.busy = false;
-	edges_after_busy(&p.b.set, true);
+	edges_after_busy(&p.b.set);
 	ck_assert_uint_eq(p.b.e->n_deferred, 0);
 	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_COMPLETED);
 	ep_pump(&p);
@@ -174,8 +174,8 @@ END_TEST
 START_TEST(test_session_end_while_busy_completes_the_round_first)
 {
 	/* b had already completed round 1 with a's message; a's engine was
-	 * busy when b's message and then the end of the session came: a must
-	 * complete the round too, or the pair's sum moves. */
+	 * busy when b's message and then the end of the session came: a
+	 * still completes the round from it. */
 	edgepair p;
 	double sum0;
 	pair_up(&p, GSP_METHOD_EXACT, 1, "40", &sum0);
@@ -184,48 +184,51 @@ START_TEST(test_session_end_while_busy_completes_the_round_first)
 	ck_assert_int_eq(ep_deliver_one(&p.a), 0);  /* b completes */
 	p.a.set.busy = true;
 	ck_assert_int_eq(ep_deliver_one(&p.b), 0);  /* kept at a */
-	p.a.session = false;
-	edge_session_down(p.a.e);
-	ck_assert(p.a.e->down_deferred);
+	ep_end_session(&p.a);
 	p.a.set.busy = false;
-	edges_after_busy(&p.a.set, true);
+	edges_after_busy(&p.a.set);
 	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
-	ck_assert(!ep_info(&p.a).active);
+	ck_assert(p.a.e->live);
 	assert_conserved(&p, sum0);
 	ep_free(&p);
 }
 END_TEST
 
-START_TEST(test_session_down_disables_the_edge)
+START_TEST(test_reset_continues_the_generation)
 {
+	/* Round 2 is lost with the session at a; the next session continues
+	 * generation 1 (same seed, same factors) and a resends round 2. */
 	edgepair p;
-	pair_up(&p, GSP_METHOD_POWERGOSSIP, 1, "10x10", NULL);
+	double sum0;
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 2, "10x10,3", &sum0);
 	round_trip(&p);
 	ck_assert_int_ge(ep_step(&p.a), 0);     /* round 2 in flight at a */
-	ep_end_session(&p.a);
+	ep_end_session(&p.a);                   /* ... and lost */
 	ck_assert_int_eq(p.a.e->state, EDGE_DOWN);
-	ck_assert(!p.a.e->up);
-	ck_assert(!ep_info(&p.a).active);
+	ck_assert(p.a.e->live);
+	ck_assert(ep_info(&p.a).active);
 	ck_assert_int_gt(p.a.changes, 0);
-	/* A new session starts the next generation, both ends agreeing. */
+	ck_assert_int_ge(ep_step(&p.b), 0);     /* b's round 2, while down */
 	ep_session_up(&p, 9);
 	ep_pump(&p);
 	ck_assert_int_eq(p.a.e->state, EDGE_UP);
-	ck_assert_uint_eq(p.a.e->generation, 2);
-	ck_assert_uint_eq(p.b.e->generation, 2);
-	/* An end that lost its count (a restart) joins the larger one. */
-	ep_end_session(&p.a);
-	p.b.e->generation = 0;
-	ep_session_up(&p, 11);
-	ep_pump(&p);
-	ck_assert_uint_eq(p.a.e->generation, 3);
-	ck_assert_uint_eq(p.b.e->generation, 3);
-	ck_assert(ep_info(&p.a).active);
+	ck_assert_uint_eq(p.a.e->generation, 1);
+	ck_assert_uint_eq(p.b.e->generation, 1);
+	ck_assert_uint_eq(p.a.e->continued, 1);
+	ck_assert_uint_ge(p.a.e->retransmits + p.b.e->retransmits, 2);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
+	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_COMPLETED);
+	ck_assert_uint_eq(ep_info(&p.a).round, 2);
+	assert_conserved(&p, sum0);
+	for (int t = 0; t < 5; t++)
+		round_trip(&p);
+	assert_conserved(&p, sum0);
+	ck_assert_uint_eq(p.a.e->rounds_completed, 7);
 	ep_free(&p);
 }
 END_TEST
 
-START_TEST(test_old_generation_round_is_malformed)
+START_TEST(test_old_generation_round_is_dropped)
 {
 	edgepair p;
 	pair_up(&p, GSP_METHOD_EXACT, 1, "12", NULL);
@@ -234,10 +237,176 @@ START_TEST(test_old_generation_round_is_malformed)
 	p.a.out[0].data = NULL;
 	p.a.n_out = 0;
 	ck_assert_uint_eq(p.b.e->generation, 1);
-	/* Generation 1 against a b whose generation moved on. */
+	/* Generation 1 against a b whose generation moved on: of no use,
+	 * and harmless. */
 	p.b.e->generation = 2;
-	ck_assert_int_eq(edge_frame(p.b.e, stale.data, stale.len), -EBADMSG);
+	ck_assert_int_eq(edge_frame(p.b.e, stale.data, stale.len), 0);
+	ck_assert_ptr_null(p.b.e->early);
+	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_IDLE);
 	free(stale.data);
+	ep_free(&p);
+}
+END_TEST
+
+/* Rounds 1..2 at both ends; round 3 completes at b only (a's message
+ * reached b, b's was lost with the session) and b applies it. */
+static void one_sided_round(edgepair *p)
+{
+	round_trip(p);
+	round_trip(p);
+	ck_assert_int_ge(ep_step(&p->a), 0);
+	ck_assert_int_ge(ep_step(&p->b), 0);
+	ck_assert_int_eq(ep_deliver_one(&p->a), 0);    /* b completes 3 */
+	ep_end_session(&p->a);                         /* b's round 3 lost */
+	ck_assert_int_ge(ep_step(&p->b), 0);           /* b applies 3 */
+	ck_assert_uint_eq(ep_info(&p->b).round, 4);
+}
+
+/* A pair of `method` over spec, up, with one_sided_round done; the
+ * pair's sum before any round. */
+static double one_sided_pair(edgepair *p, const gsp_config *c, const char *spec)
+{
+	ep_init(p, spec, c);
+	up(p);
+	double sum0 = ep_sum(p);
+	one_sided_round(p);
+	return sum0;
+}
+
+START_TEST(test_detach_takes_the_peers_round_back)
+{
+	/* a's trainer detaches and registers again before round 3 reaches
+	 * it: a's end ends generation 1 at round 2, so b subtracts round 3. */
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 1);
+	double sum0 = one_sided_pair(&p, &c, "12x9,4");
+	ep_reregister(&p.a, &c);
+	ck_assert_uint_eq(p.a.e->ended_generation, 1);
+	ck_assert_uint_eq(p.a.e->ended_applied, 2);
+	ep_session_up(&p, 21);
+	ep_pump(&p);
+	ck_assert_uint_eq(p.b.e->rollbacks, 1);
+	ck_assert_uint_eq(p.b.counters.rounds_rolled_back, 1);
+	ck_assert_uint_eq(p.b.e->ended_applied, 2);
+	ck_assert_uint_eq(p.a.e->generation, 2);
+	ck_assert_uint_eq(p.b.e->generation, 2);
+	ck_assert(p.a.e->live && p.b.e->live);
+	assert_conserved(&p, sum0);
+	for (int t = 0; t < 4; t++)
+		round_trip(&p);
+	assert_conserved(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_behind_end_completes_from_the_ended_message)
+{
+	/* b applied round 3, a never got b's message for it; b's trainer
+	 * detaches while the link is down (DetachWait passes), so b's end
+	 * ends generation 1 at 3 on its own.  a completes round 3 from b's
+	 * kept message, and generation 2 starts after a's next STEP. */
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	double sum0 = one_sided_pair(&p, &c, "24");
+	ep_reregister(&p.b, &c);
+	ck_assert_uint_eq(p.b.e->ended_applied, 3);
+	ep_session_up(&p, 22);
+	ep_pump(&p);
+	ck_assert(!p.a.e->live);
+	ck_assert_uint_eq(p.a.e->ended_applied, 3);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);   /* lands next */
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_uint_eq(p.a.e->generation, 2);
+	ck_assert(p.a.e->live);
+	ep_pump(&p);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ep_pump(&p);
+	assert_conserved(&p, sum0);
+	ck_assert_uint_eq(p.a.counters.rounds_unreconciled + p.b.counters.rounds_unreconciled, 0);
+	ep_free(&p);
+}
+END_TEST
+
+/* a asks to end the generation (DETACH or removal) while round 2 is
+ * completed at both ends but applied at b only: both end it at the
+ * smaller count; b takes its round 2 back. */
+static void end_together(edge_end_why why)
+{
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 2, "9x7,3", &sum0);
+	round_trip(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ep_pump(&p);                               /* round 2 completed at both */
+	ck_assert_int_ge(ep_step(&p.b), 0);         /* b applies it, projects 3 */
+	ck_assert(!edge_end_begin(p.a.e, why));
+	ck_assert(p.a.e->live && p.a.e->ending_self == why);
+	ep_pump(&p);                                /* RESYNCs cross */
+	ck_assert(!p.a.e->live && !p.b.e->live);
+	/* a's pending round 2 is dropped; b takes its applied one back. */
+	ck_assert_uint_eq(p.a.e->ended_applied, 1);
+	ck_assert_uint_eq(p.b.e->ended_applied, 1);
+	ck_assert_uint_eq(p.b.e->rollbacks, 1);
+	ck_assert_int_eq(p.a.ended, 1);
+	ck_assert_int_eq(p.b.ended, 0);
+	if (why == END_DETACH) {
+		gsp_config c = config(GSP_METHOD_POWERGOSSIP, 2);
+		ep_reregister(&p.a, &c);
+	}
+	assert_conserved(&p, sum0);
+	ck_assert_uint_eq(p.a.counters.rounds_unreconciled + p.b.counters.rounds_unreconciled, 0);
+	ep_free(&p);
+}
+
+START_TEST(test_detach_ends_the_generation_with_the_peer)
+{
+	end_together(END_DETACH);
+}
+END_TEST
+
+START_TEST(test_removal_ends_the_generation_with_the_peer)
+{
+	end_together(END_REMOVED);
+}
+END_TEST
+
+START_TEST(test_both_ends_ending_meet_at_the_smaller_count)
+{
+	/* Both ends end at once (both removed each other): their ENDING
+	 * RESYNCs cross, and both end at the smaller count. */
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_EXACT, 1, "20", &sum0);
+	round_trip(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);    /* b completes 2, a not */
+	ck_assert(!edge_end_begin(p.a.e, END_REMOVED));
+	ck_assert(!edge_end_begin(p.b.e, END_REMOVED));
+	ep_pump(&p);
+	ck_assert(!p.a.e->live && !p.b.e->live);
+	ck_assert_uint_eq(p.a.e->ended_applied, 1);
+	ck_assert_uint_eq(p.b.e->ended_applied, 1);
+	assert_conserved(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_one_sided_ends_are_reported)
+{
+	/* Both ends end on their own while the link is down (DetachWait
+	 * passed at both): b applied round 3, a did not.  Nothing can take
+	 * it back, but the next session finds it and counts it. */
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	(void)one_sided_pair(&p, &c, "24");
+	ep_reregister(&p.a, &c);
+	ep_reregister(&p.b, &c);
+	ep_session_up(&p, 23);
+	ep_pump(&p);
+	ck_assert_uint_eq(p.a.counters.rounds_unreconciled, 1);
+	ck_assert_uint_eq(p.b.counters.rounds_unreconciled, 1);
 	ep_free(&p);
 }
 END_TEST
@@ -415,8 +584,14 @@ int main(void)
 	tcase_add_test(tc, test_round_two_ahead_is_malformed);
 	tcase_add_test(tc, test_round_while_busy_is_deferred_then_used);
 	tcase_add_test(tc, test_session_end_while_busy_completes_the_round_first);
-	tcase_add_test(tc, test_session_down_disables_the_edge);
-	tcase_add_test(tc, test_old_generation_round_is_malformed);
+	tcase_add_test(tc, test_reset_continues_the_generation);
+	tcase_add_test(tc, test_old_generation_round_is_dropped);
+	tcase_add_test(tc, test_detach_takes_the_peers_round_back);
+	tcase_add_test(tc, test_behind_end_completes_from_the_ended_message);
+	tcase_add_test(tc, test_detach_ends_the_generation_with_the_peer);
+	tcase_add_test(tc, test_removal_ends_the_generation_with_the_peer);
+	tcase_add_test(tc, test_both_ends_ending_meet_at_the_smaller_count);
+	tcase_add_test(tc, test_one_sided_ends_are_reported);
 	tcase_add_test(tc, test_fingerprint_mismatch_closes);
 	tcase_add_test(tc, test_round_before_model_is_malformed);
 	tcase_add_test(tc, test_no_model_at_one_end_idles);

@@ -79,7 +79,8 @@ static void noop_up(void *ctx, peer *p) {}
 static int noop_frame(void *ctx, peer *p, const uint8_t *pt, size_t len) { return 0; }
 static void noop_down(void *ctx, peer *p) {}
 static int noop_added(void *ctx, peer *p) { return 0; }
-static const peers_ops ops = {noop_up, noop_frame, noop_down, noop_added};
+static bool noop_removed(void *ctx, peer *p) { return true; }
+static const peers_ops ops = {noop_up, noop_frame, noop_down, noop_added, noop_removed};
 
 typedef struct table {
 	peers ps;

@@ -74,7 +74,7 @@ static void teardown(void)
 {
 	while (step_busy(&st))
 		uv_run(loop, UV_RUN_ONCE);
-	step_detach(&st);
+	step_detach(&st, NULL, NULL);
 	step_close(&st);
 	uv_run(loop, UV_RUN_DEFAULT);
 	mesh_free(&ms);
@@ -155,7 +155,7 @@ START_TEST(test_register_takes_the_fd_on_every_outcome)
 	ck_assert_int_eq(do_register(&b, 8, true, &fd2), -EBUSY);
 	ck_assert(!fd_open(fd2));
 	ck_assert(fd_open(fd));
-	step_detach(&st);
+	step_detach(&st, NULL, NULL);
 	ck_assert(!mdl.registered);
 	ck_assert(!fd_open(fd));
 }
@@ -246,7 +246,7 @@ START_TEST(test_detach_during_an_offloaded_step_waits_for_it)
 	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
 	ck_assert_int_eq(st.state, STEP_RUN);
 	ck_assert(step_busy(&st));
-	step_detach(&st);
+	step_detach(&st, NULL, NULL);
 	/* The worker still uses the node and the mapping. */
 	ck_assert(mdl.registered);
 	ck_assert(fd_open(fd));
@@ -268,7 +268,7 @@ START_TEST(test_client_gone_during_an_offloaded_step)
 	ck_assert_int_eq(do_register(&c, 1024, true, NULL), 0);
 	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
 	step_forget(&st, &c);
-	step_detach(&st);
+	step_detach(&st, NULL, NULL);
 	ck_assert(mdl.registered);
 	while (step_busy(&st) || st.state == STEP_REPLY)
 		uv_run(loop, UV_RUN_ONCE);
@@ -296,7 +296,7 @@ static void edge_up_by_hand(void)
 	gsp_msg_resync rs = {.generation = 0};
 	ck_assert_int_eq(gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n), 0);
 	ck_assert_int_eq(edge_frame(e, buf, n), 0);
-	ck_assert(e->up);
+	ck_assert(e->live);
 }
 
 START_TEST(test_detach_during_a_waiting_step_ends_it)
@@ -311,7 +311,7 @@ START_TEST(test_detach_during_a_waiting_step_ends_it)
 	ck_assert_int_eq(st.state, STEP_WAIT);
 	uv_run(loop, UV_RUN_NOWAIT);
 	ck_assert_int_eq(c.calls, 1);            /* still waiting */
-	step_detach(&st);
+	step_detach(&st, NULL, NULL);
 	ck_assert(!mdl.registered);
 	run_until_calls(&c, 2);
 	ck_assert_int_eq(c.last.err, -ECANCELED);
@@ -327,7 +327,7 @@ START_TEST(test_detach_during_drain_and_average_ends_them)
 	run_until_calls(&c, 1);
 	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
 	ck_assert_int_eq(st.state, STEP_DRAIN);
-	step_detach(&st);
+	step_detach(&st, NULL, NULL);
 	run_until_calls(&c, 2);
 	ck_assert_int_eq(c.last.err, -ECANCELED);
 
@@ -336,7 +336,7 @@ START_TEST(test_detach_during_drain_and_average_ends_them)
 	gsp_api_average avg = {.target = 1e-6, .time_limit_ms = 60000};
 	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
 	ck_assert_int_eq(st.state, STEP_AVERAGE);   /* its round is out */
-	step_detach(&st);
+	step_detach(&st, NULL, NULL);
 	run_until_calls(&c, 3);
 	ck_assert(c.last.average);
 	ck_assert_int_eq(c.last.err, -ECANCELED);

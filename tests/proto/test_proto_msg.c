@@ -122,7 +122,10 @@ static bool eq_resync(const void *pa, const void *pb)
 {
 	const gsp_msg_resync *a = pa, *b = pb;
 
-	return a->generation == b->generation &&
+	return a->flags == b->flags && a->generation == b->generation &&
+	       a->ended_generation == b->ended_generation &&
+	       a->ended_applied == b->ended_applied &&
+	       a->ending_applied == b->ending_applied &&
 	       a->last_completed == b->last_completed &&
 	       a->last_sent == b->last_sent &&
 	       memcmp(a->gen_tag, b->gen_tag, sizeof(a->gen_tag)) == 0;
@@ -307,7 +310,10 @@ static const gsp_msg_round round_sample = {
 };
 
 static const gsp_msg_resync resync_sample = {
+	.flags = GSP_RESYNC_LIVE,
 	.generation = 0x01020304,
+	.ended_generation = 0x01020302,
+	.ended_applied = 77,
 	.last_completed = 41,
 	.last_sent = 42,
 	.gen_tag = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
@@ -678,7 +684,7 @@ START_TEST(test_sizes)
 
 	ck_assert_uint_eq(encode_case(find(GSP_HS_INIT), buf), 111);
 	ck_assert_uint_eq(encode_case(find(GSP_HS_RESP), buf), 51);
-	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 37);
+	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 58);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_PING), buf), 17);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_ROUND), buf),
 			  GSP_MSG_ROUND_HEAD + sizeof(payload_sample));
@@ -706,15 +712,21 @@ START_TEST(test_byte_layout)
 	ck_assert_mem_eq(buf + 16, payload_sample, len - 16);
 
 	encode_case(find(GSP_MSG_RESYNC), buf);
-	static const uint8_t resync_head[21] = {
-		0x03, 0x04, 0x03, 0x02, 0x01, 41, 0, 0, 0, 0, 0, 0, 0,
+	static const uint8_t resync_head[22] = {
+		0x03, 0x01, 0x04, 0x03, 0x02, 0x01, 41, 0, 0, 0, 0, 0, 0, 0,
 		42, 0, 0, 0, 0, 0, 0, 0,
 	};
-	ck_assert_mem_eq(buf, resync_head, 21);
+	ck_assert_mem_eq(buf, resync_head, 22);
+	static const uint8_t resync_tail[12] = {
+		0x02, 0x03, 0x02, 0x01, 77, 0, 0, 0, 0, 0, 0, 0,
+	};
+	ck_assert_mem_eq(buf + 38, resync_tail, 12);
+	static const uint8_t resync_ending[8] = {0};
+	ck_assert_mem_eq(buf + 50, resync_ending, 8);
 
 	encode_case(find(GSP_MSG_MODEL), buf);
 	static const uint8_t model_head[18] = {
-		0x01, 0x00, 0x01, 0x00, 0x04, 0x00, 0x03, 0x00, 0x00, 0x00,
+		0x01, 0x01, 0x01, 0x00, 0x04, 0x00, 0x03, 0x00, 0x00, 0x00,
 		0x80, 0x9c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 	};
 	ck_assert_mem_eq(buf, model_head, 18);
@@ -864,15 +876,41 @@ START_TEST(test_resync_rules)
 	size_t len;
 
 	/* last_sent - last_completed must be 0 or 1. */
-	expect_patched(c, 13, 43, -EBADMSG);  /* sent 43, completed 41 */
-	expect_patched(c, 13, 40, -EBADMSG);  /* sent < completed */
-	expect_patched(c, 13, 41, 0);         /* idle or completed */
+	expect_patched(c, 14, 43, -EBADMSG);  /* sent 43, completed 41 */
+	expect_patched(c, 14, 40, -EBADMSG);  /* sent < completed */
+	expect_patched(c, 14, 41, 0);         /* idle or completed */
+	/* Unknown flags; an ended generation after the current one; an
+	 * applied count without a generation. */
+	expect_patched(c, 1, 0x08, -EBADMSG);
+	/* ENDING is of the live generation, at most at its last completed
+	 * round; without it, ending_applied is 0. */
+	expect_patched(c, 1, GSP_RESYNC_ENDING, -EBADMSG);              /* not LIVE */
+	expect_patched(c, 50, 1, -EBADMSG);                             /* no ENDING */
+	m = resync_sample;
+	m.flags = GSP_RESYNC_LIVE | GSP_RESYNC_ENDING;
+	m.ending_applied = m.last_completed;
+	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq(gsp_msg_resync_decode(buf, len, &d), 0);
+	ck_assert(eq_resync(&m, &d));
+	m.ending_applied = m.last_completed + 1;
+	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), -EINVAL);
+	expect_patched(c, 1, GSP_RESYNC_LIVE | GSP_RESYNC_NO_HISTORY, 0);
+	expect_patched(c, 38, 0x05, -EBADMSG);
+	m = resync_sample;
+	m.ended_generation = 0;
+	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), -EINVAL);
+	m.ended_applied = 0;
+	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), 0);
+	/* Generation 0 is never LIVE. */
+	memset(&m, 0, sizeof(m));
+	m.flags = GSP_RESYNC_LIVE;
+	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), -EINVAL);
 	/* Generation 0 carries nothing else. */
 	memset(&m, 0, sizeof(m));
 	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(gsp_msg_resync_decode(buf, len, &d), 0);
 	ck_assert(eq_resync(&m, &d));
-	buf[len - 1] = 1;
+	buf[20] = 1;
 	ck_assert_int_eq(gsp_msg_resync_decode(buf, len, &d), -EBADMSG);
 	m.last_sent = 1;
 	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), -EINVAL);

@@ -368,7 +368,10 @@ SCENARIOS = {
     "hangup": (None, None),
     "reply": (hello_ok(), frame(bytes([0xC1]))),
 }
-HELLO = bytes([0x40]) + struct.pack("<HH", 0x0100, 9) + b"gossipctl"
+def is_hello(body):
+    """A HELLO of protocol major 1 (any minor) from gossipctl."""
+    return (len(body) == 14 and body[0] == 0x40 and body[2] == 1
+            and body[3:] == struct.pack("<H", 9) + b"gossipctl")
 
 
 def read_exact(conn, n):
@@ -388,7 +391,7 @@ def read_frame(conn):
 
 def serve(conn, replies):
     conn.settimeout(10)
-    if read_frame(conn) != HELLO:
+    if not is_hello(read_frame(conn)):
         conn.sendall(error(-71, "unexpected HELLO"))
         return
     if replies[0] is None:
@@ -621,7 +624,7 @@ fi
 # Failures from the daemon: exit 1 with a message.
 for case in \
 	"refuse|gossipctl: $T/refuse.sock: gossipd refused STATUS: not today (Operation not permitted)" \
-	"major|gossipctl: $T/major.sock: gossipd speaks local API version 2.0, gossipctl 1.0" \
+	"major|gossipctl: $T/major.sock: gossipd speaks local API version 2.0, gossipctl 1.1" \
 	"badjson|gossipctl: $T/badjson.sock: malformed status document from gossipd: line 1, column 11: " \
 	"badtype|gossipctl: $T/badtype.sock: malformed status document from gossipd: edges[0].round is not an integer >= 0" \
 	"badroot|gossipctl: $T/badroot.sock: malformed status document from gossipd: the document is not a JSON object" \

@@ -175,6 +175,8 @@ static const struct {
 	{ "pong_unmatched", "PONGs dropped for an unknown nonce." },
 	{ "links_closed", "Peer links closed, for any reason." },
 	{ "rounds_refused", "ROUNDs refused for differing from ours by more than MaxRoundChange." },
+	{ "rounds_rolled_back", "Rounds taken back because the neighbour ended the generation before them." },
+	{ "rounds_unreconciled", "Rounds that may have landed at one end only (a neighbour lost its edge state)." },
 	{ "api_malformed", "Local API connections closed for malformed requests." },
 };
 

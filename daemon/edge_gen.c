@@ -1,0 +1,393 @@
+/* edge_gen: one edge's generations (edge.h, PROTOCOL.md 4.6): what RESYNC
+ * says and decides, continuing a generation across sessions, ending one
+ * at the round both ends applied, and starting the next. */
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edge_impl.h"
+#include "log.h"
+#include "sim.h"
+
+/* tag = BLAKE2b-128(key = seed, "gossipd generation tag" || LE32(gen)). */
+static void gen_tag(const uint8_t seed[GSP_SEED_BYTES], uint32_t gen,
+		    uint8_t out[GSP_GEN_TAG_BYTES])
+{
+	static const char label[] = "gossipd generation tag";
+	uint8_t in[sizeof(label) - 1 + 4];
+	memcpy(in, label, sizeof(label) - 1);
+	for (int b = 0; b < 4; b++)
+		in[sizeof(label) - 1 + b] = (uint8_t)(gen >> (8 * b));
+	crypto_generichash(out, GSP_GEN_TAG_BYTES, in, sizeof(in), seed, GSP_SEED_BYTES);
+}
+
+/* Where this end stands, as its RESYNC says it. */
+static void fill_resync(const edge *e, gsp_msg_resync *m)
+{
+	*m = (gsp_msg_resync){.generation = e->generation,
+			      .ended_generation = e->ended_generation,
+			      .ended_applied = e->ended_applied};
+	if (e->generation) {
+		m->last_completed = e->completed;
+		m->last_sent = e->sent_round;
+		gen_tag(e->gen_seed, e->generation, m->gen_tag);
+	}
+	if (e->live)
+		m->flags |= GSP_RESYNC_LIVE;
+	if (e->live && e->ending_self) {
+		m->flags |= GSP_RESYNC_ENDING;
+		m->ending_applied = e->end_count;
+	}
+	if (e->no_history)
+		m->flags |= GSP_RESYNC_NO_HISTORY;
+}
+
+int edge__send_resync(edge *e)
+{
+	gsp_msg_resync m;
+	fill_resync(e, &m);
+	uint8_t buf[64];
+	size_t n;
+	int err = gsp_msg_resync_encode(&m, buf, sizeof(buf), &n);
+	return err ? err : edge__send(e, buf, n);
+}
+
+/* An end's final count for generation g, as its RESYNC says it: its
+ * record, or none applied when g is its last generation and ended with
+ * no record.  False while it is live in g, or when it cannot say. */
+static bool final_of(const gsp_msg_resync *m, uint32_t g, uint64_t *ret)
+{
+	if (g == 0 || ((m->flags & GSP_RESYNC_LIVE) && m->generation == g))
+		return false;
+	if (m->ended_generation == g) {
+		*ret = m->ended_applied;
+		return true;
+	}
+	if (m->generation == g) {
+		*ret = 0;
+		return true;
+	}
+	return false;
+}
+
+/* Two ends that both ended a generation at different counts: a round
+ * landed at one end only (both ended it without hearing each other, or
+ * the peer could not wait).  Counted and logged once per generation. */
+static void check_agreement(edge *e, const gsp_msg_resync *m)
+{
+	gsp_msg_resync mine;
+	fill_resync(e, &mine);
+	uint32_t gens[4] = {mine.ended_generation, m->ended_generation,
+			    mine.generation, m->generation};
+	for (int k = 0; k < 4; k++) {
+		uint64_t ours, theirs;
+		uint32_t g = gens[k];
+		if (g == e->disagreed || !final_of(&mine, g, &ours) ||
+		    !final_of(m, g, &theirs) || ours == theirs)
+			continue;
+		e->disagreed = g;
+		e->set->counters->rounds_unreconciled++;
+		e->unreconciled++;
+		gsp_warn("peer %s: generation %u ended at round %llu there and %llu here: "
+			 "a round landed at one end only", e->name, g,
+			 (unsigned long long)theirs, (unsigned long long)ours);
+	}
+}
+
+/* ---- ending a generation ---------------------------------------------- */
+
+void edge__record_end(edge *e, uint64_t applied)
+{
+	/* `applied`: the rounds completed here, each landed or landing. */
+	edge_set *s = e->set;
+	if (applied > 0) {
+		e->ended_generation = e->generation;
+		e->ended_applied = applied;
+		edge__msg_free(&e->ended_msg);
+		for (int k = 0; k < 2; k++)
+			if (e->sent[k].buf && e->sent[k].round == applied) {
+				e->ended_msg = e->sent[k];
+				e->sent[k] = (edge_msg){0};
+			}
+	}
+	for (int k = 0; k < 2; k++)
+		edge__msg_free(&e->sent[k]);
+	if (e->early && e->early_generation == e->generation) {
+		free(e->early);
+		e->early = NULL;
+	}
+	if (s->attached)
+		(void)gsp_node_edge_disable(s->model.node, e->index);
+	e->live = false;
+	e->ending = TARGET_NONE;
+	/* Only a live generation's rounds mean anything in a RESYNC. */
+	e->completed = e->sent_round = applied;
+	gsp_info("peer %s: edge generation %u ended at round %llu", e->name,
+		 e->generation, (unsigned long long)applied);
+	edge_end_why why = e->ending_self;
+	e->ending_self = END_NONE;
+	if (why != END_NONE)
+		s->ops->ended(s->ctx, e, why);
+	edge__changed(e);
+}
+
+/* Ends the live generation at the peer's final count: an end's count is
+ * the rounds it completed, each of which lands (at the next STEP, or at
+ * DETACH).  False while it waits for the peer's message of the target
+ * round (it comes after the peer's next RESYNC). */
+static bool end_live(edge *e)
+{
+	edge_set *s = e->set;
+	if (e->ending == TARGET_UNKNOWN && e->completed > 0) {
+		s->counters->rounds_unreconciled++;
+		e->unreconciled++;
+		gsp_warn("peer %s lost its edge state (a restart): the last round of "
+			 "generation %u may have landed at one end only", e->name,
+			 e->generation);
+	}
+	if (e->ending == TARGET_UNKNOWN) {
+		edge__record_end(e, e->completed);
+		return true;
+	}
+	if (e->completed < e->target)
+		return false;
+	if (e->completed > e->target)
+		edge__take_back(e);
+	edge__record_end(e, e->completed);
+	return true;
+}
+
+void edge__take_back(edge *e)
+{
+	edge_set *s = e->set;
+	int r = gsp_node_edge_rollback(s->model.node, e->index, e->target);
+	if (r < 0) {
+		s->counters->rounds_unreconciled++;
+		e->unreconciled++;
+		gsp_err("peer %s: generation %u ended at round %llu there, %llu here, "
+			"and cannot be taken back (%s)", e->name, e->generation,
+			(unsigned long long)e->target, (unsigned long long)e->completed,
+			gsp_strerror(r));
+		return;
+	}
+	s->counters->rounds_rolled_back++;
+	e->rollbacks++;
+	gsp_info("peer %s: round %llu taken back (%s): the peer ended generation %u "
+		 "before it", e->name, (unsigned long long)e->completed,
+		 r ? "subtracted" : "dropped", e->generation);
+	e->completed = e->target;
+}
+
+void edge__drop_landing(edge *e)
+{
+	edge_set *s = e->set;
+	e->ended_applied--;
+	s->counters->rounds_unreconciled++;
+	e->unreconciled++;
+	gsp_warn("peer %s: the last round of generation %u had not landed when the "
+		 "model went: it landed at the peer only", e->name, e->generation);
+}
+
+/* ---- starting a generation -------------------------------------------- */
+
+static void start_generation(edge *e)
+{
+	edge_set *s = e->set;
+	gsp_role role = e->lo ? GSP_ROLE_LO : GSP_ROLE_HI;
+	uint8_t seed[GSP_SEED_BYTES];
+	memcpy(seed, e->seed, sizeof(seed));
+	if (s->sim_seed_set) {
+		/* Replay gossip-sim: its seed and its lo/hi by index. */
+		uint8_t key[GSP_SEED_BYTES] = {0};
+		unsigned me = (unsigned)s->sim_index, them = (unsigned)e->cfg->index;
+		for (int b = 0; b < 8; b++)
+			key[b] = (uint8_t)(s->sim_seed >> (8 * b));
+		gsp_sim_edge_seed(key, me < them ? me : them, me < them ? them : me, seed);
+		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
+	}
+	e->weight = e->cfg->weight;
+	float w = e->weight > 0 ? e->weight : 1.0f / (1.0f + s->ops->degree(s->ctx));
+	int err = gsp_node_edge_reset(s->model.node, e->index, w, role, seed, sizeof(seed));
+	if (err) {
+		s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot start the edge");
+		return;
+	}
+	memcpy(e->gen_seed, e->seed, GSP_SEED_BYTES);
+	e->generation = e->next_generation;
+	e->live = true;
+	e->no_history = false;
+	e->start_pending = false;
+	e->completed = e->sent_round = 0;
+	e->last_apply_step = s->steps;
+	gsp_info("peer %s: edge generation %u up (%s)", e->name, e->generation,
+		 role == GSP_ROLE_LO ? "lo" : "hi");
+	edge__changed(e);
+}
+
+void edge__settle(edge *e)
+{
+	edge_set *s = e->set;
+	if (s->busy)
+		return;
+	if (e->live && e->ending != TARGET_NONE && !end_live(e))
+		return;
+	if (!e->start_pending || e->live || !s->attached || e->state != EDGE_UP)
+		return;
+	gsp_edge_info info;
+	/* An update of the old generation lands first (next STEP). */
+	if (gsp_node_edge_info(s->model.node, e->index, &info) != 0 ||
+	    info.state == GSP_EDGE_COMPLETED)
+		return;
+	start_generation(e);
+}
+
+/* ---- RESYNC ----------------------------------------------------------- */
+
+/* The peer holds our live generation. */
+static bool same_live(const edge *e, const gsp_msg_resync *m)
+{
+	uint8_t tag[GSP_GEN_TAG_BYTES];
+	if (!e->live || !(m->flags & GSP_RESYNC_LIVE) || m->generation != e->generation)
+		return false;
+	gen_tag(e->gen_seed, e->generation, tag);
+	return sodium_memcmp(tag, m->gen_tag, sizeof(tag)) == 0;
+}
+
+/* Two honest ends of one generation: the gap is at most a round. */
+static bool consistent(const edge *e, const gsp_msg_resync *m)
+{
+	uint64_t S = e->sent_round, S2 = m->last_sent;
+	return e->completed <= S2 && m->last_completed <= S &&
+	       (S > S2 ? S - S2 : S2 - S) <= 1;
+}
+
+/* Where our live generation ends, once the peer is no longer simply
+ * live in it.  The peer ending it (edge_end_begin): at the smaller of
+ * the two applied counts.  The peer out of it: at its final count,
+ * which its record says, or none when it names the generation nowhere,
+ * unless it lost its records. */
+static void learn_end(edge *e, const gsp_msg_resync *m)
+{
+	if (!e->live || e->ending != TARGET_NONE)
+		return;
+	if (same_live(e, m)) {
+		if (!(m->flags & GSP_RESYNC_ENDING))
+			return;   /* continues, or answers our ENDING later */
+		/* The peer ends it: at the smaller of what it offers (what
+		 * it applied) and what we completed (a completed round lands
+		 * at our next STEP or DRAIN); the end ahead takes its last
+		 * round back.  Our answer tells the peer, which still can.
+		 * Both ending: the smaller of the two offers. */
+		uint64_t ours = e->ending_self ? e->end_count : e->completed;
+		e->ending = TARGET_KNOWN;
+		e->target = ours < m->ending_applied ? ours : m->ending_applied;
+	} else if (m->ended_generation == e->generation) {
+		e->ending = TARGET_KNOWN;
+		e->target = m->ended_applied;
+	} else if (m->flags & GSP_RESYNC_NO_HISTORY) {
+		e->ending = TARGET_UNKNOWN;
+	} else {
+		e->ending = TARGET_KNOWN;
+		e->target = 0;
+	}
+	gsp_debug("peer %s: generation %u ends at round %llu", e->name, e->generation,
+		  (unsigned long long)e->target);
+}
+
+/* Our kept messages the peer lacks, oldest first. */
+static void resend(edge *e, uint64_t peer_completed)
+{
+	for (int k = 0; k < 2; k++)
+		if (e->sent[k].buf && e->sent[k].round > peer_completed &&
+		    edge__send(e, e->sent[k].buf, e->sent[k].len) == 0)
+			e->retransmits++;
+}
+
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The session's first RESYNC: continue, or agree on a new generation. */
+static void decide(edge *e, const gsp_msg_resync *m)
+{
+	edge_set *s = e->set;
+	e->resyncs++;
+	bool cont = same_live(e, m) && consistent(e, m) && !e->ending_self &&
+		    !(m->flags & GSP_RESYNC_ENDING);
+	if (cont) {
+		e->continued++;
+		resend(e, m->last_completed);
+		gsp_info("peer %s: edge generation %u continues at round %llu", e->name,
+			 e->generation, (unsigned long long)e->completed);
+	} else if (same_live(e, m) && !consistent(e, m)) {
+		e->ending = TARGET_UNKNOWN;   /* not two honest ends of one generation */
+	}
+	bool both = s->attached && e->peer_attached;
+	if (!cont && both && !e->ending_self) {
+		uint32_t g = max_u32(max_u32(e->generation, m->generation),
+				     max_u32(e->ended_generation, m->ended_generation)) + 1;
+		e->next_generation = g ? g : 1;
+		e->start_pending = true;
+	}
+	e->state = both ? EDGE_UP : EDGE_IDLE;
+	uint32_t cap;
+	if (both && gsp_proto_peer_max_frame(s->model.max_payload, &cap) == 0)
+		s->ops->set_max_frame(s->ctx, e, cap);
+}
+
+int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
+{
+	gsp_msg_resync m;
+	int err = gsp_msg_resync_decode(pt, len, &m);
+	if (err)
+		return err;
+	bool current = !edge__quiet();
+	if (current && e->state == EDGE_DOWN)
+		return -EBADMSG;
+	bool was_live = e->live && e->generation == m.generation;
+	learn_end(e, &m);
+	bool first = current && e->state == EDGE_WAIT_RESYNC;
+	if (first)
+		decide(e, &m);
+	/* A peer still in a generation that ended here completes its last
+	 * round from our kept message. */
+	if (current && (m.flags & GSP_RESYNC_LIVE) && m.generation == e->ended_generation &&
+	    m.last_completed < e->ended_applied && e->ended_msg.buf &&
+	    edge__send(e, e->ended_msg.buf, e->ended_msg.len) == 0)
+		e->retransmits++;
+	edge__settle(e);
+	check_agreement(e, &m);
+	/* The peer ends the generation: it waits to hear where we ended. */
+	if (current && was_live && (!e->live || e->generation != m.generation) &&
+	    (m.flags & GSP_RESYNC_ENDING) && e->state != EDGE_DOWN)
+		(void)edge__send_resync(e);
+	return 0;
+}
+
+/* ---- ending by this end ---------------------------------------------- */
+
+bool edge_end_begin(edge *e, edge_end_why why)
+{
+	edge_set *s = e->set;
+	e->start_pending = false;
+	if (!e->live || s->busy)
+		return !e->live;
+	if (e->ending_self)
+		return false;
+	e->ending_self = why;
+	/* Nothing more is sent or completed on it; a round completed but
+	 * not applied yet is not offered (at DETACH it could not land), and
+	 * is taken back, whether a STEP applied it meanwhile or not, unless
+	 * the peer's count turns out to include it. */
+	e->end_count = edge__applied(e);
+	gsp_debug("peer %s: ending generation %u at round %llu at most", e->name,
+		  e->generation, (unsigned long long)e->end_count);
+	/* Our RESYNC of this session went out already (after the peer's
+	 * MODEL): another says we end. */
+	if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL)
+		(void)edge__send_resync(e);
+	return false;
+}

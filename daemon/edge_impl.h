@@ -1,0 +1,41 @@
+/*
+ * edge internals shared by edge.c (sessions, MODEL, ROUND) and
+ * edge_gen.c (generations: RESYNC, continuing, ending, starting).  Not
+ * used outside the edge module.
+ */
+#ifndef GOSSIPD_EDGE_IMPL_H
+#define GOSSIPD_EDGE_IMPL_H
+
+#include "edge.h"
+
+/* Frames go out unless the edge is "quiet": it is using frames of a
+ * session that has ended (kept while the engine was busy), whose answers
+ * would land on the wrong session. */
+int edge__send(edge *e, const uint8_t *pt, size_t len);
+bool edge__quiet(void);
+void edge__changed(edge *e);
+
+
+/* RESYNC of e's session (0, or the session is closed). */
+int edge__send_resync(edge *e);
+int edge__on_resync(edge *e, const uint8_t *pt, size_t len);
+/* Ends the live generation if it is ending and can, then starts an
+ * agreed new one if it can (not while busy). */
+void edge__settle(edge *e);
+/* The live generation ends here with `applied` rounds completed, each
+ * applied or to be at the next apply (the engine edge is disabled; our
+ * message of that round is kept). */
+void edge__record_end(edge *e, uint64_t applied);
+/* Takes back the rounds completed after the peer's final count
+ * (e->target): dropped if not yet applied, else subtracted. */
+void edge__take_back(edge *e);
+/* The model goes before the last round of the ended generation landed
+ * here: the record says one round less, and it is reported. */
+void edge__drop_landing(edge *e);
+
+void edge__msg_free(edge_msg *m);
+/* Rounds applied on a live edge: those completed, less one waiting for
+ * the next apply. */
+uint64_t edge__applied(const edge *e);
+
+#endif
