@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "counters.h"
+#include "edgestate.h"
 #include "gossip.h"
 #include "proto.h"
 
@@ -175,6 +176,7 @@ struct edge_set {
 	 * allows (0: unknown) and MaxRoundChange (0: none). */
 	unsigned max_degree;
 	float max_round_change;
+	bool dirty;              /* a count or generation changed (edgestate) */
 };
 
 int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
@@ -195,6 +197,14 @@ void edges_detach(edge_set *s);
  * it for every edge (DETACH) and returns how many still wait; those that
  * still wait when the model goes end at what they applied. */
 bool edge_end_begin(edge *e, edge_end_why why);
+
+/* Where e's generation stands, for edgestate (key left to the caller;
+ * the message points into e).  Not while busy. */
+void edge_record_of(const edge *e, edge_record *r);
+/* A restarted daemon: the generation of r ends here at the rounds it
+ * had applied (the engine state is gone), with our message of that
+ * round kept for a peer that lacks it. */
+int edge_restore(edge *e, const edge_record *r);
 size_t edges_end_begin(edge_set *s);
 size_t edges_ending(const edge_set *s);
 

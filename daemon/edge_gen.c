@@ -128,6 +128,7 @@ void edge__record_end(edge *e, uint64_t applied)
 		 e->generation, (unsigned long long)applied);
 	edge_end_why why = e->ending_self;
 	e->ending_self = END_NONE;
+	s->dirty = true;
 	if (why != END_NONE)
 		s->ops->ended(s->ctx, e, why);
 	edge__changed(e);
@@ -221,6 +222,7 @@ static void start_generation(edge *e)
 	e->start_pending = false;
 	e->completed = e->sent_round = 0;
 	e->last_apply_step = s->steps;
+	s->dirty = true;
 	gsp_info("peer %s: edge generation %u up (%s)", e->name, e->generation,
 		 role == GSP_ROLE_LO ? "lo" : "hi");
 	edge__changed(e);
@@ -270,6 +272,16 @@ static bool consistent(const edge *e, const gsp_msg_resync *m)
  * unless it lost its records. */
 static void learn_end(edge *e, const gsp_msg_resync *m)
 {
+	/* The peer ends the generation we agreed to start but have not
+	 * yet: it never starts here (none of its rounds completed). */
+	if (!e->live && e->start_pending && m->generation == e->next_generation &&
+	    (m->flags & GSP_RESYNC_ENDING)) {
+		e->start_pending = false;
+		if (e->early && e->early_generation == m->generation) {
+			free(e->early);
+			e->early = NULL;
+		}
+	}
 	if (!e->live || e->ending != TARGET_NONE)
 		return;
 	if (same_live(e, m)) {
@@ -347,7 +359,8 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	bool current = !edge__quiet();
 	if (current && e->state == EDGE_DOWN)
 		return -EBADMSG;
-	bool was_live = e->live && e->generation == m.generation;
+	bool was_live = (e->live && e->generation == m.generation) ||
+			(e->start_pending && e->next_generation == m.generation);
 	learn_end(e, &m);
 	bool first = current && e->state == EDGE_WAIT_RESYNC;
 	if (first)
@@ -390,4 +403,60 @@ bool edge_end_begin(edge *e, edge_end_why why)
 	if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL)
 		(void)edge__send_resync(e);
 	return false;
+}
+
+/* ---- records for a restart -------------------------------------------- */
+
+void edge_record_of(const edge *e, edge_record *r)
+{
+	const edge_msg *m = &e->ended_msg;
+	memset(r, 0, sizeof(*r));
+	r->generation = e->generation;
+	r->live = e->live;
+	r->ended_generation = e->ended_generation;
+	r->ended_applied = e->ended_applied;
+	memcpy(r->seed, e->gen_seed, sizeof(r->seed));
+	if (e->live) {
+		r->applied = edge__applied(e);
+		m = NULL;
+		for (int k = 0; k < 2; k++)
+			if (r->applied && e->sent[k].buf && e->sent[k].round == r->applied)
+				m = &e->sent[k];
+	}
+	if (m && m->buf && m->len <= EDGESTATE_MSG_MAX) {
+		r->msg = m->buf;
+		r->msg_len = (uint32_t)m->len;
+	}
+}
+
+int edge_restore(edge *e, const edge_record *r)
+{
+	uint32_t g = r->ended_generation;
+	uint64_t a = r->ended_applied;
+	if (r->live && r->applied) {
+		g = r->generation;
+		a = r->applied;
+	}
+	gsp_msg_round msg;
+	edge_msg kept = {0};
+	if (r->msg_len && gsp_msg_round_decode(r->msg, r->msg_len, &msg) == 0 &&
+	    msg.generation == g && msg.round == a) {
+		if (!(kept.buf = malloc(r->msg_len)))
+			return -ENOMEM;
+		memcpy(kept.buf, r->msg, r->msg_len);
+		kept.len = r->msg_len;
+		kept.round = a;
+		kept.degree = msg.degree;
+	}
+	edge__msg_free(&e->ended_msg);
+	e->ended_msg = kept;
+	e->no_history = false;
+	e->generation = r->generation;
+	memcpy(e->gen_seed, r->seed, sizeof(e->gen_seed));
+	e->ended_generation = a ? g : 0;
+	e->ended_applied = a;
+	e->completed = e->sent_round = r->live ? r->applied : 0;
+	gsp_info("peer %s: generation %u of before the restart ends at round %llu",
+		 e->name, r->generation, (unsigned long long)(r->live ? r->applied : 0));
+	return 0;
 }

@@ -153,6 +153,7 @@ void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied
 				gsp_info("peer %s: keeps pace again", e->name);
 			}
 			e->last_apply_step = s->steps + 1;
+			s->dirty = true;
 		}
 	}
 	*ret_applied = applied;

@@ -112,28 +112,33 @@ static void default_paths(gsp_daemon_config *cfg)
 			 "%s/gossipd.sock", run ? run : ".");
 }
 
-/* The replay timestamps go to $STATE_DIRECTORY, or beside the key file;
- * with neither (an inline key, no state directory) they stay in memory. */
-static void replay_file(gossipd *d)
+/* The replay timestamps and the edges' records go to $STATE_DIRECTORY,
+ * or beside the key file, named after it (daemons whose keys share a
+ * directory keep apart); with neither (an inline key, no state
+ * directory) they stay in memory. */
+static void state_files(gossipd *d)
 {
 	char buf[GSP_PATH_MAX], path[GSP_PATH_MAX + 32];
 	const char *state = first_dir("STATE_DIRECTORY", buf, sizeof(buf));
+	const char *sep = "/";
 	if (!state && !d->cfg.have_private_key) {
-		snprintf(buf, sizeof(buf), "%s", d->cfg.private_key_file);
-		char *slash = strrchr(buf, '/');
-		if (slash)
-			*slash = '\0';
-		state = slash ? buf : ".";
+		state = d->cfg.private_key_file;
+		sep = ".";
 	}
 	if (!state) {
-		gsp_info("no state directory: handshake timestamps kept in memory only");
+		gsp_info("no state directory: handshake timestamps and edge records "
+			 "kept in memory only");
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/replay-timestamps", state);
+	snprintf(path, sizeof(path), "%s%sreplay-timestamps", state, sep);
 	int err = peers_set_replay_file(&d->mesh.peers, path);
 	if (err)
 		gsp_warn("%s: %s: handshake timestamps kept in memory only", path,
 			 gsp_strerror(err));
+	snprintf(path, sizeof(path), "%s%sedges", state, sep);
+	if ((err = mesh_set_state_file(&d->mesh, path)) != 0)
+		gsp_warn("%s: %s: edge records kept in memory only (a restart may land "
+			 "a round at one end only)", path, gsp_strerror(err));
 }
 
 static int setup(gossipd *d, const char *config_path)
@@ -182,7 +187,7 @@ static int setup(gossipd *d, const char *config_path)
 		return rc;
 	}
 	model_init(&d->model, &d->mesh, &d->cfg.engine);
-	replay_file(d);
+	state_files(d);
 	return 0;
 }
 

@@ -1,7 +1,10 @@
 /* mesh: peers to edges and back (mesh.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "file.h"
 
 #include "log.h"
 #include "mesh.h"
@@ -87,6 +90,7 @@ static void edge_max_frame(void *ctx, edge *e, uint32_t max_body)
 static void edge_changed(void *ctx)
 {
 	mesh *m = ctx;
+	mesh_persist(m);
 	if (m->changed)
 		m->changed(m->changed_ctx);
 }
@@ -184,4 +188,50 @@ void mesh_idle(mesh *m)
 	m->has_pending = false;
 	peers_update(&m->peers, &m->pending);
 	gsp_daemon_config_clear(&m->pending);
+}
+
+/* ---- the edges' records ----------------------------------------------- */
+
+int mesh_set_state_file(mesh *m, const char *path)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc = file_read(path, EDGESTATE_FILE_MAX, &buf, &len);
+	if (rc == -ENOENT)
+		rc = 0, buf = NULL, len = 0;
+	if (rc)
+		return rc;
+	edge_record *r = buf ? calloc(EDGESTATE_MAX, sizeof(*r)) : NULL;
+	int n = buf ? (r ? edgestate_parse(buf, len, r) : -ENOMEM) : 0;
+	for (int k = 0; !rc && k < n; k++)
+		for (size_t i = 0; !rc && i < m->peers.n; i++)
+			if (!memcmp(m->peers.peer[i].cfg.public_key, r[k].key, GSP_KEY_BYTES))
+				rc = edge_restore(&m->edges.edge[i], &r[k]);
+	free(r);
+	free(buf);
+	if (n < 0)
+		return n;
+	snprintf(m->state_path, sizeof(m->state_path), "%s", path);
+	return rc;
+}
+
+void mesh_persist(mesh *m)
+{
+	edge_set *s = &m->edges;
+	if (!m->state_path[0] || !s->dirty || s->busy)
+		return;
+	edge_record *r = calloc(s->n ? s->n : 1, sizeof(*r));
+	int err = r ? 0 : -ENOMEM;
+	for (size_t i = 0; !err && i < s->n; i++) {
+		edge_record_of(&s->edge[i], &r[i]);
+		memcpy(r[i].key, m->peers.peer[i].cfg.public_key, GSP_KEY_BYTES);
+	}
+	if (!err)
+		err = edgestate_save(m->state_path, r, s->n);
+	free(r);
+	s->dirty = false;
+	if (err && !m->state_failed)
+		gsp_err("cannot save the edges' records to %s: %s (a restart may land "
+			"a round at one end only)", m->state_path, gsp_strerror(err));
+	m->state_failed = err != 0;
 }

@@ -20,6 +20,8 @@ typedef struct mesh {
 	void *changed_ctx;
 	gsp_daemon_config pending;   /* a reload waiting for the engine */
 	bool has_pending;
+	char state_path[GSP_PATH_MAX];  /* edgestate file ("": none) */
+	bool state_failed;       /* a save failed (logged once) */
 } mesh;
 
 /* The peers of cfg and their edges.  -EINVAL with the reason in err. */
@@ -33,6 +35,12 @@ void mesh_set_changed(mesh *m, void (*changed)(void *ctx), void *ctx);
 void mesh_reload(mesh *m, gsp_daemon_config *cfg);
 /* The engine is free again (busy is false): a waiting reload runs. */
 void mesh_idle(mesh *m);
+/* The edges' records (edgestate) are kept at path: those there now are
+ * restored (a restart).  0 or a negative errno. */
+int mesh_set_state_file(mesh *m, const char *path);
+/* Writes the records if a count or a generation changed (not while the
+ * engine is busy). */
+void mesh_persist(mesh *m);
 
 peer *mesh_peer_of(mesh *m, const edge *e);
 edge *mesh_edge_of(mesh *m, const peer *p);

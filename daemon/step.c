@@ -98,6 +98,7 @@ static int step_end(stepper *s, int r)
 	if (r < 0)
 		return r;
 	edges_step_done(edges(s));
+	mesh_persist(s->mesh);
 	gsp_api_step_ok *ok = &s->result.step;
 	memset(ok, 0, sizeof(*ok));
 	ok->edges_applied = s->applied;

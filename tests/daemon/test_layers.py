@@ -19,7 +19,8 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "edges.c": "edge", "edge_gen.c": "edge", "edge_impl.h": "edge",
          "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
-SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "notify", "peercred"}
+SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "notify", "peercred",
+          "edgestate"}
 PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
           "edges": "edge", "mesh": "mesh", "model": "model", "step": "step",
           "status": "status", "api": "api"}

@@ -1,0 +1,105 @@
+/* edgestate: the edges' records on disk (edgestate.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edgestate.h"
+#include "file.h"
+
+static const char magic[] = "gossipd edges v1\n";
+#define MAGIC_LEN (sizeof(magic) - 1)
+#define HEAD (GSP_KEY_BYTES + 4 + 1 + 8 + 4 + 8 + 32 + 4)
+
+static uint64_t get(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint8_t *put(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + n;
+}
+
+int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out)
+{
+	if (len < MAGIC_LEN + 4 || memcmp(buf, magic, MAGIC_LEN) != 0)
+		return -EBADMSG;
+	uint64_t n = get(buf + MAGIC_LEN, 4);
+	if (n > EDGESTATE_MAX)
+		return -EBADMSG;
+	size_t pos = MAGIC_LEN + 4;
+	for (uint64_t i = 0; i < n; i++) {
+		if (len - pos < HEAD)
+			return -EBADMSG;
+		const uint8_t *p = buf + pos;
+		edge_record *r = &out[i];
+		memcpy(r->key, p, GSP_KEY_BYTES);
+		p += GSP_KEY_BYTES;
+		r->generation = (uint32_t)get(p, 4);
+		uint8_t live = p[4];
+		r->applied = get(p + 5, 8);
+		r->ended_generation = (uint32_t)get(p + 13, 4);
+		r->ended_applied = get(p + 17, 8);
+		memcpy(r->seed, p + 25, 32);
+		r->msg_len = (uint32_t)get(p + 57, 4);
+		pos += HEAD;
+		if (live > 1 || r->msg_len > EDGESTATE_MSG_MAX || len - pos < r->msg_len ||
+		    r->ended_generation > r->generation ||
+		    (live && r->generation == 0))
+			return -EBADMSG;
+		r->live = live;
+		r->msg = r->msg_len ? buf + pos : NULL;
+		pos += r->msg_len;
+	}
+	return pos == len ? (int)n : -EBADMSG;
+}
+
+int edgestate_encode(const edge_record *r, size_t n, uint8_t **ret_buf, size_t *ret_len)
+{
+	if (n > EDGESTATE_MAX)
+		return -EINVAL;
+	size_t len = MAGIC_LEN + 4;
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].msg_len > EDGESTATE_MSG_MAX)
+			return -EINVAL;
+		len += HEAD + r[i].msg_len;
+	}
+	uint8_t *buf = malloc(len), *p = buf;
+	if (!buf)
+		return -ENOMEM;
+	memcpy(p, magic, MAGIC_LEN);
+	p = put(p + MAGIC_LEN, n, 4);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(p, r[i].key, GSP_KEY_BYTES);
+		p = put(p + GSP_KEY_BYTES, r[i].generation, 4);
+		*p++ = r[i].live;
+		p = put(p, r[i].applied, 8);
+		p = put(p, r[i].ended_generation, 4);
+		p = put(p, r[i].ended_applied, 8);
+		memcpy(p, r[i].seed, 32);
+		p = put(p + 32, r[i].msg_len, 4);
+		if (r[i].msg_len)
+			memcpy(p, r[i].msg, r[i].msg_len);
+		p += r[i].msg_len;
+	}
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+int edgestate_save(const char *path, const edge_record *r, size_t n)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc = edgestate_encode(r, n, &buf, &len);
+	if (rc)
+		return rc;
+	rc = file_write_atomic(path, buf, len, false);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/*
+ * edgestate: where each edge's generation stood, kept in a file of the
+ * state directory, so that a gossipd killed and restarted while its
+ * trainer lives ends those generations at the rounds it had applied (its
+ * neighbours then take back or complete the round between, PROTOCOL.md
+ * 4.6) instead of leaving a round at one end.  Written after every STEP
+ * that changed a count: whole to a temporary file, then renamed (no
+ * fsync: it is for a killed process, not a lost machine).
+ *
+ * File: "gossipd edges v1\n" (17 bytes), u32 count, then per edge:
+ * 32-byte public key, u32 generation, u8 live, u64 applied, u32
+ * ended_generation, u64 ended_applied, 32-byte generation seed, u32
+ * message length, the message (our ROUND plaintext of the last counted
+ * round; at most EDGESTATE_MSG_MAX bytes).  Little-endian.
+ */
+#ifndef GOSSIPD_EDGESTATE_H
+#define GOSSIPD_EDGESTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "key.h"
+
+#define EDGESTATE_MAX 4096
+#define EDGESTATE_MSG_MAX (64u << 20)
+#define EDGESTATE_FILE_MAX ((size_t)256 << 20)
+
+typedef struct edge_record {
+	uint8_t key[GSP_KEY_BYTES];
+	uint32_t generation;
+	bool live;               /* generation was live: it ends at applied */
+	uint64_t applied;
+	uint32_t ended_generation;
+	uint64_t ended_applied;
+	uint8_t seed[32];
+	const uint8_t *msg;      /* into the parsed buffer, or the edge's */
+	uint32_t msg_len;
+} edge_record;
+
+/* Parses a file's bytes: the number of records (into out, room for
+ * EDGESTATE_MAX; messages point into buf), or -EBADMSG. */
+int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out);
+/* The bytes of n records, in a new buffer. */
+int edgestate_encode(const edge_record *r, size_t n, uint8_t **ret_buf, size_t *ret_len);
+/* Writes n records to path (path.tmp, rename).  0 or -errno. */
+int edgestate_save(const char *path, const edge_record *r, size_t n);
+
+#endif

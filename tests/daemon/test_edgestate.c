@@ -1,0 +1,632 @@
+/* Unit tests of the edges' records on disk (daemon/edgestate.h): the
+ * encoding, its parser's refusal of every malformed file, saving through
+ * path.tmp; and file_read (daemon/file.h) on files past its first 4096-byte
+ * buffer, which the records' file usually is. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "edgestate.h"
+#include "file.h"
+
+/* The format of edgestate.h, written here by hand so that the tests do
+ * not take the encoder's word for it. */
+#define MAGIC "gossipd edges v1\n"
+#define MAGIC_LEN 17
+#define HEAD (GSP_KEY_BYTES + 4 + 1 + 8 + 4 + 8 + 32 + 4) /* 93 */
+
+static char dir[64];
+static uint8_t *copy;             /* parse_exact()'s */
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/gsp-edgestate-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(copy);
+	copy = NULL;
+}
+
+static void path_of(char *out, size_t cap, const char *name)
+{
+	snprintf(out, cap, "%s/%s", dir, name);
+}
+
+static uint8_t *le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + n;
+}
+
+/* A file being written by hand: grows as records are appended. */
+typedef struct raw {
+	uint8_t *b;
+	size_t len, cap;
+} raw;
+
+static void raw_put(raw *w, const void *p, size_t n)
+{
+	if (w->len + n > w->cap) {
+		w->cap = 2 * (w->len + n);
+		w->b = realloc(w->b, w->cap);
+		ck_assert_ptr_nonnull(w->b);
+	}
+	if (n)
+		memcpy(w->b + w->len, p, n);
+	w->len += n;
+}
+
+static void raw_int(raw *w, uint64_t v, int n)
+{
+	uint8_t t[8];
+	le(t, v, n);
+	raw_put(w, t, (size_t)n);
+}
+
+static raw raw_file(uint32_t count)
+{
+	raw w = {0};
+	raw_put(&w, MAGIC, MAGIC_LEN);
+	raw_int(&w, count, 4);
+	return w;
+}
+
+/* One record's header (its message, if any, appended after with raw_put). */
+static void raw_head(raw *w, uint8_t keyb, uint32_t gen, uint8_t live, uint64_t applied,
+		     uint32_t egen, uint64_t eapplied, uint8_t seedb, uint32_t msg_len)
+{
+	uint8_t key[GSP_KEY_BYTES], seed[32];
+	memset(key, keyb, sizeof(key));
+	memset(seed, seedb, sizeof(seed));
+	raw_put(w, key, sizeof(key));
+	raw_int(w, gen, 4);
+	raw_put(w, &live, 1);
+	raw_int(w, applied, 8);
+	raw_int(w, egen, 4);
+	raw_int(w, eapplied, 8);
+	raw_put(w, seed, sizeof(seed));
+	raw_int(w, msg_len, 4);
+}
+
+static void raw_rec(raw *w, uint8_t keyb, uint32_t gen, uint8_t live, uint64_t applied,
+		    uint32_t egen, uint64_t eapplied, uint8_t seedb, const char *msg)
+{
+	uint32_t n = msg ? (uint32_t)strlen(msg) : 0;
+	raw_head(w, keyb, gen, live, applied, egen, eapplied, seedb, n);
+	raw_put(w, msg, n);
+}
+
+static edge_record out[EDGESTATE_MAX + 1];
+
+/* Parses a copy of exactly len bytes, so that valgrind or ASan sees a
+ * read past the end (a raw's buffer has spare room, and a prefix's end is
+ * not the buffer's).  The messages point into the copy, valid until the
+ * next parse (the teardown frees the last). */
+static int parse_exact(const uint8_t *b, size_t len)
+{
+	free(copy);
+	copy = malloc(len ? len : 1);
+	ck_assert_ptr_nonnull(copy);
+	if (len)
+		memcpy(copy, b, len);
+	return edgestate_parse(copy, len, out);
+}
+
+static int parse(const raw *w)
+{
+	return parse_exact(w->b, w->len);
+}
+
+/* Four records: live with a message, ended without one, never started
+ * (generation 0), live without a message; values in every byte. */
+static const uint8_t msg_a[] = "ROUND plaintext \x00\x01\xff of the last round";
+static const uint8_t msg_c[] = {0};
+
+static size_t sample(edge_record r[4])
+{
+	r[0] = (edge_record){.generation = 7, .live = true, .applied = 0x0102030405060708ull,
+			     .ended_generation = 6, .ended_applied = 0xfffffffffffffffeull,
+			     .msg = msg_a, .msg_len = sizeof(msg_a)};
+	r[1] = (edge_record){.generation = 0xffffffffu, .live = false, .applied = 12,
+			     .ended_generation = 0xffffffffu, .ended_applied = 12};
+	r[2] = (edge_record){.generation = 0, .live = false, .msg = msg_c, .msg_len = 1};
+	r[3] = (edge_record){.generation = 1, .live = true, .applied = 0};
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < GSP_KEY_BYTES; j++) {
+			r[i].key[j] = (uint8_t)(i * 37 + j);
+			r[i].seed[j] = (uint8_t)(255 - i * 11 - j);
+		}
+	return 4;
+}
+
+static void assert_same(const edge_record *a, const edge_record *b)
+{
+	ck_assert(!memcmp(a->key, b->key, GSP_KEY_BYTES));
+	ck_assert_uint_eq(a->generation, b->generation);
+	ck_assert_int_eq(a->live, b->live);
+	ck_assert_uint_eq(a->applied, b->applied);
+	ck_assert_uint_eq(a->ended_generation, b->ended_generation);
+	ck_assert_uint_eq(a->ended_applied, b->ended_applied);
+	ck_assert(!memcmp(a->seed, b->seed, 32));
+	ck_assert_uint_eq(a->msg_len, b->msg_len);
+	if (a->msg_len)
+		ck_assert(!memcmp(a->msg, b->msg, a->msg_len));
+}
+
+/* ---- encode and parse ------------------------------------------------- */
+
+START_TEST(test_round_trip)
+{
+	edge_record in[4];
+	size_t n = sample(in);
+	for (size_t k = 0; k <= n; k++) {               /* 0..4 records */
+		uint8_t *buf;
+		size_t len;
+		ck_assert_int_eq(edgestate_encode(in, k, &buf, &len), 0);
+		memset(out, 0xa5, 5 * sizeof(out[0]));
+		ck_assert_int_eq(edgestate_parse(buf, len, out), (int)k);
+		size_t pos = MAGIC_LEN + 4;
+		for (size_t i = 0; i < k; i++) {
+			assert_same(&out[i], &in[i]);
+			pos += HEAD;
+			/* The message is the file's bytes, not a copy. */
+			if (in[i].msg_len) {
+				ck_assert_ptr_eq(out[i].msg, buf + pos);
+				ck_assert_ptr_ne(out[i].msg, in[i].msg);
+			} else {
+				ck_assert_ptr_null(out[i].msg);
+			}
+			pos += in[i].msg_len;
+		}
+		ck_assert_uint_eq(pos, len);
+		/* Encoding what was parsed gives the same bytes back. */
+		uint8_t *again;
+		size_t again_len;
+		ck_assert_int_eq(edgestate_encode(out, k, &again, &again_len), 0);
+		ck_assert_uint_eq(again_len, len);
+		ck_assert(!memcmp(again, buf, len));
+		free(again);
+		free(buf);
+	}
+}
+END_TEST
+
+/* The encoder writes the layout of edgestate.h, byte for byte. */
+START_TEST(test_encode_layout)
+{
+	edge_record in[4];
+	sample(in);
+	raw w = raw_file(3);
+	raw_put(&w, in[0].key, GSP_KEY_BYTES);
+	raw_int(&w, 7, 4);
+	raw_int(&w, 1, 1);
+	raw_int(&w, 0x0102030405060708ull, 8);
+	raw_int(&w, 6, 4);
+	raw_int(&w, 0xfffffffffffffffeull, 8);
+	raw_put(&w, in[0].seed, 32);
+	raw_int(&w, sizeof(msg_a), 4);
+	raw_put(&w, msg_a, sizeof(msg_a));
+	raw_put(&w, in[1].key, GSP_KEY_BYTES);
+	raw_int(&w, 0xffffffffu, 4);
+	raw_int(&w, 0, 1);
+	raw_int(&w, 12, 8);
+	raw_int(&w, 0xffffffffu, 4);
+	raw_int(&w, 12, 8);
+	raw_put(&w, in[1].seed, 32);
+	raw_int(&w, 0, 4);
+	raw_put(&w, in[2].key, GSP_KEY_BYTES);
+	raw_int(&w, 0, 4);
+	raw_int(&w, 0, 1);
+	raw_int(&w, 0, 8);
+	raw_int(&w, 0, 4);
+	raw_int(&w, 0, 8);
+	raw_put(&w, in[2].seed, 32);
+	raw_int(&w, 1, 4);
+	raw_int(&w, 0, 1);
+
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(edgestate_encode(in, 3, &buf, &len), 0);
+	ck_assert_uint_eq(len, w.len);
+	ck_assert_uint_eq(len, MAGIC_LEN + 4 + 3 * HEAD + sizeof(msg_a) + 1);
+	ck_assert(!memcmp(buf, w.b, len));
+	free(buf);
+	free(w.b);
+}
+END_TEST
+
+/* The bounds themselves are allowed: EDGESTATE_MAX records, ended
+ * generation equal to the generation, a live generation 1. */
+START_TEST(test_parse_accepts_bounds)
+{
+	raw w = raw_file(EDGESTATE_MAX);
+	for (int i = 0; i < EDGESTATE_MAX; i++)
+		raw_rec(&w, (uint8_t)i, 3, (uint8_t)(i & 1), 5, 3, 4, 9, i % 3 ? NULL : "m");
+	ck_assert_int_eq(parse(&w), EDGESTATE_MAX);
+	ck_assert_uint_eq(out[EDGESTATE_MAX - 1].key[0], (uint8_t)(EDGESTATE_MAX - 1));
+	free(w.b);
+
+	w = raw_file(2);
+	raw_rec(&w, 1, 1, 1, 0, 1, 0, 1, NULL);
+	raw_rec(&w, 2, 0, 0, 0, 0, 0, 2, "x");
+	ck_assert_int_eq(parse(&w), 2);
+	ck_assert(out[0].live);
+	ck_assert(!out[1].live);
+	ck_assert_uint_eq(out[1].msg_len, 1);
+	ck_assert_ptr_eq(out[1].msg, copy + MAGIC_LEN + 4 + 2 * HEAD);
+	ck_assert_uint_eq(out[1].msg[0], 'x');
+	free(w.b);
+}
+END_TEST
+
+START_TEST(test_parse_refuses_bad_framing)
+{
+	/* Empty, and every prefix of the magic and count. */
+	ck_assert_int_eq(edgestate_parse((const uint8_t *)"", 0, out), -EBADMSG);
+	raw w = raw_file(0);
+	ck_assert_int_eq(parse(&w), 0);
+	for (size_t l = 0; l < w.len; l++)
+		ck_assert_int_eq(parse_exact(w.b, l), -EBADMSG);
+	/* Short magic: "gossipd edges v1" without its newline, then a count. */
+	raw s = {0};
+	raw_put(&s, MAGIC, MAGIC_LEN - 1);
+	raw_int(&s, 0, 4);
+	raw_int(&s, 0, 1);
+	ck_assert_int_eq(parse(&s), -EBADMSG);
+	free(s.b);
+	/* Wrong magic: each byte changed in turn, and another version. */
+	for (size_t i = 0; i < MAGIC_LEN; i++) {
+		w.b[i] ^= 0x20;
+		ck_assert_int_eq(parse(&w), -EBADMSG);
+		w.b[i] ^= 0x20;
+	}
+	memcpy(w.b, "gossipd edges v2\n", MAGIC_LEN);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+
+	/* Trailing bytes after the last record, or after a count of 0. */
+	w = raw_file(0);
+	raw_int(&w, 0, 1);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+	w = raw_file(2);
+	raw_rec(&w, 1, 4, 1, 2, 3, 9, 1, "hello");
+	raw_rec(&w, 2, 4, 0, 2, 3, 9, 2, NULL);
+	ck_assert_int_eq(parse(&w), 2);
+	raw_int(&w, 0, 1);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+
+	/* A count of more records than there are (each ending in turn), or
+	 * fewer (the rest is trailing). */
+	w = raw_file(3);
+	raw_rec(&w, 1, 4, 1, 2, 3, 9, 1, "hello");
+	raw_rec(&w, 2, 4, 0, 2, 3, 9, 2, NULL);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	le(w.b + MAGIC_LEN, 1, 4);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+}
+END_TEST
+
+START_TEST(test_parse_refuses_count_over_max)
+{
+	/* EDGESTATE_MAX + 1 whole records: the count alone refuses them
+	 * (out has room for one more here, so a parser that took them would
+	 * return it rather than write past the array). */
+	raw w = raw_file(EDGESTATE_MAX + 1);
+	for (int i = 0; i <= EDGESTATE_MAX; i++)
+		raw_rec(&w, (uint8_t)i, 1, 0, 0, 0, 0, 0, NULL);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+	/* And the count's largest values with nothing after them. */
+	uint32_t counts[] = {EDGESTATE_MAX + 1, 0x80000000u, 0xffffffffu};
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		w = raw_file(counts[i]);
+		ck_assert_int_eq(parse(&w), -EBADMSG);
+		free(w.b);
+	}
+}
+END_TEST
+
+/* Cut anywhere inside a record's header or its message: refused. */
+START_TEST(test_parse_refuses_truncation)
+{
+	raw w = raw_file(2);
+	raw_rec(&w, 1, 4, 1, 2, 3, 9, 1, "a message of the first record");
+	raw_rec(&w, 2, 4, 0, 2, 3, 9, 2, "second");
+	ck_assert_int_eq(parse(&w), 2);
+	for (size_t l = 0; l < w.len; l++)
+		ck_assert_int_eq(parse_exact(w.b, l), -EBADMSG);
+	free(w.b);
+
+	/* A header cut short, the file ending there. */
+	w = raw_file(1);
+	raw_head(&w, 1, 4, 1, 2, 3, 9, 1, 0);
+	w.len -= 1;
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+	/* A message one byte shorter than its length says. */
+	w = raw_file(1);
+	raw_head(&w, 1, 4, 1, 2, 3, 9, 1, 6);
+	raw_put(&w, "12345", 5);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	raw_put(&w, "6", 1);
+	ck_assert_int_eq(parse(&w), 1);
+	free(w.b);
+}
+END_TEST
+
+START_TEST(test_parse_refuses_bad_fields)
+{
+	/* live is 0 or 1. */
+	uint8_t lives[] = {2, 3, 0x80, 0xff};
+	for (size_t i = 0; i < sizeof(lives); i++) {
+		raw w = raw_file(1);
+		raw_rec(&w, 1, 4, lives[i], 2, 3, 9, 1, NULL);
+		ck_assert_int_eq(parse(&w), -EBADMSG);
+		free(w.b);
+	}
+	/* A live generation is at least 1 (0 is "none yet"). */
+	raw w = raw_file(1);
+	raw_rec(&w, 1, 0, 1, 0, 0, 0, 1, NULL);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+	/* The ended generation is not after the current one. */
+	uint32_t pairs[][2] = {{4, 5}, {0, 1}, {0xfffffffeu, 0xffffffffu}, {0, 0xffffffffu}};
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		for (uint8_t live = 0; live <= 1; live++) {
+			w = raw_file(1);
+			raw_rec(&w, 1, pairs[i][0], live, 0, pairs[i][1], 0, 1, NULL);
+			ck_assert_int_eq(parse(&w), -EBADMSG);
+			free(w.b);
+		}
+	/* A bad record after a good one. */
+	w = raw_file(2);
+	raw_rec(&w, 1, 4, 1, 2, 3, 9, 1, "ok");
+	raw_rec(&w, 2, 4, 2, 2, 3, 9, 2, NULL);
+	ck_assert_int_eq(parse(&w), -EBADMSG);
+	free(w.b);
+}
+END_TEST
+
+START_TEST(test_parse_refuses_message_over_max)
+{
+	/* Lengths past the bound with no bytes behind them. */
+	uint32_t lens[] = {EDGESTATE_MSG_MAX + 1, 0x80000000u, 0xffffffffu};
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		raw w = raw_file(1);
+		raw_head(&w, 1, 4, 1, 2, 3, 9, 1, lens[i]);
+		ck_assert_int_eq(parse(&w), -EBADMSG);
+		free(w.b);
+	}
+	/* EDGESTATE_MSG_MAX + 1 bytes that are all there: the bound alone
+	 * refuses them; EDGESTATE_MSG_MAX is accepted. */
+	size_t len = MAGIC_LEN + 4 + HEAD + EDGESTATE_MSG_MAX + 1;
+	uint8_t *b = calloc(1, len);
+	ck_assert_ptr_nonnull(b);
+	raw w = raw_file(1);
+	raw_head(&w, 1, 4, 1, 2, 3, 9, 1, EDGESTATE_MSG_MAX + 1);
+	memcpy(b, w.b, w.len);
+	ck_assert_int_eq(edgestate_parse(b, len, out), -EBADMSG);
+	le(b + w.len - 4, EDGESTATE_MSG_MAX, 4);
+	ck_assert_int_eq(edgestate_parse(b, len - 1, out), 1);
+	ck_assert_uint_eq(out[0].msg_len, EDGESTATE_MSG_MAX);
+	ck_assert_ptr_eq(out[0].msg, b + w.len);
+	free(w.b);
+	free(b);
+}
+END_TEST
+
+START_TEST(test_encode_refuses_oversized)
+{
+	static edge_record in[EDGESTATE_MAX + 1];
+	uint8_t *buf = (uint8_t *)1;
+	size_t len = 7;
+	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX + 1, &buf, &len), -EINVAL);
+	ck_assert_ptr_eq(buf, (uint8_t *)1);                /* untouched */
+	ck_assert_uint_eq(len, 7);
+	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX, &buf, &len), 0);
+	ck_assert_uint_eq(len, MAGIC_LEN + 4 + (size_t)EDGESTATE_MAX * HEAD);
+	free(buf);
+
+	/* A message over the bound (never read: it is refused first). */
+	edge_record r[4];
+	sample(r);
+	r[1].msg = NULL;
+	r[1].msg_len = EDGESTATE_MSG_MAX + 1;
+	buf = (uint8_t *)1;
+	ck_assert_int_eq(edgestate_encode(r, 2, &buf, &len), -EINVAL);
+	ck_assert_ptr_eq(buf, (uint8_t *)1);
+	r[1].msg_len = 0xffffffffu;
+	ck_assert_int_eq(edgestate_encode(r, 2, &buf, &len), -EINVAL);
+	ck_assert_int_eq(edgestate_encode(r, 1, &buf, &len), 0);    /* the good one */
+	free(buf);
+}
+END_TEST
+
+/* ---- save ------------------------------------------------------------- */
+
+START_TEST(test_save_writes_the_encoding)
+{
+	edge_record in[4];
+	size_t n = sample(in);
+	char path[128], tmp[140];
+	path_of(path, sizeof(path), "edges");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	for (size_t k = n + 1; k-- > 0;) {          /* replaces the last file */
+		ck_assert_int_eq(edgestate_save(path, in, k), 0);
+		uint8_t *want, *got;
+		size_t want_len, got_len;
+		ck_assert_int_eq(edgestate_encode(in, k, &want, &want_len), 0);
+		ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
+		ck_assert_uint_eq(got_len, want_len);
+		ck_assert(!memcmp(got, want, want_len));
+		ck_assert_int_eq(edgestate_parse(got, got_len, out), (int)k);
+		for (size_t i = 0; i < k; i++)
+			assert_same(&out[i], &in[i]);
+		free(got);
+		free(want);
+		ck_assert_int_eq(access(tmp, F_OK), -1);     /* renamed away */
+		ck_assert_int_eq(errno, ENOENT);
+	}
+	/* Refused records leave the last file as it was. */
+	ck_assert_int_eq(edgestate_save(path, in, EDGESTATE_MAX + 1), -EINVAL);
+	uint8_t *got;
+	size_t got_len;
+	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
+	ck_assert_int_eq(edgestate_parse(got, got_len, out), 0);
+	free(got);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+}
+END_TEST
+
+START_TEST(test_save_into_missing_directory)
+{
+	edge_record in[4];
+	size_t n = sample(in);
+	char path[128], tmp[140];
+	path_of(path, sizeof(path), "no-such-dir/edges");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int rc = edgestate_save(path, in, n);
+	ck_assert_int_lt(rc, 0);
+	ck_assert_int_eq(rc, -ENOENT);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+}
+END_TEST
+
+/* ---- file_read past its first buffer ------------------------------------ */
+
+static void write_file(const char *path, const uint8_t *b, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = write(fd, b + done, len - done);
+		ck_assert_int_gt(r, 0);
+		done += (size_t)r;
+	}
+	ck_assert_int_eq(close(fd), 0);
+}
+
+START_TEST(test_file_read_grows)
+{
+	size_t sizes[] = {0, 1, 4095, 4096, 4097, 8191, 8192, 8193, 12289, 100003};
+	size_t big = 100003;
+	uint8_t *pattern = malloc(big);
+	ck_assert_ptr_nonnull(pattern);
+	for (size_t i = 0; i < big; i++)
+		pattern[i] = (uint8_t)(i * 131 + (i >> 8) * 7 + 1);
+	char path[128];
+	path_of(path, sizeof(path), "f");
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t size = sizes[s];
+		write_file(path, pattern, size);
+		/* Caps at, just over and well over the size; and the first
+		 * buffer's size, and the doublings' edges, around it. */
+		size_t ok_max[] = {size, size + 1, 2 * size + 1, 4095, 4096, 4097, 8192, 1u << 20};
+		for (size_t m = 0; m < sizeof(ok_max) / sizeof(ok_max[0]); m++) {
+			uint8_t *buf = NULL;
+			size_t len = 0;
+			int rc = file_read(path, ok_max[m], &buf, &len);
+			if (size > ok_max[m]) {
+				ck_assert_int_eq(rc, -EFBIG);
+				continue;
+			}
+			ck_assert_int_eq(rc, 0);
+			ck_assert_uint_eq(len, size);
+			ck_assert_ptr_nonnull(buf);
+			ck_assert(!memcmp(buf, pattern, size));
+			free(buf);
+		}
+		/* One byte over the cap, and far over it. */
+		if (size > 0) {
+			uint8_t *buf = (uint8_t *)1;
+			size_t len = 7;
+			ck_assert_int_eq(file_read(path, size - 1, &buf, &len), -EFBIG);
+			ck_assert_ptr_eq(buf, (uint8_t *)1);
+			ck_assert_uint_eq(len, 7);
+			ck_assert_int_eq(file_read(path, size / 3, &buf, &len), -EFBIG);
+			ck_assert_int_eq(file_read(path, 0, &buf, &len), -EFBIG);
+		}
+	}
+	free(pattern);
+	uint8_t *buf;
+	size_t len;
+	path_of(path, sizeof(path), "absent");
+	ck_assert_int_eq(file_read(path, 4096, &buf, &len), -ENOENT);
+}
+END_TEST
+
+/* A records' file well past 4096 bytes read back whole. */
+START_TEST(test_file_read_large_edgestate)
+{
+	static edge_record in[300];
+	static uint8_t msg[1000];
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i ^ 0x5a);
+	for (int i = 0; i < 300; i++) {
+		memset(in[i].key, i, GSP_KEY_BYTES);
+		in[i].generation = (uint32_t)i + 1;
+		in[i].live = i & 1;
+		in[i].ended_generation = (uint32_t)i;
+		in[i].msg = msg;
+		in[i].msg_len = (uint32_t)(i * 3 % sizeof(msg));
+	}
+	char path[128];
+	path_of(path, sizeof(path), "edges");
+	ck_assert_int_eq(edgestate_save(path, in, 300), 0);
+	uint8_t *want, *got;
+	size_t want_len, got_len;
+	ck_assert_int_eq(edgestate_encode(in, 300, &want, &want_len), 0);
+	ck_assert_uint_gt(want_len, 100000);
+	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
+	ck_assert_uint_eq(got_len, want_len);
+	ck_assert(!memcmp(got, want, want_len));
+	ck_assert_int_eq(edgestate_parse(got, got_len, out), 300);
+	for (int i = 0; i < 300; i++)
+		assert_same(&out[i], &in[i]);
+	free(got);
+	ck_assert_int_eq(file_read(path, want_len - 1, &got, &got_len), -EFBIG);
+	free(want);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("daemon-edgestate");
+	TCase *tc = tcase_create("edgestate");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_encode_layout);
+	tcase_add_test(tc, test_parse_accepts_bounds);
+	tcase_add_test(tc, test_parse_refuses_bad_framing);
+	tcase_add_test(tc, test_parse_refuses_count_over_max);
+	tcase_add_test(tc, test_parse_refuses_truncation);
+	tcase_add_test(tc, test_parse_refuses_bad_fields);
+	tcase_add_test(tc, test_parse_refuses_message_over_max);
+	tcase_add_test(tc, test_encode_refuses_oversized);
+	tcase_add_test(tc, test_save_writes_the_encoding);
+	tcase_add_test(tc, test_save_into_missing_directory);
+	tcase_add_test(tc, test_file_read_grows);
+	tcase_add_test(tc, test_file_read_large_edgestate);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
