@@ -158,7 +158,7 @@ class Layout(unittest.TestCase):
 
     def test_text_bytes_survive_non_utf8(self):
         raw = b"\xff\xfe-name"
-        body = struct.pack("<BHH", 0x40, 0x0100, len(raw)) + raw
+        body = struct.pack("<BHH", 0x40, P.VERSION, len(raw)) + raw
         self.assertEqual(P.encode_hello(P.decode_hello(body).name), body)
 
 

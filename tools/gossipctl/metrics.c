@@ -347,7 +347,7 @@ static const struct edge_metric {
 	  "Gossip rounds the edge completed.",
 	  V_UINT, offsetof(gctl_edge, rounds) },
 	{ "gossipd_edge_resyncs_total", "counter",
-	  "RESYNCs on the edge: each starts a new generation after a (re)connect.",
+	  "Sessions whose RESYNCs were exchanged on the edge (each continues the generation or ends it and starts the next).",
 	  V_UINT, offsetof(gctl_edge, resyncs) },
 	{ "gossipd_edge_compression_ratio", "gauge",
 	  "Exact-gossip bytes over bytes sent.",
