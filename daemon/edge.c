@@ -347,6 +347,8 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 			 "(RESYNC with ended generations)", GSP_PROTO_MAJOR(msg.version),
 			 GSP_PROTO_MINOR(msg.version), GSP_PROTO_VERSION_MAJOR,
 			 GSP_PROTO_VERSION_MINOR);
+		s->counters->version_mismatch++;
+		gsp_err("peer %s: refused: %s", e->name, text);
 		s->ops->error(s->ctx, e, text);
 		s->ops->close(s->ctx, e, GSP_BYE_VERSION, text);
 		return 0;
