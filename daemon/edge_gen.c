@@ -134,10 +134,11 @@ void edge__record_end(edge *e, uint64_t applied)
 	edge__changed(e);
 }
 
-/* Ends the live generation at the peer's final count: an end's count is
- * the rounds it completed, each of which lands (at the next STEP, or at
- * DETACH).  False while it waits for the peer's message of the target
- * round (it comes after the peer's next RESYNC). */
+/* Ends the live generation at the peer's final count (e->target): a
+ * round completed here beyond it is taken back; one completed but not
+ * yet applied lands at the next STEP or DRAIN.  False while it waits for
+ * the peer's message of the target round (the peer sends it when it sees
+ * our RESYNC). */
 static bool end_live(edge *e)
 {
 	edge_set *s = e->set;
@@ -185,6 +186,9 @@ void edge__drop_landing(edge *e)
 {
 	edge_set *s = e->set;
 	e->ended_applied--;
+	edge__msg_free(&e->ended_msg);   /* of a round that no longer counts */
+	if (!e->ended_applied)
+		e->ended_generation = 0;
 	s->counters->rounds_unreconciled++;
 	e->unreconciled++;
 	gsp_warn("peer %s: the last round of generation %u had not landed when the "
