@@ -109,7 +109,9 @@ static int keep_and_send(edge *e)
 	if (!buf)
 		return -ENOMEM;
 	uint16_t degree = s->ops->degree(s->ctx);
-	gsp_msg_round r = {.degree = degree, .generation = e->generation,
+	gsp_msg_round r = {.flags = (s->averaging ? GSP_ROUND_AVERAGING : 0) |
+				    (s->reached ? GSP_ROUND_REACHED : 0),
+			   .degree = degree, .generation = e->generation,
 			   .round = round, .payload = msg, .payload_len = len};
 	if ((err = gsp_msg_round_encode(&r, buf, cap, &n)) != 0) {
 		free(buf);
@@ -288,6 +290,8 @@ static int on_round(edge *e, const uint8_t *pt, size_t len)
 	 * have: of no use.  Dropping a message never costs exactness. */
 	if (!e->live || msg.generation != e->generation || msg.round <= e->completed)
 		return 0;
+	e->peer_averaging = msg.flags & GSP_ROUND_AVERAGING;
+	e->peer_reached = msg.flags & GSP_ROUND_REACHED;
 	if (!may_complete(e, msg.round))
 		return 0;
 	if (msg.round != e->completed + 1)

@@ -145,6 +145,8 @@ struct edge {
 	uint64_t session_no;     /* sessions so far */
 	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
 	uint64_t last_apply_step;
+	bool peer_averaging;     /* the peer's last ROUND: one of an AVERAGE, */
+	bool peer_reached;       /* which reached its target */
 	bool straggler;          /* a STEP stopped waiting for it; cleared
 				  * once it applies within MaxStaleness
 				  * EDGE_PACE_ROUNDS times in a row */
@@ -177,6 +179,8 @@ struct edge_set {
 	unsigned max_degree;
 	float max_round_change;
 	bool dirty;              /* a count or generation changed (edgestate) */
+	bool averaging;          /* an AVERAGE runs here, */
+	bool reached;            /* and reached its target: our ROUNDs say so */
 };
 
 int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
@@ -253,6 +257,9 @@ bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness);
  * edge that lags, until it keeps pace again. */
 unsigned edges_begin_wait(edge_set *s, unsigned max_staleness, unsigned max_wait);
 void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait);
+/* Whether no edge whose session works has a peer whose AVERAGE still
+ * runs short of its target (as its last ROUND said). */
+bool edges_peers_reached(const edge_set *s);
 /* The consensus estimate: the largest last difference norm (NaN before
  * any round). */
 double edges_estimate(const edge_set *s);

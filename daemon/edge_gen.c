@@ -225,6 +225,7 @@ static void start_generation(edge *e)
 	e->no_history = false;
 	e->start_pending = false;
 	e->completed = e->sent_round = 0;
+	e->peer_reached = e->peer_averaging = false;
 	e->last_apply_step = s->steps;
 	s->dirty = true;
 	gsp_info("peer %s: edge generation %u up (%s)", e->name, e->generation,

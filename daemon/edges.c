@@ -267,6 +267,17 @@ void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait)
 	}
 }
 
+bool edges_peers_reached(const edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const edge *e = &s->edge[i];
+		if (e->live && e->state == EDGE_UP && !e->ending_self &&
+		    e->peer_averaging && !e->peer_reached)
+			return false;
+	}
+	return true;
+}
+
 double edges_estimate(const edge_set *s)
 {
 	double est = NAN;

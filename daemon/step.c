@@ -62,6 +62,8 @@ bool step_busy(const stepper *s)
 /* Ends the request: its callback runs from the loop, never from here. */
 static void reply(stepper *s, int err, const char *text)
 {
+	/* An AVERAGE's rounds are over, whatever ended it. */
+	edges(s)->reached = edges(s)->averaging = false;
 	s->result.err = err;
 	s->result.text = err ? (text ? text : gsp_strerror(err)) : NULL;
 	s->state = STEP_REPLY;
@@ -309,7 +311,13 @@ static void average_advance(stepper *s)
 		double est = edges_estimate(edges(s));
 		size_t up = edges_up(edges(s));
 		uint64_t now = uv_now(s->loop);
-		bool done = (s->avg_rounds > 0 && est <= s->avg_target) ||
+		/* Reached here: our ROUNDs say so, and rounds go on until every
+		 * neighbour's say so too, so that none is left waiting for us
+		 * (the end of a run is the network's). */
+		bool reached = s->avg_rounds > 0 && est <= s->avg_target;
+		edges(s)->averaging = true;
+		edges(s)->reached = reached;
+		bool done = (reached && edges_peers_reached(edges(s))) ||
 			    (s->avg_max_rounds && s->avg_rounds >= s->avg_max_rounds) ||
 			    (s->avg_deadline_ms && now >= s->avg_deadline_ms) ||
 			    (up == 0 && (s->avg_rounds > 0 || !s->avg_deadline_ms));

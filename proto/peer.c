@@ -162,7 +162,7 @@ int gsp_msg_model_decode(const uint8_t *buf, size_t len, gsp_msg_model *ret)
 static bool round_ok(const gsp_msg_round *m)
 {
 	return m->degree >= 1 && m->generation >= 1 && m->round >= 1 &&
-	       m->payload_len >= 1;
+	       m->payload_len >= 1 && !(m->flags & ~(GSP_ROUND_REACHED | GSP_ROUND_AVERAGING));
 }
 
 static void round_head(const gsp_msg_round *msg, uint8_t *buf)
@@ -170,7 +170,7 @@ static void round_head(const gsp_msg_round *msg, uint8_t *buf)
 	wr w = { buf };
 
 	wr_u8(&w, GSP_MSG_ROUND);
-	wr_u8(&w, 0);
+	wr_u8(&w, msg->flags);
 	wr_u16(&w, msg->degree);
 	wr_u32(&w, msg->generation);
 	wr_u64(&w, msg->round);
@@ -209,7 +209,6 @@ int gsp_msg_round_encode(const gsp_msg_round *msg, uint8_t *buf, size_t cap,
 int gsp_msg_round_decode(const uint8_t *buf, size_t len, gsp_msg_round *ret)
 {
 	gsp_msg_round m;
-	uint8_t reserved;
 	rd r;
 	int err;
 
@@ -219,11 +218,11 @@ int gsp_msg_round_decode(const uint8_t *buf, size_t len, gsp_msg_round *ret)
 	if (err < 0)
 		return err;
 	r = rd_init(buf + 1, len - 1);
-	reserved = rd_u8(&r);
+	m.flags = rd_u8(&r);
 	m.degree = rd_u16(&r);
 	m.generation = rd_u32(&r);
 	m.round = rd_u64(&r);
-	if (r.bad || reserved != 0)
+	if (r.bad)
 		return -EBADMSG;
 	m.payload_len = r.left;
 	m.payload = rd_bytes(&r, r.left);

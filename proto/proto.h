@@ -282,7 +282,13 @@ typedef struct gsp_msg_model {
 /* ROUND: one edge's engine message.  The payload starts at offset
  * GSP_MSG_ROUND_HEAD of the message, a multiple of 4 (and of 16). */
 #define GSP_MSG_ROUND_HEAD 16
+/* Flags: the sender's round is one of an AVERAGE (AVERAGING), which has
+ * reached its target (REACHED: it goes on serving rounds until its
+ * averaging neighbours' have too). */
+#define GSP_ROUND_REACHED 0x01
+#define GSP_ROUND_AVERAGING 0x02
 typedef struct gsp_msg_round {
+	uint8_t flags;               /* GSP_ROUND_*; others 0 */
 	uint16_t degree;             /* sender's edge count, >= 1 */
 	uint32_t generation;         /* >= 1 */
 	uint64_t round;              /* >= 1 */

@@ -247,6 +247,33 @@ class Faults(unittest.TestCase):
             # rounds fit in the limits on a loaded machine: a small fall.
             self.assert_conserved(drift, r0, r1, shrink=1.5)
 
+    def test_average_reached_everywhere(self):
+        """The end of a run is the network's: 8 trainers (an 8-ring) step
+        a different number of times, DRAIN, AVERAGE (node 0 to a loose
+        target, 1e-1, the others to 1e-3; 20 s time limit), DETACH.  A
+        node that reaches its target goes on serving its averaging
+        neighbours' rounds until theirs say they reached theirs, so node
+        0 does not leave its neighbours short, every node reports
+        "reached", and the average stays where it was."""
+        c = self.cluster(8)
+        procs = [self.trainer(c, i, "reach", "--steps", str(3 + 7 * i),
+                              "--wait-edges", "2",
+                              "--average", "1e-1" if i == 0 else "1e-3",
+                              "--average-time", "20000")
+                 for i in range(8)]
+        outs = self.finish(c, procs, timeout=100)
+        drift, s0, s1 = self.drift(c, "reach")
+        reached = [re.search(r"^average rounds (\d+) estimate (\S+) reached (\w+)$",
+                             o, re.M) for o in outs]
+        self.assertTrue(all(reached), outs)
+        print("average to 1e-1 (node 0) and 1e-3 on an 8-ring, trainers of 3..52 "
+              "steps: reached %s; "
+              "rounds %s; rms spread %.3g -> %.3g; drift %.3g" % (
+                  "".join("y" if m.group(3) == "yes" else "n" for m in reached),
+                  ",".join(m.group(1) for m in reached), s0, s1, drift))
+        self.assertEqual([m.group(3) for m in reached], ["yes"] * 8)
+        self.assert_conserved(drift, s0, s1)
+
     def test_detach_reregister(self):
         """Trainers 0 and 2 DETACH and REGISTER again (the same values)
         every 60 and 70 steps, without draining first, while the others

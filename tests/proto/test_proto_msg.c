@@ -113,7 +113,8 @@ static bool eq_round(const void *pa, const void *pb)
 {
 	const gsp_msg_round *a = pa, *b = pb;
 
-	return a->degree == b->degree && a->generation == b->generation &&
+	return a->flags == b->flags && a->degree == b->degree &&
+	       a->generation == b->generation &&
 	       a->round == b->round && a->payload_len == b->payload_len &&
 	       memcmp(a->payload, b->payload, a->payload_len) == 0;
 }
@@ -819,7 +820,8 @@ START_TEST(test_round_rules)
 	uint8_t buf[BUF_MAX], head[GSP_MSG_ROUND_HEAD];
 	size_t len;
 
-	expect_patched(c, 1, 1, -EBADMSG);    /* reserved */
+	expect_patched(c, 1, 4, -EBADMSG);    /* unknown flag */
+	expect_patched(c, 1, GSP_ROUND_REACHED | GSP_ROUND_AVERAGING, 0);
 	expect_patched(c, 2, 0, -EBADMSG);    /* degree 0 */
 	expect_patched(c, 4, 0, -EBADMSG);    /* generation 0 */
 	expect_patched(c, 15, 0, 0);          /* round still >= 1 */
