@@ -328,16 +328,18 @@ class Daemon(unittest.TestCase):
         c = self.cluster(2, node_conf="Rank = 2\n")
         c.start()
         init, final = dumps(c, "init"), dumps(c, "final")
+        # Steps of 5 ms: the trainers are still registered when the
+        # status is read (a loaded machine gave them time to finish).
         first = [c.trainer(i, "--name", "first-%d" % i, "--data", "random:40x30",
-                           "--steps", "5", "--sync",
+                           "--steps", "60", "--compute-ms", "5", "--sync",
                            "--wait-edges", "1", "--average", "1e-4",
                            "--average-time", "20000", "--dump-initial", init[i],
                            "--dump", final[i]) for i in range(2)]
         # A second trainer on a daemon that already has a model is refused.
         model = {}
-        cluster.eventually(
+        self.assertTrue(cluster.eventually(
             lambda: model.update(cluster.status(c.sockets[0])["model"])
-            or model["registered"])
+            or model["registered"]))
         self.assertEqual(model["trainer"], "first-0")
         second = c.trainer(0, "--data", "random:40x30", "--steps", "1")
         out, err = second.communicate(timeout=30)
