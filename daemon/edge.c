@@ -372,7 +372,7 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 		return 0;
 	}
 	e->state = EDGE_WAIT_RESYNC;
-	if ((err = edge__send_resync(e)) != 0) {
+	if ((err = edge__send_resync(e, false)) != 0) {
 		if (e->state != EDGE_DOWN)
 			s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot send RESYNC");
 		return 0;

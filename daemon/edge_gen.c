@@ -23,8 +23,9 @@ static void gen_tag(const uint8_t seed[GSP_SEED_BYTES], uint32_t gen,
 	crypto_generichash(out, GSP_GEN_TAG_BYTES, in, sizeof(in), seed, GSP_SEED_BYTES);
 }
 
-/* Where this end stands, as its RESYNC says it. */
-static void fill_resync(const edge *e, gsp_msg_resync *m)
+/* Where this end stands, as its RESYNC says it (ENDING only when
+ * `ending`: not in a session's first RESYNC, see edge_end_begin). */
+static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 {
 	*m = (gsp_msg_resync){.generation = e->generation,
 			      .ended_generation = e->ended_generation,
@@ -36,7 +37,7 @@ static void fill_resync(const edge *e, gsp_msg_resync *m)
 	}
 	if (e->live)
 		m->flags |= GSP_RESYNC_LIVE;
-	if (e->live && e->ending_self) {
+	if (e->live && e->ending_self && ending) {
 		m->flags |= GSP_RESYNC_ENDING;
 		m->ending_applied = e->end_count;
 	}
@@ -44,10 +45,10 @@ static void fill_resync(const edge *e, gsp_msg_resync *m)
 		m->flags |= GSP_RESYNC_NO_HISTORY;
 }
 
-int edge__send_resync(edge *e)
+int edge__send_resync(edge *e, bool ending)
 {
 	gsp_msg_resync m;
-	fill_resync(e, &m);
+	fill_resync(e, &m, ending);
 	uint8_t buf[64];
 	size_t n;
 	int err = gsp_msg_resync_encode(&m, buf, sizeof(buf), &n);
@@ -78,7 +79,7 @@ static bool final_of(const gsp_msg_resync *m, uint32_t g, uint64_t *ret)
 static void check_agreement(edge *e, const gsp_msg_resync *m)
 {
 	gsp_msg_resync mine;
-	fill_resync(e, &mine);
+	fill_resync(e, &mine, true);
 	uint32_t gens[4] = {mine.ended_generation, m->ended_generation,
 			    mine.generation, m->generation};
 	for (int k = 0; k < 4; k++) {
@@ -316,8 +317,11 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 /* Our kept messages the peer lacks, oldest first. */
 static void resend(edge *e, uint64_t peer_completed)
 {
+	/* Ending it: nothing past the count we end at. */
+	uint64_t last = e->ending_self ? e->end_count : UINT64_MAX;
 	for (int k = 0; k < 2; k++)
 		if (e->sent[k].buf && e->sent[k].round > peer_completed &&
+		    e->sent[k].round <= last &&
 		    edge__send(e, e->sent[k].buf, e->sent[k].len) == 0)
 			e->retransmits++;
 }
@@ -332,13 +336,16 @@ static void decide(edge *e, const gsp_msg_resync *m)
 {
 	edge_set *s = e->set;
 	e->resyncs++;
-	bool cont = same_live(e, m) && consistent(e, m) && !e->ending_self &&
-		    !(m->flags & GSP_RESYNC_ENDING);
+	bool cont = same_live(e, m) && consistent(e, m) && !(m->flags & GSP_RESYNC_ENDING);
 	if (cont) {
 		e->continued++;
 		resend(e, m->last_completed);
 		gsp_info("peer %s: edge generation %u continues at round %llu", e->name,
 			 e->generation, (unsigned long long)e->completed);
+		/* Ending it: the peer has what it lacked of ours first, then
+		 * hears where we end. */
+		if (e->ending_self)
+			(void)edge__send_resync(e, true);
 	} else if (same_live(e, m) && !consistent(e, m)) {
 		e->ending = TARGET_UNKNOWN;   /* not two honest ends of one generation */
 	}
@@ -381,7 +388,7 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	/* The peer ends the generation: it waits to hear where we ended. */
 	if (current && was_live && (!e->live || e->generation != m.generation) &&
 	    (m.flags & GSP_RESYNC_ENDING) && e->state != EDGE_DOWN)
-		(void)edge__send_resync(e);
+		(void)edge__send_resync(e, true);
 	return 0;
 }
 
@@ -404,9 +411,17 @@ bool edge_end_begin(edge *e, edge_end_why why)
 	gsp_debug("peer %s: ending generation %u at round %llu at most", e->name,
 		  e->generation, (unsigned long long)e->end_count);
 	/* Our RESYNC of this session went out already (after the peer's
-	 * MODEL): another says we end. */
-	if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL)
-		(void)edge__send_resync(e);
+	 * MODEL): another says we end, after our message of that round, so
+	 * that a peer which lacked it (lost with a session) completes it
+	 * before it hears the count, and we need take nothing back.  A
+	 * session's first RESYNC never says ENDING: it continues the
+	 * generation first (decide). */
+	if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL) {
+		for (int k = 0; k < 2; k++)
+			if (e->end_count && e->sent[k].buf && e->sent[k].round == e->end_count)
+				(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
+		(void)edge__send_resync(e, true);
+	}
 	return false;
 }
 

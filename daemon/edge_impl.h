@@ -17,7 +17,7 @@ void edge__changed(edge *e);
 
 
 /* RESYNC of e's session (0, or the session is closed). */
-int edge__send_resync(edge *e);
+int edge__send_resync(edge *e, bool ending);
 int edge__on_resync(edge *e, const uint8_t *pt, size_t len);
 /* Ends the live generation if it is ending and can, then starts an
  * agreed new one if it can (not while busy). */
