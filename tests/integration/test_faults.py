@@ -135,6 +135,11 @@ class Faults(unittest.TestCase):
         except (OSError, cluster.gossipd.GossipdError):
             return 0
 
+    @staticmethod
+    def edges_up(c, i):
+        """Node i's edges in state up."""
+        return sum(e["state"] == "up" for e in cluster.status(c.sockets[i])["edges"])
+
     def assert_conserved(self, drift, rms0, rms1, shrink=10):
         """drift <= DRIFT_MAX, and the consensus error fell shrink-fold."""
         self.assertLessEqual(drift, DRIFT_MAX, "the network average moved")
@@ -302,8 +307,10 @@ class Faults(unittest.TestCase):
             self.assertTrue(cluster.eventually(lambda: self.steps(c, 1) >= at, 30))
             c.stop(1, signal.SIGKILL)
             kills += 1
-            # The trainer's steps go on offline for a moment.
-            time.sleep(0.3)
+            # The daemon stays away until both neighbours have seen its
+            # links go (its trainer steps offline meanwhile).
+            self.assertTrue(cluster.eventually(
+                lambda: self.edges_up(c, 0) < 2 and self.edges_up(c, 2) < 2, 30))
             c.start(nodes=[1])
             self.assertTrue(cluster.eventually(lambda: self.steps(c, 1) >= 5, 30),
                             "trainer 1 did not come back:\n" + c.tail_logs())
