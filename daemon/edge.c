@@ -125,13 +125,19 @@ static int keep_and_send(edge *e)
 	return e->state == EDGE_UP && !e->ending_self ? edge__send(e, buf, n) : 0;
 }
 
+int edge__kept(const edge *e, uint64_t round)
+{
+	for (int k = 0; k < 2; k++)
+		if (round && e->sent[k].buf && e->sent[k].round == round)
+			return k;
+	return -1;
+}
+
 /* The degree our message for `round` carried. */
 static uint16_t sent_degree(const edge *e, uint64_t round)
 {
-	for (int k = 1; k >= 0; k--)
-		if (e->sent[k].buf && e->sent[k].round == round)
-			return e->sent[k].degree;
-	return e->set->ops->degree(e->set->ctx);
+	int k = edge__kept(e, round);
+	return k >= 0 ? e->sent[k].degree : e->set->ops->degree(e->set->ctx);
 }
 
 /* ||peer - mine||^2 and ||mine||^2, for float messages. */

@@ -157,7 +157,7 @@ struct edge {
 	uint64_t rounds_completed;  /* with the current model */
 	/* Only grow while the daemon runs (metrics). */
 	uint64_t rounds_total, exact_bytes_done, message_bytes_done, resyncs;
-	uint64_t retransmits, rollbacks, continued, unreconciled;
+	uint64_t retransmits, rollbacks, continued;
 };
 
 struct edge_set {

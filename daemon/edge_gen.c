@@ -90,7 +90,6 @@ static void check_agreement(edge *e, const gsp_msg_resync *m)
 			continue;
 		e->disagreed = g;
 		e->set->counters->rounds_unreconciled++;
-		e->unreconciled++;
 		gsp_warn("peer %s: generation %u ended at round %llu there and %llu here: "
 			 "a round landed at one end only", e->name, g,
 			 (unsigned long long)theirs, (unsigned long long)ours);
@@ -107,11 +106,11 @@ void edge__record_end(edge *e, uint64_t applied)
 		e->ended_generation = e->generation;
 		e->ended_applied = applied;
 		edge__msg_free(&e->ended_msg);
-		for (int k = 0; k < 2; k++)
-			if (e->sent[k].buf && e->sent[k].round == applied) {
-				e->ended_msg = e->sent[k];
-				e->sent[k] = (edge_msg){0};
-			}
+		int k = edge__kept(e, applied);
+		if (k >= 0) {
+			e->ended_msg = e->sent[k];
+			e->sent[k] = (edge_msg){0};
+		}
 	}
 	for (int k = 0; k < 2; k++)
 		edge__msg_free(&e->sent[k]);
@@ -145,7 +144,6 @@ static bool end_live(edge *e)
 	edge_set *s = e->set;
 	if (e->ending == TARGET_UNKNOWN && e->completed > 0) {
 		s->counters->rounds_unreconciled++;
-		e->unreconciled++;
 		gsp_warn("peer %s lost its edge state (a restart): the last round of "
 			 "generation %u may have landed at one end only", e->name,
 			 e->generation);
@@ -168,7 +166,6 @@ void edge__take_back(edge *e)
 	int r = gsp_node_edge_rollback(s->model.node, e->index, e->target);
 	if (r < 0) {
 		s->counters->rounds_unreconciled++;
-		e->unreconciled++;
 		gsp_err("peer %s: generation %u ended at round %llu there, %llu here, "
 			"and cannot be taken back (%s)", e->name, e->generation,
 			(unsigned long long)e->target, (unsigned long long)e->completed,
@@ -191,7 +188,6 @@ void edge__drop_landing(edge *e)
 	if (!e->ended_applied)
 		e->ended_generation = 0;
 	s->counters->rounds_unreconciled++;
-	e->unreconciled++;
 	gsp_warn("peer %s: the last round of generation %u had not landed when the "
 		 "model went: it landed at the peer only", e->name, e->generation);
 }
@@ -417,9 +413,9 @@ bool edge_end_begin(edge *e, edge_end_why why)
 	 * session's first RESYNC never says ENDING: it continues the
 	 * generation first (decide). */
 	if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL) {
-		for (int k = 0; k < 2; k++)
-			if (e->end_count && e->sent[k].buf && e->sent[k].round == e->end_count)
-				(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
+		int k = edge__kept(e, e->end_count);
+		if (k >= 0)
+			(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
 		(void)edge__send_resync(e, true);
 	}
 	return false;
@@ -438,10 +434,8 @@ void edge_record_of(const edge *e, edge_record *r)
 	memcpy(r->seed, e->gen_seed, sizeof(r->seed));
 	if (e->live) {
 		r->applied = edge__applied(e);
-		m = NULL;
-		for (int k = 0; k < 2; k++)
-			if (r->applied && e->sent[k].buf && e->sent[k].round == r->applied)
-				m = &e->sent[k];
+		int k = edge__kept(e, r->applied);
+		m = k >= 0 ? &e->sent[k] : NULL;
 	}
 	if (m && m->buf && m->len <= EDGESTATE_MSG_MAX) {
 		r->msg = m->buf;

@@ -34,6 +34,8 @@ void edge__take_back(edge *e);
 void edge__drop_landing(edge *e);
 
 void edge__msg_free(edge_msg *m);
+/* Which of e->sent holds our message of `round`, or -1. */
+int edge__kept(const edge *e, uint64_t round);
 /* Rounds applied on a live edge: those completed, less one waiting for
  * the next apply. */
 uint64_t edge__applied(const edge *e);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tmpdir.h"
 #include "edgestate.h"
 #include "file.h"
 
@@ -24,22 +25,19 @@ static uint8_t *copy;             /* parse_exact()'s */
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/gsp-edgestate-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tmpdir_make(dir, sizeof(dir), "edgestate");
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tmpdir_remove(dir);
 	free(copy);
 	copy = NULL;
 }
 
 static void path_of(char *out, size_t cap, const char *name)
 {
-	snprintf(out, cap, "%s/%s", dir, name);
+	tmpdir_path(out, cap, dir, name);
 }
 
 static uint8_t *le(uint8_t *p, uint64_t v, int n)

@@ -11,6 +11,7 @@
 
 #include <sodium.h>
 
+#include "tmpdir.h"
 #include "peers.h"
 #include "replay.h"
 
@@ -18,20 +19,17 @@ static char dir[64];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/gsp-replay-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tmpdir_make(dir, sizeof(dir), "replay");
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tmpdir_remove(dir);
 }
 
 static void path_of(char *out, size_t cap, const char *name)
 {
-	snprintf(out, cap, "%s/%s", dir, name);
+	tmpdir_path(out, cap, dir, name);
 }
 
 START_TEST(test_parse_refuses_partial_and_oversized)
