@@ -18,7 +18,9 @@ typedef struct counters {
 	uint64_t version_mismatch;      /* link */
 	uint64_t rounds_refused;        /* edge: a ROUND over MaxRoundChange */
 	uint64_t rounds_rolled_back;    /* edge: taken back, the peer ended before */
-	uint64_t rounds_unreconciled;   /* edge: may have landed at one end only */
+	uint64_t rounds_unreconciled;   /* edge, model: may have landed at one end only */
+	uint64_t writes_redone;         /* model: a killed daemon's write, redone */
+	uint64_t writes_undone;         /* model: a killed daemon's write, undone */
 } counters;
 
 #endif

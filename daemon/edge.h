@@ -132,6 +132,7 @@ struct edge {
 	uint64_t ended_applied;
 	edge_msg ended_msg;
 	bool no_history;         /* records lost (daemon start) */
+	bool answer_due;         /* the peer's ENDING waits for our end (a write) */
 	uint32_t disagreed;      /* an ended generation found one-sided */
 	uint8_t *early;          /* peer's next-round message, if it came early */
 	size_t early_len;
@@ -179,6 +180,13 @@ struct edge_set {
 	unsigned max_degree;
 	float max_round_change;
 	bool dirty;              /* a count or generation changed (edgestate) */
+	/* Writes into the trainer's buffer: how many the records count, and
+	 * whether one is under way (model_write_begin: only then may a round
+	 * be taken back by subtraction; one that waits for it sets
+	 * takeback_waiting). */
+	uint64_t writes;
+	bool writing;
+	bool takeback_waiting;
 	bool averaging;          /* an AVERAGE runs here, */
 	bool reached;            /* and reached its target: our ROUNDs say so */
 };
@@ -236,8 +244,12 @@ void edges_step_done(edge_set *s);
 /* After a step that ran off the loop (busy again false): the frames that
  * arrived meanwhile. */
 void edges_after_busy(edge_set *s);
-/* Starts generations that waited for an apply. */
+/* Starts generations that waited for an apply, and ends those that
+ * waited for a write (takeback_waiting). */
 void edges_finish(edge_set *s);
+/* Whether an apply now would write the trainer's buffer: an update has
+ * completed, or a round waits to be taken back. */
+bool edges_will_write(const edge_set *s);
 /* DRAIN: projects the rounds neighbours are already waiting for (their
  * early message came).  Returns a negative errno or 0. */
 int edges_answer_early(edge_set *s);

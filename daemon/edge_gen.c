@@ -139,6 +139,15 @@ void edge__record_end(edge *e, uint64_t applied)
  * yet applied lands at the next STEP or DRAIN.  False while it waits for
  * the peer's message of the target round (the peer sends it when it sees
  * our RESYNC). */
+/* Whether taking back e's last round subtracts it from the parameters
+ * (it was applied) rather than dropping an update not yet applied. */
+static bool takes_subtraction(const edge *e)
+{
+	gsp_edge_info info;
+	return gsp_node_edge_info(e->set->model.node, e->index, &info) != 0 ||
+	       info.state != GSP_EDGE_COMPLETED;
+}
+
 static bool end_live(edge *e)
 {
 	edge_set *s = e->set;
@@ -154,6 +163,13 @@ static bool end_live(edge *e)
 	}
 	if (e->completed < e->target)
 		return false;
+	if (e->completed > e->target && !s->writing && takes_subtraction(e)) {
+		/* The trainer may be writing its parameters now: the round is
+		 * taken back inside its next request (model_write_begin). */
+		s->takeback_waiting = true;
+		e->answer_due = true;
+		return false;
+	}
 	if (e->completed > e->target)
 		edge__take_back(e);
 	edge__record_end(e, e->completed);
@@ -230,13 +246,10 @@ static void start_generation(edge *e)
 	edge__changed(e);
 }
 
-void edge__settle(edge *e)
+/* A generation agreed on starts once the old one's update landed. */
+static void start_agreed(edge *e)
 {
 	edge_set *s = e->set;
-	if (s->busy)
-		return;
-	if (e->live && e->ending != TARGET_NONE && !end_live(e))
-		return;
 	if (!e->start_pending || e->live || !s->attached || e->state != EDGE_UP)
 		return;
 	gsp_edge_info info;
@@ -245,6 +258,24 @@ void edge__settle(edge *e)
 	    info.state == GSP_EDGE_COMPLETED)
 		return;
 	start_generation(e);
+}
+
+void edge__settle(edge *e)
+{
+	edge_set *s = e->set;
+	if (s->busy)
+		return;
+	if (e->live && e->ending != TARGET_NONE && !end_live(e))
+		return;
+	start_agreed(e);
+	/* An end that waited for a write answers the peer's ENDING now, as
+	 * edge__on_resync does at once otherwise: after the next generation
+	 * started, which the answer then names. */
+	if (e->answer_due && (!e->live || e->ending == TARGET_NONE)) {
+		e->answer_due = false;
+		if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL)
+			(void)edge__send_resync(e, true);
+	}
 }
 
 /* ---- RESYNC ----------------------------------------------------------- */

@@ -86,6 +86,7 @@ void edges_detach(edge_set *s)
 	 * applied, and the peer takes back what it applied beyond that
 	 * (PROTOCOL.md 4.6). */
 	edges_cache(s);   /* the engine's last counts */
+	s->takeback_waiting = false;   /* each live edge ends below */
 	for (size_t i = 0; i < s->n; i++) {
 		edge *e = &s->edge[i];
 		/* A round the peer ended before goes first. */
@@ -193,6 +194,19 @@ int edges_answer_early(edge_set *s)
 		for (size_t i = 0; i < s->n; i++)
 			edge_step_done(&s->edge[i]);
 	return r < 0 ? r : 0;
+}
+
+bool edges_will_write(const edge_set *s)
+{
+	if (s->takeback_waiting)
+		return true;
+	for (size_t i = 0; i < s->n; i++) {
+		gsp_edge_info info;
+		if (gsp_node_edge_info(s->model.node, i, &info) == 0 &&
+		    info.state == GSP_EDGE_COMPLETED)
+			return true;
+	}
+	return false;
 }
 
 static bool in_flight(const edge *e)

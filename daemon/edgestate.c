@@ -6,7 +6,8 @@
 #include "edgestate.h"
 #include "file.h"
 
-static const char magic[] = "gossipd edges v1\n";
+static const char magic[] = "gossipd edges v2\n";
+static const char magic_v1[] = "gossipd edges v1\n";   /* no write count */
 #define MAGIC_LEN (sizeof(magic) - 1)
 #define HEAD (GSP_KEY_BYTES + 4 + 1 + 8 + 4 + 8 + 32 + 4)
 
@@ -25,14 +26,18 @@ static uint8_t *put(uint8_t *p, uint64_t v, int n)
 	return p + n;
 }
 
-int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out)
+int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
+		    uint64_t *ret_writes)
 {
-	if (len < MAGIC_LEN + 4 || memcmp(buf, magic, MAGIC_LEN) != 0)
+	bool v1 = len >= MAGIC_LEN && memcmp(buf, magic_v1, MAGIC_LEN) == 0;
+	size_t pos = MAGIC_LEN + (v1 ? 0 : 8);
+	if (len < pos + 4 || (!v1 && memcmp(buf, magic, MAGIC_LEN) != 0))
 		return -EBADMSG;
-	uint64_t n = get(buf + MAGIC_LEN, 4);
+	uint64_t writes = v1 ? 0 : get(buf + MAGIC_LEN, 8);
+	uint64_t n = get(buf + pos, 4);
 	if (n > EDGESTATE_MAX)
 		return -EBADMSG;
-	size_t pos = MAGIC_LEN + 4;
+	pos += 4;
 	for (uint64_t i = 0; i < n; i++) {
 		if (len - pos < HEAD)
 			return -EBADMSG;
@@ -56,14 +61,19 @@ int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out)
 		r->msg = r->msg_len ? buf + pos : NULL;
 		pos += r->msg_len;
 	}
-	return pos == len ? (int)n : -EBADMSG;
+	if (pos != len)
+		return -EBADMSG;
+	if (ret_writes)
+		*ret_writes = writes;
+	return (int)n;
 }
 
-int edgestate_encode(const edge_record *r, size_t n, uint8_t **ret_buf, size_t *ret_len)
+int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
+		     uint8_t **ret_buf, size_t *ret_len)
 {
 	if (n > EDGESTATE_MAX)
 		return -EINVAL;
-	size_t len = MAGIC_LEN + 4;
+	size_t len = MAGIC_LEN + 8 + 4;
 	for (size_t i = 0; i < n; i++) {
 		if (r[i].msg_len > EDGESTATE_MSG_MAX)
 			return -EINVAL;
@@ -73,7 +83,8 @@ int edgestate_encode(const edge_record *r, size_t n, uint8_t **ret_buf, size_t *
 	if (!buf)
 		return -ENOMEM;
 	memcpy(p, magic, MAGIC_LEN);
-	p = put(p + MAGIC_LEN, n, 4);
+	p = put(p + MAGIC_LEN, writes, 8);
+	p = put(p, n, 4);
 	for (size_t i = 0; i < n; i++) {
 		memcpy(p, r[i].key, GSP_KEY_BYTES);
 		p = put(p + GSP_KEY_BYTES, r[i].generation, 4);
@@ -92,11 +103,12 @@ int edgestate_encode(const edge_record *r, size_t n, uint8_t **ret_buf, size_t *
 	return 0;
 }
 
-int edgestate_save(const char *path, const edge_record *r, size_t n)
+int edgestate_save(const char *path, const edge_record *r, size_t n,
+		   uint64_t writes)
 {
 	uint8_t *buf;
 	size_t len;
-	int rc = edgestate_encode(r, n, &buf, &len);
+	int rc = edgestate_encode(r, n, writes, &buf, &len);
 	if (rc)
 		return rc;
 	rc = file_write_atomic(path, buf, len, false);

@@ -7,11 +7,17 @@
  * that changed a count: whole to a temporary file, then renamed (no
  * fsync: it is for a killed process, not a lost machine).
  *
- * File: "gossipd edges v1\n" (17 bytes), u32 count, then per edge:
+ * With the records goes the count of the daemon's writes into the
+ * trainer's buffer that they include (undo.h: a write the records do not
+ * count is undone).
+ *
+ * File: "gossipd edges v2\n" (17 bytes), u64 writes, u32 count, then per
+ * edge:
  * 32-byte public key, u32 generation, u8 live, u64 applied, u32
  * ended_generation, u64 ended_applied, 32-byte generation seed, u32
  * message length, the message (our ROUND plaintext of the last counted
- * round; at most EDGESTATE_MSG_MAX bytes).  Little-endian.
+ * round; at most EDGESTATE_MSG_MAX bytes).  Little-endian.  A v1 file
+ * (no write count) still parses, with writes 0.
  */
 #ifndef GOSSIPD_EDGESTATE_H
 #define GOSSIPD_EDGESTATE_H
@@ -39,11 +45,15 @@ typedef struct edge_record {
 } edge_record;
 
 /* Parses a file's bytes: the number of records (into out, room for
- * EDGESTATE_MAX; messages point into buf), or -EBADMSG. */
-int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out);
-/* The bytes of n records, in a new buffer. */
-int edgestate_encode(const edge_record *r, size_t n, uint8_t **ret_buf, size_t *ret_len);
-/* Writes n records to path (path.tmp, rename).  0 or -errno. */
-int edgestate_save(const char *path, const edge_record *r, size_t n);
+ * EDGESTATE_MAX; messages point into buf) and the write count (if
+ * ret_writes), or -EBADMSG. */
+int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
+		    uint64_t *ret_writes);
+/* The bytes of n records and the write count, in a new buffer. */
+int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
+		     uint8_t **ret_buf, size_t *ret_len);
+/* Writes them to path (path.tmp, rename).  0 or -errno. */
+int edgestate_save(const char *path, const edge_record *r, size_t n,
+		   uint64_t writes);
 
 #endif

@@ -202,7 +202,7 @@ int mesh_set_state_file(mesh *m, const char *path)
 	if (rc)
 		return rc;
 	edge_record *r = buf ? calloc(EDGESTATE_MAX, sizeof(*r)) : NULL;
-	int n = buf ? (r ? edgestate_parse(buf, len, r) : -ENOMEM) : 0;
+	int n = buf ? (r ? edgestate_parse(buf, len, r, &m->edges.writes) : -ENOMEM) : 0;
 	for (int k = 0; !rc && k < n; k++)
 		for (size_t i = 0; !rc && i < m->peers.n; i++)
 			if (!memcmp(m->peers.peer[i].cfg.public_key, r[k].key, GSP_KEY_BYTES))
@@ -236,7 +236,7 @@ void mesh_persist(mesh *m)
 		r[i].msg_len = 0;
 	}
 	if (!err)
-		err = edgestate_save(m->state_path, r, s->n);
+		err = edgestate_save(m->state_path, r, s->n, s->writes);
 	free(r);
 	s->dirty = false;
 	if (err && !m->state_failed)

@@ -21,6 +21,7 @@ static void model_free(model *m)
 {
 	gsp_node_free(m->node);
 	gsp_layout_free(m->layout);
+	undo_detach(&m->undo);
 	if (m->params)
 		munmap(m->params, m->map_bytes);
 	if (m->fd >= 0)
@@ -112,6 +113,66 @@ static uint64_t max_payload(const model *m, size_t n_edges)
 	return best;
 }
 
+/* The buffer's undo section, and a write the last daemon left in it. */
+static void take_undo(model *m, uint64_t n)
+{
+	edge_set *s = &m->mesh->edges;
+	undo_found found;
+	if (!undo_attach(&m->undo, m->params, m->map_bytes, n, s->writes, &found))
+		return;
+	switch (found) {
+	case UNDO_REDONE:
+		s->counters->writes_redone++;
+		gsp_info("the buffer holds a write the last gossipd made and was "
+			 "killed in, undone by the client: its records count it, so "
+			 "it is redone");
+		break;
+	case UNDO_DROPPED:
+		s->counters->writes_undone++;
+		gsp_info("the buffer holds a write the last gossipd made and was "
+			 "killed in, undone by the client: its records do not count "
+			 "it, so it stays undone");
+		break;
+	case UNDO_LOST:
+		s->counters->rounds_unreconciled++;
+		gsp_warn("the last gossipd was killed inside a write into the buffer "
+			 "its records do not count, and the client did not undo it: "
+			 "that step's rounds may have landed here only");
+		break;
+	case UNDO_NOTHING:
+		break;
+	}
+}
+
+bool model_write_begin(model *m, bool copy_later)
+{
+	edge_set *s = &m->mesh->edges;
+	if (!m->registered || s->writing)
+		return false;
+	s->writing = true;
+	m->write_seq = s->writes + 1;
+	copy_later = copy_later && !s->takeback_waiting;
+	if (!copy_later)
+		undo_begin(&m->undo, m->write_seq);
+	if (s->takeback_waiting) {
+		s->takeback_waiting = false;
+		edges_finish(s);
+	}
+	return copy_later;
+}
+
+void model_write_end(model *m)
+{
+	edge_set *s = &m->mesh->edges;
+	if (!s->writing)
+		return;
+	s->writing = false;
+	s->writes = m->write_seq;
+	s->dirty = true;
+	mesh_persist(m->mesh);
+	undo_end(&m->undo);
+}
+
 int model_register(model *m, void *owner, const char *trainer,
 		   const uint8_t *body, size_t len, int fd, char *err_text,
 		   size_t err_len)
@@ -158,14 +219,16 @@ int model_register(model *m, void *owner, const char *trainer,
 	}
 	if ((err = check_buffer(m->fd, reg.buffer_bytes, err_text, err_len)) != 0)
 		goto fail;
-	m->map_bytes = need;
-	m->params = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+	m->map_bytes = reg.buffer_bytes;   /* the undo section with it */
+	m->params = mmap(NULL, m->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 m->fd, 0);
 	if (m->params == MAP_FAILED) {
 		m->params = NULL;
 		err = -errno;
 		snprintf(err_text, err_len, "cannot map the buffer: %s", strerror(-err));
 		goto fail;
 	}
+	take_undo(m, need / 4);
 	err = gsp_node_new(m->layout, m->params, m->engine, &m->node);
 	if (!err)
 		err = describe(m, wire, reg.n_tensors);
@@ -218,6 +281,7 @@ void model_detach(model *m)
 	if (!m->registered)
 		return;
 	edges_detach(&m->mesh->edges);
+	model_write_end(m);
 	model_free(m);
 	gsp_info("model detached");
 	peers_reconnect_all(&m->mesh->peers, GSP_BYE_MODEL_CHANGED, "model detached");

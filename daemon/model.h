@@ -2,8 +2,10 @@
  * model: the registered model.  It owns REGISTER (checking the trainer's
  * buffer, mapping it, building the layout and the engine node, and
  * attaching the node to the edges) and DETACH (unmapping, freeing), with
- * the model's fingerprint and summary.  The buffer is the trainer's;
- * the daemon touches it only inside a request (step.h).
+ * the model's fingerprint and summary, and the daemon's writes into the
+ * buffer (model_write_begin/end, with the buffer's undo section).  The
+ * buffer is the trainer's; the daemon writes it only inside a request
+ * (step.h).
  */
 #ifndef GOSSIPD_MODEL_H
 #define GOSSIPD_MODEL_H
@@ -14,6 +16,7 @@
 #include "gossip.h"
 #include "mesh.h"
 #include "proto.h"
+#include "undo.h"
 
 typedef struct model {
 	mesh *mesh;
@@ -30,6 +33,8 @@ typedef struct model {
 	char summary[GSP_MODEL_SUMMARY_MAX + 1];
 	uint64_t max_payload;
 	uint64_t bytes_base_tx, bytes_base_rx;   /* peer traffic before it */
+	undo undo;               /* the buffer's undo section, if it has one */
+	uint64_t write_seq;      /* the write under way (edges.writing) */
 } model;
 
 void model_init(model *m, mesh *ms, const gsp_config *engine);
@@ -45,6 +50,16 @@ int model_register(model *m, void *owner, const char *trainer,
 /* DETACH: the node, the mapping and the fd go; every session redials.
  * Never while the node is busy (step_detach waits for that). */
 void model_detach(model *m);
+
+/* A write into the buffer begins: the undo copy is taken and rounds
+ * waiting to be taken back by subtraction are.  With copy_later the copy
+ * is the caller's (undo_begin(&m->undo, m->write_seq) on the thread pool)
+ * and true comes back, unless it had to be taken here.  Only while the
+ * trainer waits for a request; a write already under way goes on. */
+bool model_write_begin(model *m, bool copy_later);
+/* The write is over: the records, which count it now, are saved, and the
+ * undo section says there is nothing to undo. */
+void model_write_end(model *m);
 
 /* Peer traffic since REGISTER. */
 void model_bytes(const model *m, uint64_t *ret_sent, uint64_t *ret_received);

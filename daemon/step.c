@@ -97,9 +97,12 @@ static void totals(stepper *s, gsp_api_step_ok *ret)
  * messages.  Fills the STEP reply. */
 static int step_end(stepper *s, int r)
 {
-	if (r < 0)
+	if (r < 0) {
+		model_write_end(s->model);
 		return r;
+	}
 	edges_step_done(edges(s));
+	model_write_end(s->model);
 	mesh_persist(s->mesh);
 	gsp_api_step_ok *ok = &s->result.step;
 	memset(ok, 0, sizeof(*ok));
@@ -123,6 +126,8 @@ typedef struct step_work {
 	uv_work_t req;
 	stepper *s;
 	gsp_node *node;
+	undo *undo;              /* the undo copy is taken here: write_seq */
+	uint64_t write_seq;
 	unsigned delay_ms;
 	int result;
 } step_work;
@@ -130,6 +135,8 @@ typedef struct step_work {
 static void work_run(uv_work_t *req)
 {
 	step_work *w = req->data;
+	if (w->undo)
+		undo_begin(w->undo, w->write_seq);
 	w->result = gsp_node_step(w->node);
 	if (w->delay_ms)
 		usleep(w->delay_ms * 1000u);
@@ -167,11 +174,17 @@ static void work_done(uv_work_t *req, int status)
 	average_advance(s);
 }
 
-/* Starts the engine step on the thread pool; false if it is to run on
- * the loop instead (a small model, or no memory). */
-static bool offload(stepper *s)
+static bool offloads(const stepper *s)
 {
-	if (gsp_layout_floats(s->model->layout) < s->offload_floats)
+	return gsp_layout_floats(s->model->layout) >= s->offload_floats;
+}
+
+/* Starts the engine step on the thread pool (taking the undo copy there
+ * if copy); false if it is to run on the loop instead (a small model, or
+ * no memory). */
+static bool offload(stepper *s, bool copy)
+{
+	if (!offloads(s))
 		return false;
 	step_work *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -179,6 +192,8 @@ static bool offload(stepper *s)
 	w->req.data = w;
 	w->s = s;
 	w->node = s->model->node;
+	w->undo = copy ? &s->model->undo : NULL;
+	w->write_seq = s->model->write_seq;
 	w->delay_ms = s->test_delay_ms;
 	edges(s)->busy = true;
 	if (uv_queue_work(s->loop, &w->req, work_run, work_done) == 0)
@@ -195,9 +210,14 @@ static int run_engine(stepper *s, step_state state)
 {
 	s->state = state;
 	uv_timer_stop(&s->wait_timer);
+	/* Rounds waiting to be taken back go first, inside the write. */
+	bool copy_later = edges_will_write(edges(s)) &&
+			  model_write_begin(s->model, offloads(s));
 	edges_step_begin(edges(s), s->max_staleness, &s->applied, &s->skipped);
-	if (offload(s))
+	if (offload(s, copy_later))
 		return 1;
+	if (copy_later)
+		undo_begin(&s->model->undo, s->model->write_seq);
 	return step_end(s, gsp_node_step(s->model->node));
 }
 
@@ -230,14 +250,18 @@ static void drain_advance(stepper *s)
 	 * exception, since answering it needs the edge applied first.
 	 * Callbacks of the edges meanwhile must not re-enter. */
 	s->state = STEP_RUN;
+	if (edges_will_write(edges(s)))
+		model_write_begin(s->model, false);
 	int r = edges_answer_early(edges(s));
 	if (r >= 0 && edges_in_flight(edges(s))) {
+		model_write_end(s->model);
 		s->state = STEP_DRAIN;
 		return;
 	}
 	if (r >= 0)
 		r = gsp_node_apply(s->model->node);
 	edges_finish(edges(s));
+	model_write_end(s->model);
 	memset(&s->result.step, 0, sizeof(s->result.step));
 	if (r >= 0)
 		totals(s, &s->result.step);
@@ -295,8 +319,11 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 static void average_finish(stepper *s)
 {
 	uv_timer_stop(&s->avg_timer);
+	if (edges_will_write(edges(s)))
+		model_write_begin(s->model, false);
 	int r = gsp_node_apply(s->model->node);
 	edges_finish(edges(s));
+	model_write_end(s->model);
 	s->result.avg.rounds = s->avg_rounds;
 	s->result.avg.estimate = edges_estimate(edges(s));
 	s->result.avg.reached = s->result.avg.estimate <= s->avg_target;
@@ -434,6 +461,9 @@ static void on_detach_timer(uv_timer_t *t)
  * model goes once all have, or after DetachWait. */
 static void begin_detach(stepper *s)
 {
+	/* Rounds taken back on the way are a write (model_detach ends it). */
+	if (s->model->registered)
+		model_write_begin(s->model, false);
 	if (!s->model->registered || s->detach_wait_ms == 0 ||
 	    edges_end_begin(edges(s)) == 0) {
 		finish_detach(s);

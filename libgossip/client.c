@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "client_undo.h"
 #include "proto.h"
 
 /* client.h states the protocol's limits and flags without proto.h. */
@@ -56,7 +57,10 @@ struct gsp_client {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char name[GSP_API_NAME_MAX + 1];
 	float *params;          /* the registered buffer, or NULL */
-	size_t params_bytes;
+	size_t params_bytes;    /* with the undo section, if any */
+	uint64_t n_floats;
+	bool undo;              /* the buffer has an undo section */
+	int daemon_pidfd;       /* the daemon we last connected to, or -1 */
 	int mem_fd;             /* its memfd, for registering again */
 	uint8_t *reg_frame;     /* the REGISTER frame, header included */
 	size_t reg_body_len;
@@ -111,6 +115,17 @@ static int local(gsp_client *c, int err)
 	return failed(c, GSP_CLIENT_LOCAL, err);
 }
 
+/* The connection is lost: a write the daemon was killed inside is
+ * undone (client_undo.h).  A daemon still writing is given a while. */
+#define UNDO_WAIT_MS 5000
+
+static void undo_lost_write(gsp_client *c)
+{
+	if (c->params && c->undo)
+		(void)gsp_undo_recover(c->params, c->n_floats, c->daemon_pidfd,
+				       UNDO_WAIT_MS);
+}
+
 static void close_socket(gsp_client *c)
 {
 	if (c->fd >= 0)
@@ -122,6 +137,8 @@ static void close_socket(gsp_client *c)
  * and records err at stage. */
 static int broken(gsp_client *c, gsp_client_stage stage, int err)
 {
+	if (stage == GSP_CLIENT_IO)
+		undo_lost_write(c);
 	c->broken = true;
 	close_socket(c);
 	return failed(c, stage, err);
@@ -145,6 +162,7 @@ static int io_failed(gsp_client *c, int err)
 {
 	if (c->reconnect && (err == -ECONNRESET || err == -EPIPE ||
 			     (c->attempt && err == -ETIMEDOUT))) {
+		undo_lost_write(c);
 		close_socket(c);
 		if (!c->attempt) {     /* the first attempt at once */
 			c->next_attempt = now_ms();
@@ -501,9 +519,14 @@ static int open_socket(gsp_client *c, int64_t wait_ms)
 	}
 	err = small_request(c, encode_hello, &hello, decode_hello_ok, &hello,
 			    wait_ms);
-	if (err < 0)
+	if (err < 0) {
 		close_socket(c);
-	return err;
+		return err;
+	}
+	if (c->daemon_pidfd >= 0)
+		close(c->daemon_pidfd);
+	c->daemon_pidfd = gsp_undo_pidfd(c->fd);
+	return 0;
 }
 
 /* The daemon is away: a STEP's result without gossip (0), and why in the
@@ -622,6 +645,8 @@ int gsp_client_connect_opts(const char *socket_path,
 	}
 	c->fd = -1;
 	c->mem_fd = -1;
+	c->daemon_pidfd = -1;
+	c->undo = !(opts && (opts->flags & GSP_CLIENT_NO_UNDO));
 	err = open_client(c, socket_path, opts ? opts : &defaults);
 	if (err < 0) {
 		if (failure)
@@ -728,7 +753,11 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 		err = -EOVERFLOW;
 		goto out;
 	}
-	bytes = (size_t)floats * 4;
+	if (c->undo && gsp_undo_bytes(floats) > SIZE_MAX) {
+		err = -EOVERFLOW;
+		goto out;
+	}
+	bytes = c->undo ? (size_t)gsp_undo_bytes(floats) : (size_t)floats * 4;
 	size = gsp_api_register_size(wire, (uint32_t)n);
 	if (size < 0) {
 		err = (int)size;
@@ -748,6 +777,8 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	err = shared_buffer(bytes, &fd, &map);
 	if (err < 0)
 		goto out;
+	if (c->undo)
+		gsp_undo_init(map, floats);
 	if (c->fd < 0) {                /* the daemon was away */
 		err = reconnect(c);
 		if (err < 0)
@@ -760,6 +791,7 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	/* Kept, with the frame, to register again after a restart. */
 	c->params = map;
 	c->params_bytes = bytes;
+	c->n_floats = floats;
 	c->mem_fd = fd;
 	c->reg_frame = frame;
 	c->reg_body_len = len;
@@ -941,6 +973,8 @@ void gsp_client_close(gsp_client *c)
 		return;
 	close_socket(c);
 	release(c);
+	if (c->daemon_pidfd >= 0)
+		close(c->daemon_pidfd);
 	free(c->rx);
 	free(c);
 }

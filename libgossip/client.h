@@ -115,6 +115,18 @@
  *   a lost connection returns -ECONNRESET or -EPIPE and leaves the client
  *   unusable.
  *
+ * A daemon killed inside a write
+ *   The buffer carries, after the parameters, an undo section
+ *   (PROTOCOL.md 5.4): the daemon copies the parameters there before each
+ *   write into them.  When the connection is lost, the client waits for
+ *   the daemon's process to be gone (at most 5 s) and, if a write was
+ *   still under way, puts the parameters back as they were before it;
+ *   the next daemon redoes it at REGISTER if its records count it.  So a
+ *   SIGKILL at any moment lands each round at both ends or at neither.
+ *   The cost is a second copy of the parameters in the memfd, and one
+ *   memcpy in the daemon per step that applies something.
+ *   GSP_CLIENT_NO_UNDO turns it off.
+ *
  * Timeouts
  *   No call waits for ever by default.  Connecting (HELLO included) and
  *   each request's reply wait at most gsp_client_options.timeout_ms
@@ -198,6 +210,10 @@ typedef struct gsp_client_average_result {
 /* gsp_client_options.flags. */
 #define GSP_CLIENT_NO_RECONNECT 0x1u  /* a lost connection makes the client
 					 unusable instead (-ENOTCONN) */
+#define GSP_CLIENT_NO_UNDO 0x2u       /* no undo section: the buffer is the
+					 parameters only (half the memory),
+					 and a daemon killed inside a write
+					 may leave a round at one end */
 
 /* Options of gsp_client_connect_opts(); zero-initialise, then set. */
 typedef struct gsp_client_options {
@@ -210,7 +226,8 @@ typedef struct gsp_client_options {
 					time_limit_ms longer); 0:
 					GSP_CLIENT_TIMEOUT_MS (60 s);
 					GSP_CLIENT_NO_TIMEOUT: no limit */
-	uint32_t flags;              /* GSP_CLIENT_NO_RECONNECT */
+	uint32_t flags;              /* GSP_CLIENT_NO_RECONNECT,
+					GSP_CLIENT_NO_UNDO */
 } gsp_client_options;
 
 /* Where a call failed, for gsp_client_failure. */

@@ -397,6 +397,40 @@ typedef struct gsp_api_register {
 	size_t tensor_bytes_len;
 } gsp_api_register;
 
+/* The undo section a shared buffer may carry after its parameters
+ * (PROTOCOL.md 5.4): a 64-byte header at gsp_undo_offset(), then a copy
+ * of the parameters as they were before the daemon's write in progress,
+ * so that a daemon killed inside a write can be undone by the client, or
+ * redone by the next daemon.  Present when buffer_bytes >=
+ * gsp_undo_bytes() and the header starts with GSP_UNDO_MAGIC (the
+ * client's, at creation).  Host byte order: it never leaves the machine. */
+#define GSP_UNDO_MAGIC "gsp-undo"    /* 8 bytes, no NUL */
+#define GSP_UNDO_HEADER 64
+enum {
+	GSP_UNDO_IDLE = 0,       /* no write under way: the copy means nothing */
+	GSP_UNDO_WRITING = 1,    /* the daemon writes write number `seq` */
+	GSP_UNDO_UNDONE = 2,     /* the client undid it, the delta is in the copy */
+};
+typedef struct gsp_undo_header {
+	char magic[8];
+	uint64_t seq;            /* the daemon's write count of that write */
+	uint32_t state;          /* GSP_UNDO_*, read and written atomically */
+	uint32_t reserved;
+	uint8_t pad[GSP_UNDO_HEADER - 24];
+} gsp_undo_header;
+
+/* Offset of the undo header for n floats of parameters (64-aligned), and
+ * the buffer size with the section.  n <= 2^60. */
+static inline uint64_t gsp_undo_offset(uint64_t n_floats)
+{
+	return (4 * n_floats + 63) & ~(uint64_t)63;
+}
+
+static inline uint64_t gsp_undo_bytes(uint64_t n_floats)
+{
+	return gsp_undo_offset(n_floats) + GSP_UNDO_HEADER + 4 * n_floats;
+}
+
 /* Walks a decoded REGISTER's tensors without allocating. */
 typedef struct gsp_api_tensor_iter {
 	const uint8_t *p;

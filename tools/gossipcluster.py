@@ -251,9 +251,11 @@ class Cluster:
                     f.write("Endpoint = %s\n" % endpoint)
         return path
 
-    def start(self, nodes=None, **kw):
+    def start(self, nodes=None, extra_env=None, **kw):
+        """Starts the daemons of nodes (all), with extra_env added to
+        their environment; kw goes to write_config."""
         nodes = range(self.n) if nodes is None else nodes
-        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path, **(extra_env or {}))
         for i in nodes:
             conf = self.write_config(i, **kw)
             log = open(self.logs[i], "a")

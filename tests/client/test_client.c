@@ -490,8 +490,9 @@ START_TEST(test_register_shared_memory)
 
 	ck_assert(s.ok);
 	ck_assert_int_eq(s.n_fds, 1);
-	ck_assert_uint_eq(s.buffer_bytes, 4 * (100 * 100 + 100));
-	ck_assert_int_eq(s.file_size, 4 * (100 * 100 + 100));
+	/* The parameters, then the undo section (PROTOCOL.md 5.4). */
+	ck_assert_uint_eq(s.buffer_bytes, gsp_undo_bytes(100 * 100 + 100));
+	ck_assert_int_eq(s.file_size, gsp_undo_bytes(100 * 100 + 100));
 	ck_assert_int_ne(s.seals, -1);
 	ck_assert(s.seals & F_SEAL_SHRINK);
 	ck_assert(s.seals & F_SEAL_GROW);

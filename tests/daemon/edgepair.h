@@ -239,13 +239,37 @@ static inline void ep_pump(edgepair *p)
 }
 
 /* One STEP on the loop, as step.c runs it. */
+/* A write into the buffer, as model_write_begin/end do it: rounds that
+ * wait to be taken back by subtraction are, first. */
+static inline void ep_write_begin(ep_end *x)
+{
+	if (x->set.writing)
+		return;
+	x->set.writing = true;
+	if (x->set.takeback_waiting) {
+		x->set.takeback_waiting = false;
+		edges_finish(&x->set);
+	}
+}
+
+static inline void ep_write_end(ep_end *x)
+{
+	if (!x->set.writing)
+		return;
+	x->set.writing = false;
+	x->set.writes++;
+}
+
+/* A STEP as step.c runs it on the loop. */
 static inline int ep_step(ep_end *x)
 {
 	uint32_t applied, skipped;
+	ep_write_begin(x);
 	edges_step_begin(&x->set, 4, &applied, &skipped);
 	int r = gsp_node_step(x->node);
 	if (r >= 0)
 		edges_step_done(&x->set);
+	ep_write_end(x);
 	return r;
 }
 

@@ -96,6 +96,7 @@ static void offload_begin(sim *s, int i)
 	ep_end *x = end_of(s, i);
 	uint32_t applied, skipped;
 	say(s, "step off the loop begins", i);
+	ep_write_begin(x);
 	edges_step_begin(&x->set, 4, &applied, &skipped);
 	x->set.busy = true;
 	s->busy[i] = true;
@@ -109,6 +110,7 @@ static void offload_end(sim *s, int i)
 	x->set.busy = false;
 	s->busy[i] = false;
 	edges_step_done(&x->set);
+	ep_write_end(x);
 	edges_after_busy(&x->set);
 	edges_finish(&x->set);
 }
@@ -142,8 +144,12 @@ static void detach_begin(sim *s, int i)
 	 * completed here is still to land (one that were would be lost at
 	 * DETACH, and reported). */
 	say(s, "trainer drains and asks to detach at", i);
+	ep_write_begin(x);
 	ck_assert_int_ge(gsp_node_apply(x->node), 0);
 	edges_finish(&x->set);
+	ep_write_end(x);
+	/* The DETACH is a write of its own until the model goes. */
+	ep_write_begin(x);
 	s->detaching[i] = true;
 	(void)edges_end_begin(&x->set);
 }
@@ -157,6 +163,7 @@ static void detach_end(sim *s, int i, bool timeout)
 	s->detaching[i] = false;
 	s->alone[i] += timeout;
 	ep_reregister(end_of(s, i), &s->cfg);
+	ep_write_end(end_of(s, i));
 }
 
 /* A reload removes the peer at i: the edge ends its generation with the
@@ -330,8 +337,10 @@ static void settle(sim *s)
 				ep_deliver_one(&s->p.b);
 		}
 		for (int i = 0; i < 2; i++) {
+			ep_write_begin(end_of(s, i));
 			ck_assert_int_ge(gsp_node_apply(end_of(s, i)->node), 0);
 			edges_finish(&end_of(s, i)->set);
+			ep_write_end(end_of(s, i));
 		}
 		after_action(s);
 	}

@@ -16,8 +16,10 @@
 
 /* The format of edgestate.h, written here by hand so that the tests do
  * not take the encoder's word for it. */
-#define MAGIC "gossipd edges v1\n"
+#define MAGIC "gossipd edges v2\n"
 #define MAGIC_LEN 17
+#define FIXED (MAGIC_LEN + 8 + 4)   /* magic, writes, count */
+#define WRITES 0x1122334455667788ull
 #define HEAD (GSP_KEY_BYTES + 4 + 1 + 8 + 4 + 8 + 32 + 4) /* 93 */
 
 static char dir[64];
@@ -76,6 +78,7 @@ static raw raw_file(uint32_t count)
 {
 	raw w = {0};
 	raw_put(&w, MAGIC, MAGIC_LEN);
+	raw_int(&w, WRITES, 8);
 	raw_int(&w, count, 4);
 	return w;
 }
@@ -118,7 +121,7 @@ static int parse_exact(const uint8_t *b, size_t len)
 	ck_assert_ptr_nonnull(copy);
 	if (len)
 		memcpy(copy, b, len);
-	return edgestate_parse(copy, len, out);
+	return edgestate_parse(copy, len, out, NULL);
 }
 
 static int parse(const raw *w)
@@ -171,10 +174,10 @@ START_TEST(test_round_trip)
 	for (size_t k = 0; k <= n; k++) {               /* 0..4 records */
 		uint8_t *buf;
 		size_t len;
-		ck_assert_int_eq(edgestate_encode(in, k, &buf, &len), 0);
+		ck_assert_int_eq(edgestate_encode(in, k, 0, &buf, &len), 0);
 		memset(out, 0xa5, 5 * sizeof(out[0]));
-		ck_assert_int_eq(edgestate_parse(buf, len, out), (int)k);
-		size_t pos = MAGIC_LEN + 4;
+		ck_assert_int_eq(edgestate_parse(buf, len, out, NULL), (int)k);
+		size_t pos = FIXED;
 		for (size_t i = 0; i < k; i++) {
 			assert_same(&out[i], &in[i]);
 			pos += HEAD;
@@ -191,7 +194,7 @@ START_TEST(test_round_trip)
 		/* Encoding what was parsed gives the same bytes back. */
 		uint8_t *again;
 		size_t again_len;
-		ck_assert_int_eq(edgestate_encode(out, k, &again, &again_len), 0);
+		ck_assert_int_eq(edgestate_encode(out, k, 0, &again, &again_len), 0);
 		ck_assert_uint_eq(again_len, len);
 		ck_assert(!memcmp(again, buf, len));
 		free(again);
@@ -235,9 +238,9 @@ START_TEST(test_encode_layout)
 
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(edgestate_encode(in, 3, &buf, &len), 0);
+	ck_assert_int_eq(edgestate_encode(in, 3, WRITES, &buf, &len), 0);
 	ck_assert_uint_eq(len, w.len);
-	ck_assert_uint_eq(len, MAGIC_LEN + 4 + 3 * HEAD + sizeof(msg_a) + 1);
+	ck_assert_uint_eq(len, FIXED + 3 * HEAD + sizeof(msg_a) + 1);
 	ck_assert(!memcmp(buf, w.b, len));
 	free(buf);
 	free(w.b);
@@ -262,7 +265,7 @@ START_TEST(test_parse_accepts_bounds)
 	ck_assert(out[0].live);
 	ck_assert(!out[1].live);
 	ck_assert_uint_eq(out[1].msg_len, 1);
-	ck_assert_ptr_eq(out[1].msg, copy + MAGIC_LEN + 4 + 2 * HEAD);
+	ck_assert_ptr_eq(out[1].msg, copy + FIXED + 2 * HEAD);
 	ck_assert_uint_eq(out[1].msg[0], 'x');
 	free(w.b);
 }
@@ -271,12 +274,12 @@ END_TEST
 START_TEST(test_parse_refuses_bad_framing)
 {
 	/* Empty, and every prefix of the magic and count. */
-	ck_assert_int_eq(edgestate_parse((const uint8_t *)"", 0, out), -EBADMSG);
+	ck_assert_int_eq(edgestate_parse((const uint8_t *)"", 0, out, NULL), -EBADMSG);
 	raw w = raw_file(0);
 	ck_assert_int_eq(parse(&w), 0);
 	for (size_t l = 0; l < w.len; l++)
 		ck_assert_int_eq(parse_exact(w.b, l), -EBADMSG);
-	/* Short magic: "gossipd edges v1" without its newline, then a count. */
+	/* Short magic: "gossipd edges v2" without its newline, then a count. */
 	raw s = {0};
 	raw_put(&s, MAGIC, MAGIC_LEN - 1);
 	raw_int(&s, 0, 4);
@@ -289,7 +292,7 @@ START_TEST(test_parse_refuses_bad_framing)
 		ck_assert_int_eq(parse(&w), -EBADMSG);
 		w.b[i] ^= 0x20;
 	}
-	memcpy(w.b, "gossipd edges v2\n", MAGIC_LEN);
+	memcpy(w.b, "gossipd edges v3\n", MAGIC_LEN);
 	ck_assert_int_eq(parse(&w), -EBADMSG);
 	free(w.b);
 
@@ -399,6 +402,36 @@ START_TEST(test_parse_refuses_bad_fields)
 }
 END_TEST
 
+START_TEST(test_write_count)
+{
+	/* The count is the 8 bytes after the magic, both ways. */
+	raw w = raw_file(0);
+	uint64_t writes = 0;
+	ck_assert_int_eq(edgestate_parse(w.b, w.len, out, &writes), 0);
+	ck_assert_uint_eq(writes, WRITES);
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(edgestate_encode(out, 0, WRITES, &buf, &len), 0);
+	ck_assert_uint_eq(len, w.len);
+	ck_assert(!memcmp(buf, w.b, len));
+	free(buf);
+	free(w.b);
+	/* A v1 file (no count) parses, with writes 0 and its records. */
+	raw v1 = {0};
+	raw_put(&v1, "gossipd edges v1\n", MAGIC_LEN);
+	raw_int(&v1, 1, 4);
+	raw_head(&v1, 1, 4, 1, 2, 3, 9, 1, 0);
+	writes = 77;
+	ck_assert_int_eq(edgestate_parse(v1.b, v1.len, out, &writes), 1);
+	ck_assert_uint_eq(writes, 0);
+	ck_assert_uint_eq(out[0].applied, 2);
+	/* Cut anywhere, it is refused. */
+	for (size_t l = 0; l < v1.len; l++)
+		ck_assert_int_eq(parse_exact(v1.b, l), -EBADMSG);
+	free(v1.b);
+}
+END_TEST
+
 START_TEST(test_parse_refuses_message_over_max)
 {
 	/* Lengths past the bound with no bytes behind them. */
@@ -411,15 +444,15 @@ START_TEST(test_parse_refuses_message_over_max)
 	}
 	/* EDGESTATE_MSG_MAX + 1 bytes that are all there: the bound alone
 	 * refuses them; EDGESTATE_MSG_MAX is accepted. */
-	size_t len = MAGIC_LEN + 4 + HEAD + EDGESTATE_MSG_MAX + 1;
+	size_t len = FIXED + HEAD + EDGESTATE_MSG_MAX + 1;
 	uint8_t *b = calloc(1, len);
 	ck_assert_ptr_nonnull(b);
 	raw w = raw_file(1);
 	raw_head(&w, 1, 4, 1, 2, 3, 9, 1, EDGESTATE_MSG_MAX + 1);
 	memcpy(b, w.b, w.len);
-	ck_assert_int_eq(edgestate_parse(b, len, out), -EBADMSG);
+	ck_assert_int_eq(edgestate_parse(b, len, out, NULL), -EBADMSG);
 	le(b + w.len - 4, EDGESTATE_MSG_MAX, 4);
-	ck_assert_int_eq(edgestate_parse(b, len - 1, out), 1);
+	ck_assert_int_eq(edgestate_parse(b, len - 1, out, NULL), 1);
 	ck_assert_uint_eq(out[0].msg_len, EDGESTATE_MSG_MAX);
 	ck_assert_ptr_eq(out[0].msg, b + w.len);
 	free(w.b);
@@ -432,11 +465,11 @@ START_TEST(test_encode_refuses_oversized)
 	static edge_record in[EDGESTATE_MAX + 1];
 	uint8_t *buf = (uint8_t *)1;
 	size_t len = 7;
-	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX + 1, &buf, &len), -EINVAL);
+	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX + 1, 0, &buf, &len), -EINVAL);
 	ck_assert_ptr_eq(buf, (uint8_t *)1);                /* untouched */
 	ck_assert_uint_eq(len, 7);
-	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX, &buf, &len), 0);
-	ck_assert_uint_eq(len, MAGIC_LEN + 4 + (size_t)EDGESTATE_MAX * HEAD);
+	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX, 0, &buf, &len), 0);
+	ck_assert_uint_eq(len, FIXED + (size_t)EDGESTATE_MAX * HEAD);
 	free(buf);
 
 	/* A message over the bound (never read: it is refused first). */
@@ -445,11 +478,11 @@ START_TEST(test_encode_refuses_oversized)
 	r[1].msg = NULL;
 	r[1].msg_len = EDGESTATE_MSG_MAX + 1;
 	buf = (uint8_t *)1;
-	ck_assert_int_eq(edgestate_encode(r, 2, &buf, &len), -EINVAL);
+	ck_assert_int_eq(edgestate_encode(r, 2, 0, &buf, &len), -EINVAL);
 	ck_assert_ptr_eq(buf, (uint8_t *)1);
 	r[1].msg_len = 0xffffffffu;
-	ck_assert_int_eq(edgestate_encode(r, 2, &buf, &len), -EINVAL);
-	ck_assert_int_eq(edgestate_encode(r, 1, &buf, &len), 0);    /* the good one */
+	ck_assert_int_eq(edgestate_encode(r, 2, 0, &buf, &len), -EINVAL);
+	ck_assert_int_eq(edgestate_encode(r, 1, 0, &buf, &len), 0);    /* the good one */
 	free(buf);
 }
 END_TEST
@@ -464,14 +497,14 @@ START_TEST(test_save_writes_the_encoding)
 	path_of(path, sizeof(path), "edges");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	for (size_t k = n + 1; k-- > 0;) {          /* replaces the last file */
-		ck_assert_int_eq(edgestate_save(path, in, k), 0);
+		ck_assert_int_eq(edgestate_save(path, in, k, 0), 0);
 		uint8_t *want, *got;
 		size_t want_len, got_len;
-		ck_assert_int_eq(edgestate_encode(in, k, &want, &want_len), 0);
+		ck_assert_int_eq(edgestate_encode(in, k, 0, &want, &want_len), 0);
 		ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
 		ck_assert_uint_eq(got_len, want_len);
 		ck_assert(!memcmp(got, want, want_len));
-		ck_assert_int_eq(edgestate_parse(got, got_len, out), (int)k);
+		ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), (int)k);
 		for (size_t i = 0; i < k; i++)
 			assert_same(&out[i], &in[i]);
 		free(got);
@@ -480,11 +513,11 @@ START_TEST(test_save_writes_the_encoding)
 		ck_assert_int_eq(errno, ENOENT);
 	}
 	/* Refused records leave the last file as it was. */
-	ck_assert_int_eq(edgestate_save(path, in, EDGESTATE_MAX + 1), -EINVAL);
+	ck_assert_int_eq(edgestate_save(path, in, EDGESTATE_MAX + 1, 0), -EINVAL);
 	uint8_t *got;
 	size_t got_len;
 	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
-	ck_assert_int_eq(edgestate_parse(got, got_len, out), 0);
+	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), 0);
 	free(got);
 	ck_assert_int_eq(access(tmp, F_OK), -1);
 }
@@ -497,7 +530,7 @@ START_TEST(test_save_into_missing_directory)
 	char path[128], tmp[140];
 	path_of(path, sizeof(path), "no-such-dir/edges");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int rc = edgestate_save(path, in, n);
+	int rc = edgestate_save(path, in, n, 0);
 	ck_assert_int_lt(rc, 0);
 	ck_assert_int_eq(rc, -ENOENT);
 	ck_assert_int_eq(access(path, F_OK), -1);
@@ -586,15 +619,15 @@ START_TEST(test_file_read_large_edgestate)
 	}
 	char path[128];
 	path_of(path, sizeof(path), "edges");
-	ck_assert_int_eq(edgestate_save(path, in, 300), 0);
+	ck_assert_int_eq(edgestate_save(path, in, 300, 0), 0);
 	uint8_t *want, *got;
 	size_t want_len, got_len;
-	ck_assert_int_eq(edgestate_encode(in, 300, &want, &want_len), 0);
+	ck_assert_int_eq(edgestate_encode(in, 300, 0, &want, &want_len), 0);
 	ck_assert_uint_gt(want_len, 100000);
 	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
 	ck_assert_uint_eq(got_len, want_len);
 	ck_assert(!memcmp(got, want, want_len));
-	ck_assert_int_eq(edgestate_parse(got, got_len, out), 300);
+	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), 300);
 	for (int i = 0; i < 300; i++)
 		assert_same(&out[i], &in[i]);
 	free(got);
@@ -616,6 +649,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_refuses_truncation);
 	tcase_add_test(tc, test_parse_refuses_bad_fields);
 	tcase_add_test(tc, test_parse_refuses_message_over_max);
+	tcase_add_test(tc, test_write_count);
 	tcase_add_test(tc, test_encode_refuses_oversized);
 	tcase_add_test(tc, test_save_writes_the_encoding);
 	tcase_add_test(tc, test_save_into_missing_directory);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static edge_record out[EDGESTATE_MAX];
-	int n = edgestate_parse(data, size, out);
+	uint64_t writes = 0;
+	int n = edgestate_parse(data, size, out, &writes);
 	if (n < 0) {
 		if (n != -EBADMSG)
 			abort();
@@ -37,9 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	uint8_t *buf;
 	size_t len;
-	if (edgestate_encode(out, (size_t)n, &buf, &len) != 0)
+	if (edgestate_encode(out, (size_t)n, writes, &buf, &len) != 0)
 		abort();
-	if (len != size || memcmp(buf, data, size) != 0)
+	/* A v2 file comes back byte for byte (a v1 one comes back as v2). */
+	bool v1 = size >= 16 && !memcmp(data, "gossipd edges v1", 16);
+	if (!v1 && (len != size || memcmp(buf, data, size) != 0))
 		abort();
 	free(buf);
 	return 0;

@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fakedaemon  # noqa: E402
 from fakedaemon import P  # noqa: E402
+from gossipd import undo  # noqa: E402
 
 LIB = None
 
@@ -69,7 +70,7 @@ class CClient(unittest.TestCase):
         raw = [r[2] for r in self.fake.requests]
         self.assertEqual(raw, [
             P.encode_hello("c-client"),
-            P.encode_register(4 * 29, [("conv.w", (4, 3, 2)), ("b", (4,)), ("s", ())]),
+            P.encode_register(undo.nbytes(29), [("conv.w", (4, 3, 2)), ("b", (4,)), ("s", ())]),
             P.encode_step(P.STEP_SYNC), P.encode_average(2.5e-4, 1500, 9),
             P.encode_detach()])
         want = 0x1 | 0x2 | 0x4             # F_SEAL_SEAL | SHRINK | GROW

@@ -27,6 +27,7 @@ except ImportError:
     sys.exit(77)
 
 import gossipd  # noqa: E402
+from gossipd import undo  # noqa: E402
 
 TENSORS = [("w", (3, 4)), ("b", (4,)), ("s", ())]
 
@@ -56,7 +57,7 @@ class Requests(Base):
         c.detach()
         raw = [r[2] for r in self.fake.requests]
         self.assertEqual(raw, [
-            P.encode_hello("unit"), P.encode_register(4 * 17, TENSORS),
+            P.encode_hello("unit"), P.encode_register(undo.nbytes(17), TENSORS),
             bytes([0x42, 0, 0, 0, 0]), bytes([0x42, 1, 0, 0, 0]),
             bytes([0x42, 2, 0, 0, 0]), P.encode_average(1e-4, 500, 7),
             bytes([0x44]), bytes([0x45])])
@@ -126,7 +127,15 @@ class SharedBuffer(Base):
         c.register(TENSORS)
         want = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
         self.assertEqual(self.fake.seals & want, want)
+        # The parameters, then the undo section (PROTOCOL.md 5.4).
+        self.assertEqual(self.fake.fd_size, undo.nbytes(17))
+        self.assertEqual(self.fake.buffer[undo.offset(17):undo.offset(17) + 8], b"gsp-undo")
+
+    def test_without_undo_section(self):
+        c = self.client(undo_section=False)
+        c.register(TENSORS)
         self.assertEqual(self.fake.fd_size, 4 * 17)
+        self.assertEqual(c.buffer_range[1], 4 * 17)
 
     def test_writes_are_shared_both_ways(self):
         c = self.client()
@@ -481,6 +490,55 @@ class LocalValidation(Base):
         c = self.client()
         a, b = c.register({"a": np.zeros((2, 3)).shape, "b": np.int64(5)})
         self.assertEqual((a.shape, b.shape), ((2, 3), (5,)))
+
+
+class UndoSection(unittest.TestCase):
+    """undo.recover(): a write the daemon was killed inside is undone once
+    its process is gone, and only then."""
+
+    N = 21
+
+    def marked(self):
+        fd, mm = gossipd.client.shared_buffer(undo.nbytes(self.N))
+        self.addCleanup(os.close, fd)
+        undo.init(mm, self.N)
+        x = np.frombuffer(mm, dtype=np.float32, count=self.N)
+        copy = np.frombuffer(mm, dtype=np.float32, count=self.N,
+                             offset=undo.offset(self.N) + undo.HEADER)
+        x[:] = np.arange(self.N)
+        copy[:] = x                       # the daemon's copy, then its write
+        x += 1.5
+        mm[undo.offset(self.N) + 16:undo.offset(self.N) + 20] = \
+            undo.WRITING.to_bytes(4, sys.byteorder)
+        return mm, x, copy
+
+    @staticmethod
+    def dead_pidfd():
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        fd = os.pidfd_open(pid)
+        os.waitpid(pid, 0)
+        return fd
+
+    def test_dead_daemon_is_undone(self):
+        mm, x, copy = self.marked()
+        fd = self.dead_pidfd()
+        self.addCleanup(os.close, fd)
+        self.assertTrue(undo.recover(mm, self.N, fd, np))
+        self.assertTrue(np.array_equal(x, np.arange(self.N, dtype=np.float32)))
+        self.assertTrue(np.all(copy == 1.5), "the copy keeps what the write added")
+        self.assertEqual(undo._state(mm, self.N), undo.UNDONE)
+        self.assertFalse(undo.recover(mm, self.N, fd, np), "nothing marked any more")
+
+    def test_live_daemon_or_no_pidfd_is_left_alone(self):
+        mm, x, _ = self.marked()
+        fd = os.pidfd_open(os.getpid())
+        self.addCleanup(os.close, fd)
+        self.assertFalse(undo.recover(mm, self.N, fd, np, wait=0.03))
+        self.assertFalse(undo.recover(mm, self.N, None, np))
+        self.assertEqual(undo._state(mm, self.N), undo.WRITING)
+        self.assertTrue(np.all(x == np.arange(self.N) + 1.5))
 
 
 if __name__ == "__main__":

@@ -178,6 +178,8 @@ static const struct {
 	{ "rounds_rolled_back", "Rounds taken back because the neighbour ended the generation before them." },
 	{ "rounds_unreconciled", "Rounds that may have landed at one end only (a neighbour lost its edge state)." },
 	{ "api_malformed", "Local API connections closed for malformed requests." },
+	{ "writes_redone", "Writes into the parameters a killed gossipd left, undone by the trainer's client and redone at REGISTER (its records counted them)." },
+	{ "writes_undone", "Writes into the parameters a killed gossipd left, undone by the trainer's client (its records did not count them)." },
 };
 
 /* "gossipd_" + name with every character outside [a-zA-Z0-9_] replaced by

@@ -23,7 +23,7 @@ import stat
 import threading
 import time
 
-from . import errors, protocol as P
+from . import errors, protocol as P, undo
 from .errors import (ClientClosed, ConnectFailed, ConnectionLost,
                      DaemonNotRunning, GossipdError, InvalidArgument,
                      ProtocolError, Timeout, VersionMismatch)
@@ -139,10 +139,15 @@ class Client:
     registering the same buffer again (see bindings/python/README.md).
     reconnect=False makes a lost connection final (ConnectionLost, then
     ClientClosed).
+
+    undo_section: the buffer carries a copy of the parameters after them,
+    so that a daemon killed inside a write into them (a step) is undone
+    or redone whole (undo.py, PROTOCOL.md 5.4).  False halves the
+    buffer's memory; such a kill may then land a round at one end only.
     """
 
     def __init__(self, socket_path=None, name=None, timeout=DEFAULT_TIMEOUT, *,
-                 reconnect=True):
+                 reconnect=True, undo_section=True):
         path = os.fspath(socket_path if socket_path is not None else default_socket())
         if not path:
             raise InvalidArgument("the socket path is empty")
@@ -156,6 +161,9 @@ class Client:
         self.name = name
         self.timeout = timeout
         self.reconnect = reconnect
+        self.undo_section = undo_section       # see undo.py
+        self._pidfd = None                     # the daemon last connected to
+        self._floats = 0
         self.offline_steps = 0
         self.reconnects = 0
         self._lock = threading.Lock()
@@ -182,7 +190,10 @@ class Client:
         try:
             self._sock.settimeout(wait)
             self._connect(self.socket_path)
-            return P.decode_hello_ok(self._exchange("HELLO", self._hello, wait=wait))
+            h = P.decode_hello_ok(self._exchange("HELLO", self._hello, wait=wait))
+            undo.close(self._pidfd)
+            self._pidfd = undo.daemon_pidfd(self._sock)
+            return h
         except ProtocolError as e:
             self._close_socket()
             if e.code == -errno.EPROTONOSUPPORT:
@@ -218,6 +229,12 @@ class Client:
 
     # ---- one request, one reply ------------------------------------------
 
+    def _undo_lost_write(self):
+        """The connection is lost: a write the daemon was killed inside is
+        undone (undo.py)."""
+        if self._mm is not None and self.undo_section:
+            undo.recover(self._mm, self._floats, self._pidfd, _numpy())
+
     def _close_socket(self):
         if self._sock is not None:
             self._sock.close()
@@ -227,11 +244,13 @@ class Client:
         """Marks the client unusable, closes its socket (the daemon then
         detaches) and returns exc to raise."""
         self._broken = str(exc)
+        self._undo_lost_write()
         self._close_socket()
         return exc
 
     def _lost(self, exc):
         """The daemon went away: offline, the next step tries again."""
+        self._undo_lost_write()
         self._close_socket()
         if not self._attempt:
             _log.info("gossipd at %s: %s; offline until it is back",
@@ -356,13 +375,15 @@ class Client:
         into the shared buffer (zero-filled: write the initial model into
         them before the first step())."""
         ts, floats = P.tensor_list(tensors)
-        nbytes = 4 * floats
+        nbytes = undo.nbytes(floats) if self.undo_section else 4 * floats
         body = P.encode_register(nbytes, ts)   # size checks before any fd
         np = _numpy()
         if self._mm is not None:
             raise errors.Busy("this client already registered a model: "
                               "detach() first", -errno.EBUSY)
         fd, mm = shared_buffer(nbytes)
+        if self.undo_section:
+            undo.init(mm, floats)
         try:
             self._decode(lambda b: P.decode_empty(b, P.OK),
                          self._call("REGISTER", body, fd, self.timeout))
@@ -371,8 +392,9 @@ class Client:
             os.close(fd)
             raise
         self._mm, self._memfd, self._reg_body = mm, fd, body
+        self._floats = floats
         self._last = P.StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
-        self._flat = np.frombuffer(mm, dtype=np.float32)
+        self._flat = np.frombuffer(mm, dtype=np.float32, count=floats)
         self._arrays, off = [], 0
         for t in ts:
             n = math.prod(t.shape)
@@ -534,6 +556,8 @@ class Client:
         with self._lock:
             self._broken = "closed"
             self._close_socket()
+            undo.close(self._pidfd)
+            self._pidfd = None
         return self._release()
 
     @property
