@@ -157,6 +157,9 @@ class FaultProxy:
         # (src, dst) -> [bytes read from src, bytes read from dst] on
         # that link's connections: what each end wrote into them
         self.link_bytes = {}
+        # (src, dst) -> connections that ended on an error (a reset by
+        # either end): the bytes in flight then were never read
+        self.link_errors = {}
         self._listeners = []
         self._conns = set()
         self._closed = False
@@ -185,6 +188,7 @@ class FaultProxy:
         self.links[(src, dst)] = port
         self.link_resets[(src, dst)] = 0
         self.link_bytes[(src, dst)] = [0, 0]
+        self.link_errors[(src, dst)] = 0
         self._listeners.append(lsock)
         asyncio.run_coroutine_threadsafe(
             self._serve(lsock, (src, dst), (target_host, target_port)), self.loop)
@@ -197,6 +201,11 @@ class FaultProxy:
         fwd = self.link_bytes.get((src, dst), [0, 0])[0]
         rev = self.link_bytes.get((dst, src), [0, 0])[1]
         return fwd + rev
+
+    def errors(self, a, b):
+        """Connections between nodes a and b (either port) that ended on
+        an error: what was in flight then is not in sent()."""
+        return self.link_errors.get((a, b), 0) + self.link_errors.get((b, a), 0)
 
     def stats(self):
         return {"resets": self.resets, "inside": self.resets_inside,
@@ -316,6 +325,8 @@ class FaultProxy:
             raise
         except OSError:
             # A reset or an error on one side is passed on as a reset.
+            if not conn.dead:
+                self.link_errors[link] += 1
             self._abort(conn)
 
     async def _reset(self, conn, link, kind, rng):
