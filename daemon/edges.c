@@ -130,6 +130,7 @@ void edges_step_done(edge_set *s)
 	edges_finish(s);
 	for (size_t i = 0; i < s->n; i++)
 		edge_step_done(&s->edge[i]);
+	edges_cache(s);   /* STATUS's counts, also while the next step runs */
 }
 
 void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
@@ -193,6 +194,7 @@ int edges_answer_early(edge_set *s)
 	if (r >= 0)
 		for (size_t i = 0; i < s->n; i++)
 			edge_step_done(&s->edge[i]);
+	edges_cache(s);
 	return r < 0 ? r : 0;
 }
 
@@ -323,6 +325,8 @@ uint32_t edges_max_staleness(const edge_set *s)
 
 void edges_cache(edge_set *s)
 {
+	if (s->busy)
+		return;   /* the engine is in use off the loop */
 	for (size_t i = 0; i < s->n; i++)
 		if (!s->attached ||
 		    gsp_node_edge_info(s->model.node, i, &s->edge[i].cache) != 0)

@@ -114,10 +114,17 @@ typedef struct write_req {
 	uint8_t data[];
 } write_req;
 
+/* Wire bytes count once the kernel took them: a write that failed (the
+ * connection was reset) or was cancelled (the link closed) sent nothing. */
 static void on_written(uv_write_t *req, int status)
 {
 	write_req *w = (write_req *)req;
-	w->link->queued -= w->len;
+	plink *l = w->link;
+	l->queued -= w->len;
+	if (status == 0) {
+		l->stats->tx_bytes += w->len;
+		l->stats->tx_frames++;
+	}
 	free(w);
 }
 
@@ -132,8 +139,6 @@ static int write_frame(plink *l, write_req *w)
 	}
 	l->queued += w->len;
 	l->last_tx_ms = now_ms(l);
-	l->stats->tx_bytes += w->len;
-	l->stats->tx_frames++;
 	return 0;
 }
 
@@ -372,7 +377,6 @@ static int on_frame(plink *l, const uint8_t *body, size_t len, char *why,
 	}
 	if (!err && l->phase == LINK_OPEN) {
 		l->last_rx_ms = now_ms(l);
-		l->stats->rx_bytes += len + GSP_FRAME_HEADER;
 		l->stats->rx_frames++;
 		err = on_sealed(l, pt, pt_len);
 	}
@@ -411,6 +415,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		}
 		return;
 	}
+	/* Every byte read, handshake and partial frames included (wire). */
+	l->stats->rx_bytes += (uint64_t)n;
 	if (rxbuf_commit(&l->rx, (size_t)n) != 0) {
 		link__fail(l, GSP_BYE_INTERNAL, "receive buffer", "receive buffer overrun");
 		return;

@@ -48,7 +48,12 @@ typedef enum link_phase {
 	LINK_CLOSING,           /* closed or closing; down was called */
 } link_phase;
 
-/* Traffic of a link, added into the owner's struct (link_bind). */
+/* Traffic of a link, added into the owner's struct (link_bind).  Bytes
+ * are the wire's: what the socket took (a write counts once it is done)
+ * and what was read from it, every frame with its length header and
+ * AEAD tag, handshake messages included; TCP/IP headers are the
+ * kernel's and not in them.  tx_frames counts frames written, rx_frames
+ * authenticated frames read. */
 typedef struct link_stats {
 	uint64_t tx_bytes, rx_bytes, tx_frames, rx_frames;
 	uint64_t rtt_ns;        /* last PING round trip, 0 before one */

@@ -125,24 +125,30 @@ static const char *edge_state_name(const peer *p, const edge *e)
 static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 {
 	char key[45];
-	/* The loop's copy: the engine itself may be busy on a worker. */
+	/* The loop's copy as of the last step's end: the engine itself may
+	 * be busy on a worker. */
 	gsp_edge_info info = d->model.registered ? e->cache : (gsp_edge_info){0};
+	/* payload: the engine's messages (ROUND payloads, each round once);
+	 * wire: every byte of the peer's links (docs/DAEMON.md). */
+	unsigned long long payload = e->message_bytes_done + info.tx_bytes;
+	unsigned long long wire_tx = p->stats.tx_bytes, wire_rx = p->stats.rx_bytes;
 	gsp_key_to_base64(p->cfg.public_key, key);
 	put(b, "{\"peer\":");
 	put_str(b, key);
 	put(b, ",\"endpoint\":");
 	put_str(b, p->cfg.endpoint);
 	put(b, ",\"state\":\"%s\",\"generation\":%u,\"round\":%llu,"
-	    "\"staleness\":%llu,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
+	    "\"staleness\":%llu,\"payload_tx_bytes\":%llu,"
+	    "\"wire_tx_bytes\":%llu,\"wire_rx_bytes\":%llu,"
+	    "\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
 	    "\"tx_frames\":%llu,\"rx_frames\":%llu,\"exact_bytes\":%llu,"
 	    "\"message_bytes\":%llu,\"rounds\":%llu,\"resyncs\":%llu,"
 	    "\"continued\":%llu,\"resent\":%llu,\"rolled_back\":%llu,\"rtt_ms\":",
 	    edge_state_name(p, e), e->generation, (unsigned long long)info.round,
-	    (unsigned long long)edge_staleness(e),
-	    (unsigned long long)p->stats.tx_bytes, (unsigned long long)p->stats.rx_bytes,
+	    (unsigned long long)edge_staleness(e), payload, wire_tx, wire_rx,
+	    wire_tx, wire_rx,
 	    (unsigned long long)p->stats.tx_frames, (unsigned long long)p->stats.rx_frames,
-	    (unsigned long long)(e->exact_bytes_done + info.exact_bytes),
-	    (unsigned long long)(e->message_bytes_done + info.tx_bytes),
+	    (unsigned long long)(e->exact_bytes_done + info.exact_bytes), payload,
 	    (unsigned long long)e->rounds_total,
 	    (unsigned long long)e->resyncs, (unsigned long long)e->continued,
 	    (unsigned long long)e->retransmits, (unsigned long long)e->rollbacks);

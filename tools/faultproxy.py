@@ -32,6 +32,12 @@ starts.
     proxy.close()
     print(proxy.summary())      # "resets 37 (inside 19, between 18) of 1850 frames..."
 
+It counts the bytes it reads from each end of each link (link_bytes;
+sent(i, j): what node i wrote to node j on both links' ports), so a
+test can check the daemons' wire counters against it.  connect_wait
+keeps a connection whose daemon behind does not listen yet (a cluster
+starting) instead of dropping it with its first bytes unread.
+
 gossipcluster.Cluster(..., proxy=proxy) points every Endpoint at the
 proxy.  As a program (manual experiments, e.g. with tools/gossip-cluster):
 
@@ -128,8 +134,13 @@ class FaultProxy:
     cap; inside_fraction: the share of resets that cut inside a frame."""
 
     def __init__(self, seed=1, mean_frames=50, max_resets=100,
-                 inside_fraction=0.5, host="127.0.0.1"):
+                 inside_fraction=0.5, host="127.0.0.1", connect_wait=0.0):
         self.seed = seed
+        # Seconds to keep trying the daemon behind a link before giving
+        # up on a connection (0: one try).  While a cluster starts, a
+        # dial may reach the proxy before the daemon behind listens; with
+        # a wait its first bytes are not thrown away unread.
+        self.connect_wait = connect_wait
         self.mean_frames = mean_frames
         self.max_resets = max_resets
         self.inside_fraction = inside_fraction
@@ -143,6 +154,12 @@ class FaultProxy:
         self.connect_failures = 0    # the daemon behind was not there
         self.links = {}              # (src, dst) -> listening port
         self.link_resets = {}        # (src, dst) -> resets
+        # (src, dst) -> [bytes read from src, bytes read from dst] on
+        # that link's connections: what each end wrote into them
+        self.link_bytes = {}
+        # (src, dst) -> connections that ended on an error (a reset by
+        # either end): the bytes in flight then were never read
+        self.link_errors = {}
         self._listeners = []
         self._conns = set()
         self._closed = False
@@ -170,10 +187,25 @@ class FaultProxy:
         port = lsock.getsockname()[1]
         self.links[(src, dst)] = port
         self.link_resets[(src, dst)] = 0
+        self.link_bytes[(src, dst)] = [0, 0]
+        self.link_errors[(src, dst)] = 0
         self._listeners.append(lsock)
         asyncio.run_coroutine_threadsafe(
             self._serve(lsock, (src, dst), (target_host, target_port)), self.loop)
         return self.host, port
+
+    def sent(self, src, dst):
+        """Bytes node src wrote to node dst through the proxy, as the
+        proxy read them (forwarded unless a reset cut them), on both
+        links' ports: each end may have dialed."""
+        fwd = self.link_bytes.get((src, dst), [0, 0])[0]
+        rev = self.link_bytes.get((dst, src), [0, 0])[1]
+        return fwd + rev
+
+    def errors(self, a, b):
+        """Connections between nodes a and b (either port) that ended on
+        an error: what was in flight then is not in sent()."""
+        return self.link_errors.get((a, b), 0) + self.link_errors.get((b, a), 0)
 
     def stats(self):
         return {"resets": self.resets, "inside": self.resets_inside,
@@ -225,26 +257,22 @@ class FaultProxy:
 
     async def _handle(self, client, link, target):
         loop = asyncio.get_running_loop()
-        upstream = socket.socket(socket.AF_INET6 if ":" in target[0]
-                                 else socket.AF_INET, socket.SOCK_STREAM)
-        upstream.setblocking(False)
-        conn = _Conn(client, upstream)
+        conn = _Conn(client, None)
         self._conns.add(conn)
         try:
-            try:
-                await asyncio.wait_for(loop.sock_connect(upstream, target), 5)
-            except (OSError, asyncio.TimeoutError):
+            if not await self._connect(conn, target):
                 self.connect_failures += 1
                 self._abort(conn)
                 return
+            upstream = conn.socks[1]
             for s in conn.socks:
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             n = self.connections
             conn.tasks = [
-                loop.create_task(self._pump(conn, client, upstream, link,
+                loop.create_task(self._pump(conn, client, upstream, link, 0,
                                             random.Random("%s:%s:%s:%d:fwd" % (
                                                 self.seed, link[0], link[1], n)))),
-                loop.create_task(self._pump(conn, upstream, client, link,
+                loop.create_task(self._pump(conn, upstream, client, link, 1,
                                             random.Random("%s:%s:%s:%d:rev" % (
                                                 self.seed, link[0], link[1], n)))),
             ]
@@ -254,7 +282,26 @@ class FaultProxy:
             self._abort(conn, rst=conn.dead)
             self._conns.discard(conn)
 
-    async def _pump(self, conn, src, dst, link, rng):
+    async def _connect(self, conn, target):
+        """Connects conn's upstream socket to target (retrying for
+        connect_wait seconds); False if it could not."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.connect_wait
+        while True:
+            upstream = socket.socket(socket.AF_INET6 if ":" in target[0]
+                                     else socket.AF_INET, socket.SOCK_STREAM)
+            upstream.setblocking(False)
+            conn.socks = (conn.socks[0], upstream)
+            try:
+                await asyncio.wait_for(loop.sock_connect(upstream, target), 5)
+                return True
+            except (OSError, asyncio.TimeoutError):
+                if conn.dead or loop.time() >= deadline:
+                    return False
+            upstream.close()
+            await asyncio.sleep(0.02)
+
+    async def _pump(self, conn, src, dst, link, way, rng):
         loop = asyncio.get_running_loop()
         cutter = _Cutter(self, rng)
         try:
@@ -267,6 +314,7 @@ class FaultProxy:
                     except OSError:
                         pass
                     return
+                self.link_bytes[link][way] += len(data)
                 n, reset = cutter.feed(data)
                 if n and not conn.dead:
                     await loop.sock_sendall(dst, data[:n])
@@ -277,6 +325,8 @@ class FaultProxy:
             raise
         except OSError:
             # A reset or an error on one side is passed on as a reset.
+            if not conn.dead:
+                self.link_errors[link] += 1
             self._abort(conn)
 
     async def _reset(self, conn, link, kind, rng):
@@ -301,7 +351,7 @@ class FaultProxy:
         the same fd number."""
         conn.dead = True
         for s in conn.socks:
-            if s.fileno() < 0:
+            if s is None or s.fileno() < 0:
                 continue
             self.loop.remove_reader(s.fileno())
             self.loop.remove_writer(s.fileno())
@@ -340,13 +390,16 @@ def main(argv=None):
     ap.add_argument("--max-resets", type=int, default=100)
     ap.add_argument("--inside-fraction", type=float, default=0.5)
     ap.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    ap.add_argument("--connect-wait", type=float, default=0.0,
+                    help="seconds to keep trying a daemon that does not listen yet")
     ap.add_argument("--target-host", default="127.0.0.1")
     ap.add_argument("--duration", type=float, default=3600,
                     help="stop after this many seconds (default 3600)")
     ap.add_argument("maps", nargs="+", metavar="LISTEN:TARGET",
                     help="listen on port LISTEN, forward to TARGET")
     a = ap.parse_args(argv)
-    proxy = FaultProxy(a.seed, a.mean_frames, a.max_resets, a.inside_fraction, a.host)
+    proxy = FaultProxy(a.seed, a.mean_frames, a.max_resets, a.inside_fraction, a.host,
+                       a.connect_wait)
     try:
         for k, m in enumerate(a.maps):
             listen, _, target = m.partition(":")
@@ -361,6 +414,9 @@ def main(argv=None):
     stop.wait(a.duration)
     proxy.close()
     print(proxy.summary())
+    for k, m in enumerate(a.maps):
+        got = proxy.link_bytes[(k, m)]
+        print("%s: %d bytes in, %d bytes back" % (m, got[0], got[1]))
     return 0
 
 

@@ -93,6 +93,16 @@ class BenchSmoke(unittest.TestCase):
         self.assertGreater(float(g["rounds_per_step"]), 0)
         self.assertGreater(float(g["average_rounds"]), 0)
         self.assertGreater(float(g["average_bytes_per_node"]), 0)
+        # the daemons' own counts over the training span: the engine's
+        # payload is the minimum (an edge may have one more round in
+        # flight at the end), framing costs a little on the wire, and the
+        # interface adds TCP/IP headers and ACKs to what they wrote
+        pay = float(g["payload_bytes_per_step"])
+        self.assertTrue(0.9 <= pay / float(g["payload_min_bytes"]) <= 1.25,
+                        (pay, g["payload_min_bytes"]))
+        self.assertTrue(1.0 <= float(g["wire_payload_ratio"]) < 1.1, g["wire_payload_ratio"])
+        self.assertTrue(0.99 <= float(g["interface_wire_ratio"]) < 1.5,
+                        g["interface_wire_ratio"])
         # all-reduce of a 1.86 M-parameter model against rank-1 messages
         self.assertGreater(float(rows["ddp-allreduce"]["bytes_per_node_step"]),
                            50 * float(g["bytes_per_node_step"]))

@@ -322,10 +322,12 @@ DOC = {
          "tx_bytes": 0, "rx_bytes": 0, "tx_frames": 0, "rx_frames": 0,
          "exact_bytes": 0, "message_bytes": 0, "rounds": 0,
          "rtt_ms": None, "diff_norm": None},
-        # A state gossipctl does not know.
+        # A state gossipctl does not know; the new names of the bytes
+        # only (the others above have the old ones only).
         {"peer": E, "state": "draining",
          "generation": 1, "round": 2, "staleness": 0,
-         "tx_bytes": 5, "rx_bytes": 6, "tx_frames": 1, "rx_frames": 1,
+         "payload_tx_bytes": 4, "wire_tx_bytes": 5, "wire_rx_bytes": 6,
+         "tx_frames": 1, "rx_frames": 1,
          "exact_bytes": 0, "rtt_ms": None, "diff_norm": None},
     ],
 }
@@ -483,12 +485,12 @@ C=QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=
 D=YGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8=
 E=gIGCg4SFhoeIiYqLjI2Oj5CRkpOUlZaXmJmam5ydnp8=
 cat >"$T/expect-edges" <<EOF
-PEER                                          ENDPOINT        STATE       GEN   ROUND  STALE      TX_BYTES     RX_BYTES  TX_FRAMES  RX_FRAMES   RATIO  RTT_MS  DIFF_NORM
-$A  127.0.0.1:7001  up            1      57      0          1000         1000         10         10  160.0x   0.210       0.05
-$B  [::1]:7002      connecting    2       0      3           109            0          2          0       -       -          -
-$C  -               handshake     7  123456      1  123456789012  98765432109    4000000    3999999   10.0x  12.000    1.5e-07
-$D  127.0.0.1:7004  idle          0       0      0             0            0          0          0       -       -          -
-$E  -               draining      1       2      0             5            6          1          1       -       -          -
+PEER                                          ENDPOINT        STATE       GEN   ROUND  STALE  PAYLOAD_TX       WIRE_TX      WIRE_RX  TX_FRAMES  RX_FRAMES   RATIO  RTT_MS  DIFF_NORM
+$A  127.0.0.1:7001  up            1      57      0         800          1000         1000         10         10  160.0x   0.210       0.05
+$B  [::1]:7002      connecting    2       0      3           -           109            0          2          0       -       -          -
+$C  -               handshake     7  123456      1           -  123456789012  98765432109    4000000    3999999   10.0x  12.000    1.5e-07
+$D  127.0.0.1:7004  idle          0       0      0           0             0            0          0          0       -       -          -
+$E  -               draining      1       2      0           4             5            6          1          1       -       -          -
 EOF
 run "$G" --socket "$S" edges
 expect "edges exits 0" 0 ""
@@ -511,6 +513,11 @@ for line in \
 	"gossipd_edge_rx_frames_total{peer=\"$A\"} 10" \
 	"gossipd_edge_exact_bytes_total{peer=\"$A\"} 160000" \
 	"gossipd_edge_message_bytes_total{peer=\"$A\"} 800" \
+	"gossipd_edge_payload_tx_bytes_total{peer=\"$A\"} 800" \
+	"gossipd_edge_wire_tx_bytes_total{peer=\"$A\"} 1000" \
+	"gossipd_edge_wire_rx_bytes_total{peer=\"$C\"} 98765432109" \
+	"gossipd_edge_tx_bytes_total{peer=\"$E\"} 5" \
+	"gossipd_edge_message_bytes_total{peer=\"$E\"} 4" \
 	"gossipd_edge_rounds_total{peer=\"$A\"} 55" \
 	"gossipd_edge_resyncs_total{peer=\"$A\"} 2" \
 	"gossipd_edge_rounds_total{peer=\"$D\"} 0" \

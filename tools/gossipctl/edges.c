@@ -16,11 +16,13 @@ static void usage(FILE *f)
 		"end has no model registered, up: rounds flow, straggler: up, but\n"
 		"STEPs go on without waiting for it; or another state a newer\n"
 		"daemon adds); the generation, round and staleness (in steps);\n"
-		"the bytes and frames sent and received; the compression ratio\n"
-		"against exact gossip (the bytes exact gossip would have sent over\n"
-		"the bytes sent); the round-trip time in milliseconds; and the norm\n"
-		"of the last projected difference.  \"-\" marks a value the daemon\n"
-		"does not know yet.\n"
+		"the payload bytes sent (the engine's ROUND payloads); the wire\n"
+		"bytes sent and received (every byte of the links: handshakes,\n"
+		"frame headers and tags included); the frames sent and received;\n"
+		"the compression ratio against exact gossip (the bytes exact\n"
+		"gossip would have sent over the wire bytes sent); the round-trip\n"
+		"time in milliseconds; and the norm of the last projected\n"
+		"difference.  \"-\" marks a value the daemon does not know yet.\n"
 		"Without edges, only the header is printed.\n\n"
 		"%s",
 		PROG_NAME, GCTL_SOCKET_HELP);
@@ -30,17 +32,18 @@ static int print_edges(const gctl_status *st)
 {
 	static const char *const headers[] = {
 		"PEER", "ENDPOINT", "STATE", "GEN", "ROUND", "STALE",
-		"TX_BYTES", "RX_BYTES", "TX_FRAMES", "RX_FRAMES", "RATIO",
-		"RTT_MS", "DIFF_NORM",
+		"PAYLOAD_TX", "WIRE_TX", "WIRE_RX", "TX_FRAMES", "RX_FRAMES",
+		"RATIO", "RTT_MS", "DIFF_NORM",
 	};
 	gctl_table t;
 	int r = 0;
 
-	gctl_table_init(&t, 13, headers, "lllrrrrrrrrrr");
+	gctl_table_init(&t, 14, headers, "lllrrrrrrrrrrr");
 	for (size_t i = 0; i < st->n_edges && r == 0; i++) {
 		const gctl_edge *e = &st->edges[i];
 		char gen[GCTL_CELL_MAX], round[GCTL_CELL_MAX], stale[GCTL_CELL_MAX],
-			txb[GCTL_CELL_MAX], rxb[GCTL_CELL_MAX], txf[GCTL_CELL_MAX],
+			pay[GCTL_CELL_MAX], txb[GCTL_CELL_MAX], rxb[GCTL_CELL_MAX],
+			txf[GCTL_CELL_MAX],
 			rxf[GCTL_CELL_MAX], ratio[GCTL_CELL_MAX], rtt[GCTL_CELL_MAX],
 			norm[GCTL_CELL_MAX];
 		const char *cells[] = {
@@ -48,8 +51,9 @@ static int print_edges(const gctl_status *st)
 			gctl_fmt_uint(gen, &e->generation),
 			gctl_fmt_uint(round, &e->round),
 			gctl_fmt_uint(stale, &e->staleness),
-			gctl_fmt_uint(txb, &e->tx_bytes),
-			gctl_fmt_uint(rxb, &e->rx_bytes),
+			gctl_fmt_uint(pay, &e->payload_tx_bytes),
+			gctl_fmt_uint(txb, &e->wire_tx_bytes),
+			gctl_fmt_uint(rxb, &e->wire_rx_bytes),
 			gctl_fmt_uint(txf, &e->tx_frames),
 			gctl_fmt_uint(rxf, &e->rx_frames),
 			gctl_fmt_ratio(ratio, e),

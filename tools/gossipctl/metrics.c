@@ -22,9 +22,9 @@ static void usage(FILE *f)
 		"Prints the daemon's status in the Prometheus text format: the\n"
 		"daemon's identity, its model, every counter as gossipd_<name>_total,\n"
 		"and per edge (label peer=\"<public key>\") the state, generation,\n"
-		"round, staleness, rounds completed, resyncs, bytes and frames each\n"
-		"way, message bytes, compression ratio against exact gossip, RTT in\n"
-		"seconds and last difference norm.\n\n"
+		"round, staleness, rounds completed, resyncs, payload bytes sent,\n"
+		"wire bytes and frames each way, compression ratio against exact\n"
+		"gossip, RTT in seconds and last difference norm.\n\n"
 		"%s",
 		PROG_NAME, GCTL_SOCKET_HELP);
 }
@@ -327,11 +327,20 @@ static const struct edge_metric {
 	{ "gossipd_edge_staleness", "gauge",
 	  "STEPs since the edge last applied an update.",
 	  V_UINT, offsetof(gctl_edge, staleness) },
+	{ "gossipd_edge_payload_tx_bytes_total", "counter",
+	  "Bytes of the engine's messages (ROUND payloads, each round once) sent on the edge.",
+	  V_UINT, offsetof(gctl_edge, payload_tx_bytes) },
+	{ "gossipd_edge_wire_tx_bytes_total", "counter",
+	  "Bytes written to the edge's links: every frame with its header and tag, handshakes included.",
+	  V_UINT, offsetof(gctl_edge, wire_tx_bytes) },
+	{ "gossipd_edge_wire_rx_bytes_total", "counter",
+	  "Bytes read from the edge's links: every frame with its header and tag, handshakes included.",
+	  V_UINT, offsetof(gctl_edge, wire_rx_bytes) },
 	{ "gossipd_edge_tx_bytes_total", "counter",
-	  "Bytes sent on the edge's links, frame headers and tags included.",
+	  "The same as gossipd_edge_wire_tx_bytes_total (old name).",
 	  V_UINT, offsetof(gctl_edge, tx_bytes) },
 	{ "gossipd_edge_rx_bytes_total", "counter",
-	  "Bytes received on the edge's links, frame headers and tags included.",
+	  "The same as gossipd_edge_wire_rx_bytes_total (old name).",
 	  V_UINT, offsetof(gctl_edge, rx_bytes) },
 	{ "gossipd_edge_tx_frames_total", "counter",
 	  "Frames sent on the edge's links.",
@@ -343,7 +352,7 @@ static const struct edge_metric {
 	  "Bytes exact gossip would have sent for the same rounds.",
 	  V_UINT, offsetof(gctl_edge, exact_bytes) },
 	{ "gossipd_edge_message_bytes_total", "counter",
-	  "Bytes of engine messages (ROUND payloads) sent on the edge.",
+	  "The same as gossipd_edge_payload_tx_bytes_total (old name).",
 	  V_UINT, offsetof(gctl_edge, message_bytes) },
 	{ "gossipd_edge_rounds_total", "counter",
 	  "Gossip rounds the edge completed.",

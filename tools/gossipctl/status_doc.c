@@ -49,6 +49,9 @@ static const field edge_fields[] = {
 	FIELD(F_UINT, "generation", gctl_edge, generation),
 	FIELD(F_UINT, "round", gctl_edge, round),
 	FIELD(F_UINT, "staleness", gctl_edge, staleness),
+	FIELD(F_UINT, "payload_tx_bytes", gctl_edge, payload_tx_bytes),
+	FIELD(F_UINT, "wire_tx_bytes", gctl_edge, wire_tx_bytes),
+	FIELD(F_UINT, "wire_rx_bytes", gctl_edge, wire_rx_bytes),
 	FIELD(F_UINT, "tx_bytes", gctl_edge, tx_bytes),
 	FIELD(F_UINT, "rx_bytes", gctl_edge, rx_bytes),
 	FIELD(F_UINT, "tx_frames", gctl_edge, tx_frames),
@@ -62,6 +65,22 @@ static const field edge_fields[] = {
 	FIELD(F_STR, "last_error", gctl_edge, last_error),
 	FIELD(F_BOOL, "straggler", gctl_edge, straggler),
 };
+
+/* A pair of names for one count: either fills the other. */
+static void alias(gctl_uint *a, gctl_uint *b)
+{
+	if (!a->set)
+		*a = *b;
+	else if (!b->set)
+		*b = *a;
+}
+
+static void fill_aliases(gctl_edge *e)
+{
+	alias(&e->wire_tx_bytes, &e->tx_bytes);
+	alias(&e->wire_rx_bytes, &e->rx_bytes);
+	alias(&e->payload_tx_bytes, &e->message_bytes);
+}
 
 const char *gctl_edge_state(const gctl_edge *e)
 {
@@ -190,6 +209,7 @@ static int read_edges(json_t *arr, gctl_status *st, char *err, size_t err_len)
 		if (read_fields(v, edge_fields, N(edge_fields), &st->edges[i],
 				where, err, err_len) < 0)
 			return -1;
+		fill_aliases(&st->edges[i]);
 	}
 	return 0;
 }

@@ -15,10 +15,15 @@
  *   counters { <name>: integer >= 0, ... }           members of other types
  *                                                    are ignored
  *   edges [ { peer, endpoint, state: strings,
- *             generation, round, staleness, tx_bytes, rx_bytes, tx_frames,
+ *             generation, round, staleness, payload_tx_bytes,
+ *             wire_tx_bytes, wire_rx_bytes, tx_bytes, rx_bytes, tx_frames,
  *             rx_frames, exact_bytes, message_bytes, rounds,
  *             resyncs: integers >= 0,
  *             rtt_ms, diff_norm: numbers, last_error: string }, ... ]
+ *
+ * tx_bytes / rx_bytes are the old names of wire_tx_bytes / wire_rx_bytes
+ * and message_bytes that of payload_tx_bytes: a document with only one
+ * of a pair (an older or newer daemon) fills both.
  */
 #ifndef GOSSIPCTL_STATUS_DOC_H
 #define GOSSIPCTL_STATUS_DOC_H
@@ -50,9 +55,13 @@ typedef struct gctl_edge {
 	const char *state;            /* down, connecting, handshake, up, or
 	                                 another the daemon adds */
 	gctl_uint generation, round, staleness;
-	gctl_uint tx_bytes, rx_bytes, tx_frames, rx_frames;
+	/* Every byte of the peer's links (handshake, frame headers, tags). */
+	gctl_uint wire_tx_bytes, wire_rx_bytes;
+	gctl_uint tx_bytes, rx_bytes;  /* the same, old names */
+	gctl_uint tx_frames, rx_frames;
 	gctl_uint exact_bytes;        /* what exact gossip would have sent */
-	gctl_uint message_bytes;      /* engine message bytes actually sent */
+	gctl_uint payload_tx_bytes;   /* the engine's ROUND payloads sent */
+	gctl_uint message_bytes;      /* the same, old name */
 	gctl_uint rounds;             /* rounds completed */
 	gctl_uint resyncs;            /* RESYNCs (new generations) */
 	gctl_real rtt_ms, diff_norm;
