@@ -11,6 +11,7 @@
 
 #include <sodium.h>
 
+#include "hsframe.h"
 #include "tmpdir.h"
 #include "peers.h"
 #include "replay.h"
@@ -155,32 +156,28 @@ START_TEST(test_restart_refuses_an_old_handshake)
 	path_of(replay, sizeof(replay), "replay-timestamps");
 	/* An HS_INIT from a listed peer, captured. */
 	gsp_hs hs;
-	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
 	uint8_t ts[GSP_HS_TIMESTAMP], frame[4 + GSP_HS_INIT_MSG_BYTES];
-	size_t n;
 	gsp_hs_timestamp(ts);
-	ck_assert_int_eq(gsp_hs_initiate(&hs, &them, us.pub, ts, msg.payload), 0);
-	ck_assert_int_eq(gsp_hs_init_encode(&msg, frame + 4, sizeof(frame) - 4, &n), 0);
-	ck_assert_int_eq(gsp_frame_header_write(frame, 4, (uint32_t)n), 0);
+	size_t n = hs_init_frame(&hs, &them, us.pub, ts, frame);
 	gsp_hs_clear(&hs);
 
 	table t;
 	table_start(&t, &us, &them, replay);
-	send_init(&t, frame, 4 + n, ts, false);
+	send_init(&t, frame, n, ts, false);
 	ck_assert_uint_eq(t.c.hs_replayed, 0);
 	ck_assert(!memcmp(t.ps.peer[0].last_ts, ts, sizeof(ts)));
 	table_stop(&t);
 
 	/* The daemon restarts: the same bytes again are a replay. */
 	table_start(&t, &us, &them, replay);
-	send_init(&t, frame, 4 + n, ts, true);
+	send_init(&t, frame, n, ts, true);
 	ck_assert_uint_eq(t.c.hs_replayed, 1);
 	table_stop(&t);
 
 	/* Without the file (memory only) the window reopens: what the file
 	 * is for. */
 	table_start(&t, &us, &them, NULL);
-	send_init(&t, frame, 4 + n, ts, false);
+	send_init(&t, frame, n, ts, false);
 	ck_assert_uint_eq(t.c.hs_replayed, 0);
 	table_stop(&t);
 }
