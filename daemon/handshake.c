@@ -114,11 +114,24 @@ int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
 		    uint8_t out[GSP_HS_INIT_BYTES])
 {
+	gsp_keypair e;
+	gsp_keypair_generate(&e);
+	int err = gsp_hs_initiate_with(hs, s, remote_pub, clear, timestamp, &e, out);
+	sodium_memzero(&e, sizeof(e));
+	return err;
+}
+
+int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
+			 const uint8_t remote_pub[GSP_KEY_BYTES],
+			 const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			 const gsp_keypair *e, uint8_t out[GSP_HS_INIT_BYTES])
+{
 	uint8_t k[32];
 	hs_start(hs, s, true, remote_pub);
 	memcpy(hs->remote_s, remote_pub, GSP_KEY_BYTES);
 	mix_hash(hs, clear, GSP_HS_CLEAR);
-	gsp_keypair_generate(&hs->e);
+	hs->e = *e;
 	memcpy(out, hs->e.pub, GSP_KEY_BYTES);
 	mix_hash(hs, hs->e.pub, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_s, k))
@@ -189,11 +202,22 @@ static void split(gsp_hs *hs, gsp_session *ret)
 int gsp_hs_respond(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
 		   uint8_t out[GSP_HS_RESP_BYTES], gsp_session *ret_session)
 {
+	gsp_keypair e;
+	gsp_keypair_generate(&e);
+	int err = gsp_hs_respond_with(hs, clear, &e, out, ret_session);
+	sodium_memzero(&e, sizeof(e));
+	return err;
+}
+
+int gsp_hs_respond_with(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+			const gsp_keypair *e, uint8_t out[GSP_HS_RESP_BYTES],
+			gsp_session *ret_session)
+{
 	uint8_t k[32];
 	if (hs->initiator || hs->step != 1)
 		return -EINVAL;
 	mix_hash(hs, clear, GSP_HS_CLEAR);
-	gsp_keypair_generate(&hs->e);
+	hs->e = *e;
 	memcpy(out, hs->e.pub, GSP_KEY_BYTES);
 	mix_hash(hs, hs->e.pub, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||

@@ -83,6 +83,17 @@ int gsp_hs_respond(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
 int gsp_hs_read_response(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
 			 const uint8_t *in, size_t len,
 			 gsp_session *ret_session);
+/* The same two steps with the ephemeral key pair e given instead of a
+ * fresh random one: for known-answer tests only (a reused ephemeral
+ * gives up forward secrecy).  The two above call these. */
+int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
+			 const uint8_t remote_pub[GSP_KEY_BYTES],
+			 const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			 const gsp_keypair *e, uint8_t out[GSP_HS_INIT_BYTES]);
+int gsp_hs_respond_with(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+			const gsp_keypair *e, uint8_t out[GSP_HS_RESP_BYTES],
+			gsp_session *ret_session);
 /* Wipes handshake secrets. */
 void gsp_hs_clear(gsp_hs *hs);
 
