@@ -29,6 +29,11 @@
 #define LINK_HS_TIMEOUT_MS 5000
 #define LINK_PING_MS 2000
 #define LINK_DEAD_MS 10000
+/* An initiator asks its owner for a new session (ops->rekey) once its
+ * session is this old, and again every handshake timeout while it stays
+ * up; either end closes a session 1.5 times this old (its keys expire,
+ * as WireGuard's REJECT_AFTER_TIME). */
+#define LINK_REKEY_MS 120000
 /* Unsent bytes a link may queue before it is closed as too slow. */
 #define LINK_MAX_QUEUED (256u << 20)
 /* Accepted connections still in the handshake: at most this many, and
@@ -62,6 +67,9 @@ typedef struct link_ops {
 			 const uint8_t ts[GSP_HS_TIMESTAMP]);
 	/* Session keys agreed: frames may be sent. */
 	void (*up)(plink *l);
+	/* Optional.  l, a session this end initiated, is older than the
+	 * rekey time: the owner should open a new one to replace it. */
+	void (*rekey)(plink *l);
 	/* A decrypted frame other than PING, PONG and GOODBYE.  A negative
 	 * return closes the link: -EACCES as not allowed, else malformed. */
 	int (*frame)(plink *l, const uint8_t *pt, size_t len);
@@ -81,7 +89,7 @@ typedef struct link_env {
 	const link_ops *ops;
 	void *ctx;                    /* the env's owner, for callbacks */
 	/* Limits; 0 takes the LINK_* default (tests set small ones). */
-	unsigned hs_timeout_ms, ping_ms, dead_ms;
+	unsigned hs_timeout_ms, ping_ms, dead_ms, rekey_ms;
 	size_t max_queued;
 	unsigned preauth_max, preauth_per_addr;
 	plink *links;            /* newest first */

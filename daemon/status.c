@@ -191,7 +191,7 @@ char *status_json(const gossipd *d)
 	    "\"hs_replayed\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
 	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu,"
 	    "\"rounds_refused\":%llu,\"rounds_rolled_back\":%llu,"
-	    "\"rounds_unreconciled\":%llu},"
+	    "\"rounds_unreconciled\":%llu,\"sessions_rekeyed\":%llu},"
 	    "\"edges\":[",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed, (unsigned long long)c->links_closed,
@@ -200,7 +200,8 @@ char *status_json(const gossipd *d)
 	    (unsigned long long)c->version_mismatch,
 	    (unsigned long long)c->rounds_refused,
 	    (unsigned long long)c->rounds_rolled_back,
-	    (unsigned long long)c->rounds_unreconciled);
+	    (unsigned long long)c->rounds_unreconciled,
+	    (unsigned long long)c->sessions_rekeyed);
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {

@@ -178,6 +178,7 @@ static const struct {
 	{ "rounds_rolled_back", "Rounds taken back because the neighbour ended the generation before them." },
 	{ "rounds_unreconciled", "Rounds that may have landed at one end only (a neighbour lost its edge state)." },
 	{ "api_malformed", "Local API connections closed for malformed requests." },
+	{ "sessions_rekeyed", "Sessions this node initiated and replaced with a new handshake (RekeyAfterSeconds)." },
 };
 
 /* "gossipd_" + name with every character outside [a-zA-Z0-9_] replaced by
