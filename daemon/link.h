@@ -25,6 +25,7 @@
 
 #include "counters.h"
 #include "handshake.h"
+#include "ratelimit.h"
 
 #define LINK_HS_TIMEOUT_MS 5000
 #define LINK_PING_MS 2000
@@ -40,6 +41,11 @@
  * this many from one address; a new one beyond a cap closes the oldest. */
 #define LINK_PREAUTH_MAX 128
 #define LINK_PREAUTH_PER_ADDR 8
+/* Connections that come to start a handshake, per source address
+ * (ratelimit.h): this many a second, in bursts of up to this many; one
+ * beyond is closed at once, before anything is read. */
+#define LINK_HS_RATE_PER_S 50
+#define LINK_HS_BURST 100
 /* Warnings about unauthenticated connections: at most this many a
  * second, then one line that counts the rest. */
 #define LINK_PREAUTH_LOG_PER_S 10
@@ -92,6 +98,8 @@ typedef struct link_env {
 	unsigned hs_timeout_ms, ping_ms, dead_ms, rekey_ms;
 	size_t max_queued;
 	unsigned preauth_max, preauth_per_addr;
+	ratelimit *hs_limit;     /* per-address rate of accepted connections;
+				  * NULL: none */
 	plink *links;            /* newest first */
 	uint64_t log_window_ms;  /* rate limit of pre-auth warnings */
 	unsigned log_lines, log_suppressed;
@@ -103,7 +111,9 @@ int link_connect(link_env *env, const struct sockaddr *sa,
 		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
 		 link_stats *stats, plink **ret);
 /* Accepts a connection from server; the link waits for the initiator's
- * handshake, unbound until ops->authorize binds it. */
+ * handshake, unbound until ops->authorize binds it.  -ECONNREFUSED when
+ * the address is over its rate (counted, logged at most once a second
+ * per address): the connection is closed, no link is made. */
 int link_accept(link_env *env, uv_stream_t *server, plink **ret);
 
 /* Gives the link its owner (ops callbacks read it with link_owner), the

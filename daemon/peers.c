@@ -301,8 +301,12 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 		.loop = loop, .key = key, .counters = c, .ops = ops, .ctx = ctx,
 	};
 	ps->peer = calloc(GSP_MAX_PEERS, sizeof(*ps->peer));
-	if (!ps->peer)
+	ps->env.hs_limit = malloc(sizeof(*ps->env.hs_limit));
+	if (!ps->peer || !ps->env.hs_limit) {
+		peers_free(ps);
 		return -ENOMEM;
+	}
+	ratelimit_init(ps->env.hs_limit, LINK_HS_RATE_PER_S, LINK_HS_BURST);
 	for (size_t i = 0; i < cfg->n_peers; i++) {
 		peer *p = &ps->peer[i];
 		p->set = ps;
@@ -324,7 +328,9 @@ void peers_free(peers *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		peers__forget_addrs(&ps->peer[i]);
 	free(ps->peer);
+	free(ps->env.hs_limit);
 	ps->peer = NULL;
+	ps->env.hs_limit = NULL;
 	ps->n = 0;
 }
 
@@ -335,7 +341,7 @@ static void on_incoming(uv_stream_t *server, int status)
 	if (status < 0 || ps->stopping)
 		return;
 	int err = link_accept(&ps->env, server, &l);
-	if (err)
+	if (err && err != -ECONNREFUSED)
 		gsp_debug("cannot accept a connection: %s", gsp_strerror(err));
 }
 

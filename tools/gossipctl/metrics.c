@@ -169,6 +169,7 @@ static const struct {
 	{ "rx_malformed", "Peer links closed for malformed input." },
 	{ "hs_refused", "Handshakes refused: static key not on the allowlist." },
 	{ "hs_replayed", "Handshakes refused: stale or replayed timestamp." },
+	{ "hs_rate_limited", "Connections refused: over the handshake rate of their address." },
 	{ "version_mismatch", "Peers refused for another protocol major version." },
 	{ "model_mismatch", "Peer links closed for a different model fingerprint." },
 	{ "fingerprint_mismatch", "Peer links closed for a different model fingerprint." },
