@@ -32,6 +32,10 @@ starts.
     proxy.close()
     print(proxy.summary())      # "resets 37 (inside 19, between 18) of 1850 frames..."
 
+first_frames[(src, dst)] lists, in order, the first frame (length prefix
+included) that each connection of a link forwarded from the dialing
+daemon: its HS_INIT, for tests that replay one.
+
 gossipcluster.Cluster(..., proxy=proxy) points every Endpoint at the
 proxy.  As a program (manual experiments, e.g. with tools/gossip-cluster):
 
@@ -143,6 +147,7 @@ class FaultProxy:
         self.connect_failures = 0    # the daemon behind was not there
         self.links = {}              # (src, dst) -> listening port
         self.link_resets = {}        # (src, dst) -> resets
+        self.first_frames = {}       # (src, dst) -> [first frame forwarded]
         self._listeners = []
         self._conns = set()
         self._closed = False
@@ -170,6 +175,7 @@ class FaultProxy:
         port = lsock.getsockname()[1]
         self.links[(src, dst)] = port
         self.link_resets[(src, dst)] = 0
+        self.first_frames[(src, dst)] = []
         self._listeners.append(lsock)
         asyncio.run_coroutine_threadsafe(
             self._serve(lsock, (src, dst), (target_host, target_port)), self.loop)
@@ -243,7 +249,8 @@ class FaultProxy:
             conn.tasks = [
                 loop.create_task(self._pump(conn, client, upstream, link,
                                             random.Random("%s:%s:%s:%d:fwd" % (
-                                                self.seed, link[0], link[1], n)))),
+                                                self.seed, link[0], link[1], n)),
+                                            self.first_frames[link])),
                 loop.create_task(self._pump(conn, upstream, client, link,
                                             random.Random("%s:%s:%s:%d:rev" % (
                                                 self.seed, link[0], link[1], n)))),
@@ -254,9 +261,12 @@ class FaultProxy:
             self._abort(conn, rst=conn.dead)
             self._conns.discard(conn)
 
-    async def _pump(self, conn, src, dst, link, rng):
+    async def _pump(self, conn, src, dst, link, rng, first=None):
+        """Forwards src to dst; appends the first whole frame forwarded
+        to the list first, if given."""
         loop = asyncio.get_running_loop()
         cutter = _Cutter(self, rng)
+        head = b""
         try:
             while not conn.dead:
                 data = await loop.sock_recv(src, 65536)
@@ -270,6 +280,13 @@ class FaultProxy:
                 n, reset = cutter.feed(data)
                 if n and not conn.dead:
                     await loop.sock_sendall(dst, data[:n])
+                    if first is not None:
+                        head += data[:n]
+                        if len(head) >= 4:
+                            end = 4 + struct.unpack("<I", head[:4])[0]
+                            if len(head) >= end:
+                                first.append(head[:end])
+                                first = None
                 if reset and not conn.dead:
                     await self._reset(conn, link, cutter.kind, rng)
                     return
