@@ -92,7 +92,8 @@ static void spec_prf(uint8_t out[32], const uint8_t k[32], const uint8_t *d,
 		     size_t len, uint8_t b)
 {
 	uint8_t buf[33];
-	memcpy(buf, d, len);
+	if (len)
+		memcpy(buf, d, len);
 	buf[len] = b;
 	crypto_generichash(out, 32, buf, len + 1, k, 32);
 }
