@@ -65,6 +65,7 @@ typedef struct gsp_daemon_config {
 	unsigned max_wait_ms;           /* STEP waits at most this for a lagging edge */
 	unsigned detach_wait_ms;        /* DETACH waits at most this for the peers */
 	float max_round_change;         /* a received round's bound; 0: none */
+	unsigned rekey_after_s;         /* a session is replaced this old */
 	gsp_log_level log_level;
 	/* SimSeed/Index: edge seeds and roles as gossip-sim derives them, so
 	 * a cluster replays a simulation (tests, reproducible runs). */
@@ -87,6 +88,10 @@ typedef struct gsp_daemon_config {
  * our own message's norm (or of sqrt(its length), if that is larger): a
  * listed peer cannot push arbitrary values into the model. */
 #define GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE 1000.0f
+/* A session's initiator replaces it with a new handshake this often
+ * (WireGuard's REKEY_AFTER_TIME); RekeyAfterSeconds. */
+#define GSP_DAEMON_DEFAULT_REKEY_AFTER_S 120
+#define GSP_DAEMON_MAX_REKEY_AFTER_S 86400
 
 /* Fills cfg with defaults (no peers, listen 127.0.0.1:0, socket
  * gossipd.sock, powergossip rank GSP_DAEMON_DEFAULT_RANK, gamma 1). */

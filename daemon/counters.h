@@ -12,7 +12,9 @@ typedef struct counters {
 	uint64_t rx_malformed;          /* link, edge: a frame that did not decode */
 	uint64_t hs_refused;            /* link, peers: handshake not accepted */
 	uint64_t hs_replayed;           /* peers: old or replayed timestamp */
+	uint64_t hs_rate_limited;       /* link: over its address's rate */
 	uint64_t links_closed;          /* link */
+	uint64_t sessions_rekeyed;      /* peers: replaced by our new handshake */
 	uint64_t api_malformed;         /* api */
 	uint64_t fingerprint_mismatch;  /* edge */
 	uint64_t version_mismatch;      /* link */

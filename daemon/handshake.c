@@ -110,13 +110,28 @@ void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP])
 
 int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
 		    const uint8_t remote_pub[GSP_KEY_BYTES],
+		    const uint8_t clear[GSP_HS_CLEAR],
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
 		    uint8_t out[GSP_HS_INIT_BYTES])
+{
+	gsp_keypair e;
+	gsp_keypair_generate(&e);
+	int err = gsp_hs_initiate_with(hs, s, remote_pub, clear, timestamp, &e, out);
+	sodium_memzero(&e, sizeof(e));
+	return err;
+}
+
+int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
+			 const uint8_t remote_pub[GSP_KEY_BYTES],
+			 const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			 const gsp_keypair *e, uint8_t out[GSP_HS_INIT_BYTES])
 {
 	uint8_t k[32];
 	hs_start(hs, s, true, remote_pub);
 	memcpy(hs->remote_s, remote_pub, GSP_KEY_BYTES);
-	gsp_keypair_generate(&hs->e);
+	mix_hash(hs, clear, GSP_HS_CLEAR);
+	hs->e = *e;
 	memcpy(out, hs->e.pub, GSP_KEY_BYTES);
 	mix_hash(hs, hs->e.pub, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_s, k))
@@ -134,7 +149,8 @@ fail:
 	return -EINVAL;
 }
 
-int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s, const uint8_t *in,
+int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
+		     const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
 		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
 		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP])
 {
@@ -143,6 +159,7 @@ int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s, const uint8_t *in,
 	if (len != GSP_HS_INIT_BYTES)
 		return -EBADMSG;
 	hs_start(hs, s, false, s->pub);
+	mix_hash(hs, clear, GSP_HS_CLEAR);
 	memcpy(hs->remote_e, in, GSP_KEY_BYTES);
 	mix_hash(hs, hs->remote_e, GSP_KEY_BYTES);
 	if (mix_dh(hs, s->priv, hs->remote_e, k) ||
@@ -182,13 +199,25 @@ static void split(gsp_hs *hs, gsp_session *ret)
 	gsp_hs_clear(hs);
 }
 
-int gsp_hs_respond(gsp_hs *hs, uint8_t out[GSP_HS_RESP_BYTES],
-		   gsp_session *ret_session)
+int gsp_hs_respond(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+		   uint8_t out[GSP_HS_RESP_BYTES], gsp_session *ret_session)
+{
+	gsp_keypair e;
+	gsp_keypair_generate(&e);
+	int err = gsp_hs_respond_with(hs, clear, &e, out, ret_session);
+	sodium_memzero(&e, sizeof(e));
+	return err;
+}
+
+int gsp_hs_respond_with(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+			const gsp_keypair *e, uint8_t out[GSP_HS_RESP_BYTES],
+			gsp_session *ret_session)
 {
 	uint8_t k[32];
 	if (hs->initiator || hs->step != 1)
 		return -EINVAL;
-	gsp_keypair_generate(&hs->e);
+	mix_hash(hs, clear, GSP_HS_CLEAR);
+	hs->e = *e;
 	memcpy(out, hs->e.pub, GSP_KEY_BYTES);
 	mix_hash(hs, hs->e.pub, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||
@@ -203,7 +232,8 @@ int gsp_hs_respond(gsp_hs *hs, uint8_t out[GSP_HS_RESP_BYTES],
 	return 0;
 }
 
-int gsp_hs_read_response(gsp_hs *hs, const uint8_t *in, size_t len,
+int gsp_hs_read_response(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t *in, size_t len,
 			 gsp_session *ret_session)
 {
 	uint8_t k[32];
@@ -212,6 +242,7 @@ int gsp_hs_read_response(gsp_hs *hs, const uint8_t *in, size_t len,
 	if (len != GSP_HS_RESP_BYTES)
 		return -EBADMSG;
 	gsp_hs saved = *hs;
+	mix_hash(hs, clear, GSP_HS_CLEAR);
 	memcpy(hs->remote_e, in, GSP_KEY_BYTES);
 	mix_hash(hs, hs->remote_e, GSP_KEY_BYTES);
 	if (mix_dh(hs, hs->e.priv, hs->remote_e, k) ||

@@ -10,6 +10,11 @@
  *                                                 (caller: allowlist, replay)
  *   gsp_hs_read_response() <-- RESPONSE (e, {}) -- gsp_hs_respond()
  *   both: a gsp_session with the same edge seed
+ *
+ * Each message's clear bytes in front of its payload (its type and
+ * version, `clear` below) are mixed into the handshake hash before the
+ * payload, so its tags cover them: a version rewritten in flight fails
+ * the handshake.
  */
 #ifndef GSP_DAEMON_HANDSHAKE_H
 #define GSP_DAEMON_HANDSHAKE_H
@@ -21,6 +26,9 @@
 #include "key.h"              /* GSP_KEY_BYTES, gsp_keypair */
 
 #define GSP_HS_TAG 16
+/* The clear bytes of a handshake message before its payload (proto.h's
+ * GSP_HS_HEADER_BYTES: type and version). */
+#define GSP_HS_CLEAR 3
 #define GSP_HS_TIMESTAMP 12
 /* e (32) | {s} (32 + 16) | {timestamp} (12 + 16) */
 #define GSP_HS_INIT_BYTES (GSP_KEY_BYTES + GSP_KEY_BYTES + GSP_HS_TAG + GSP_HS_TIMESTAMP + GSP_HS_TAG)
@@ -50,24 +58,42 @@ typedef struct gsp_session {
  * lexicographic order is time order. */
 void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP]);
 
-/* Initiator: writes INIT for the responder with static key remote_pub. */
+/* Initiator: writes INIT's payload for the responder with static key
+ * remote_pub, behind INIT's clear bytes. */
 int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
 		    const uint8_t remote_pub[GSP_KEY_BYTES],
+		    const uint8_t clear[GSP_HS_CLEAR],
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
 		    uint8_t out[GSP_HS_INIT_BYTES]);
-/* Responder: authenticates INIT and returns the initiator's static key
- * and timestamp; the caller checks the allowlist and that the timestamp
- * is newer than the last one seen from that key.  -EBADMSG if INIT does
- * not decrypt (wrong responder key, tampering). */
-int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s, const uint8_t *in,
+/* Responder: authenticates INIT (its clear bytes and payload as
+ * received) and returns the initiator's static key and timestamp; the
+ * caller checks the allowlist and that the timestamp is newer than the
+ * last one seen from that key.  -EBADMSG if INIT does not decrypt (wrong
+ * responder key, tampering, clear bytes other than the initiator's). */
+int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
+		     const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
 		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
 		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP]);
-/* Responder: writes RESPONSE and derives the session. */
-int gsp_hs_respond(gsp_hs *hs, uint8_t out[GSP_HS_RESP_BYTES],
-		   gsp_session *ret_session);
-/* Initiator: authenticates RESPONSE and derives the session. */
-int gsp_hs_read_response(gsp_hs *hs, const uint8_t *in, size_t len,
+/* Responder: writes RESPONSE's payload, behind its clear bytes, and
+ * derives the session. */
+int gsp_hs_respond(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+		   uint8_t out[GSP_HS_RESP_BYTES], gsp_session *ret_session);
+/* Initiator: authenticates RESPONSE (clear bytes and payload as
+ * received) and derives the session. */
+int gsp_hs_read_response(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t *in, size_t len,
 			 gsp_session *ret_session);
+/* The same two steps with the ephemeral key pair e given instead of a
+ * fresh random one: for known-answer tests only (a reused ephemeral
+ * gives up forward secrecy).  The two above call these. */
+int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
+			 const uint8_t remote_pub[GSP_KEY_BYTES],
+			 const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			 const gsp_keypair *e, uint8_t out[GSP_HS_INIT_BYTES]);
+int gsp_hs_respond_with(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],
+			const gsp_keypair *e, uint8_t out[GSP_HS_RESP_BYTES],
+			gsp_session *ret_session);
 /* Wipes handshake secrets. */
 void gsp_hs_clear(gsp_hs *hs);
 

@@ -255,7 +255,10 @@ plink *link__new(link_env *env, bool initiator)
 	l->timer.data = l;
 	l->next = env->links;
 	env->links = l;
+	/* Often enough for the heartbeat, the deadlines and the rekey. */
 	unsigned tick = limit(env->ping_ms, LINK_PING_MS) / 4;
+	unsigned rekey_tick = limit(env->rekey_ms, LINK_REKEY_MS) / 8;
+	tick = tick < rekey_tick ? tick : rekey_tick;
 	tick = tick < 500 ? tick : 500;
 	uv_timer_start(&l->timer, on_timer, tick ? tick : 1, tick ? tick : 1);
 	return l;
@@ -310,7 +313,8 @@ void link__opened(plink *l)
 {
 	l->phase = LINK_OPEN;
 	l->confirming = false;
-	l->last_rx_ms = now_ms(l);
+	l->last_rx_ms = l->opened_ms = now_ms(l);
+	l->rekey_at_ms = l->opened_ms + limit(l->env->rekey_ms, LINK_REKEY_MS);
 	link_set_max_frame(l, GSP_PROTO_CONTROL_MAX);
 	l->env->ops->up(l);
 }
@@ -471,8 +475,21 @@ static void on_timer(uv_timer_t *t)
 		     "no frame for %u ms", dead);
 		return;
 	}
+	uint64_t expire = (uint64_t)limit(l->env->rekey_ms, LINK_REKEY_MS) * 3 / 2;
+	if (now - l->opened_ms >= expire) {
+		gsp_warn("peer %s: session keys %llu ms old, closing", l->name,
+			 (unsigned long long)expire);
+		link__fail(l, GSP_BYE_TIMEOUT, "session keys expired",
+		     "session keys expired (%llu ms old)", (unsigned long long)expire);
+		return;
+	}
 	if (now - l->last_tx_ms >= limit(l->env->ping_ms, LINK_PING_MS))
 		link__ping(l);
+	if (l->phase == LINK_OPEN && l->initiator && now >= l->rekey_at_ms &&
+	    l->env->ops->rekey) {
+		l->rekey_at_ms = now + limit(l->env->hs_timeout_ms, LINK_HS_TIMEOUT_MS);
+		l->env->ops->rekey(l);
+	}
 }
 
 void link__start_reading(plink *l)

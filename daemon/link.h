@@ -25,16 +25,27 @@
 
 #include "counters.h"
 #include "handshake.h"
+#include "ratelimit.h"
 
 #define LINK_HS_TIMEOUT_MS 5000
 #define LINK_PING_MS 2000
 #define LINK_DEAD_MS 10000
+/* An initiator asks its owner for a new session (ops->rekey) once its
+ * session is this old, and again every handshake timeout while it stays
+ * up; either end closes a session 1.5 times this old (its keys expire,
+ * as WireGuard's REJECT_AFTER_TIME). */
+#define LINK_REKEY_MS 120000
 /* Unsent bytes a link may queue before it is closed as too slow. */
 #define LINK_MAX_QUEUED (256u << 20)
 /* Accepted connections still in the handshake: at most this many, and
  * this many from one address; a new one beyond a cap closes the oldest. */
 #define LINK_PREAUTH_MAX 128
 #define LINK_PREAUTH_PER_ADDR 8
+/* Connections that come to start a handshake, per source address
+ * (ratelimit.h): this many a second, in bursts of up to this many; one
+ * beyond is closed at once, before anything is read. */
+#define LINK_HS_RATE_PER_S 50
+#define LINK_HS_BURST 100
 /* Warnings about unauthenticated connections: at most this many a
  * second, then one line that counts the rest. */
 #define LINK_PREAUTH_LOG_PER_S 10
@@ -67,6 +78,9 @@ typedef struct link_ops {
 			 const uint8_t ts[GSP_HS_TIMESTAMP]);
 	/* Session keys agreed: frames may be sent. */
 	void (*up)(plink *l);
+	/* Optional.  l, a session this end initiated, is older than the
+	 * rekey time: the owner should open a new one to replace it. */
+	void (*rekey)(plink *l);
 	/* A decrypted frame other than PING, PONG and GOODBYE.  A negative
 	 * return closes the link: -EACCES as not allowed, else malformed. */
 	int (*frame)(plink *l, const uint8_t *pt, size_t len);
@@ -86,9 +100,11 @@ typedef struct link_env {
 	const link_ops *ops;
 	void *ctx;                    /* the env's owner, for callbacks */
 	/* Limits; 0 takes the LINK_* default (tests set small ones). */
-	unsigned hs_timeout_ms, ping_ms, dead_ms;
+	unsigned hs_timeout_ms, ping_ms, dead_ms, rekey_ms;
 	size_t max_queued;
 	unsigned preauth_max, preauth_per_addr;
+	ratelimit *hs_limit;     /* per-address rate of accepted connections;
+				  * NULL: none */
 	plink *links;            /* newest first */
 	uint64_t log_window_ms;  /* rate limit of pre-auth warnings */
 	unsigned log_lines, log_suppressed;
@@ -100,7 +116,9 @@ int link_connect(link_env *env, const struct sockaddr *sa,
 		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
 		 link_stats *stats, plink **ret);
 /* Accepts a connection from server; the link waits for the initiator's
- * handshake, unbound until ops->authorize binds it. */
+ * handshake, unbound until ops->authorize binds it.  -ECONNREFUSED when
+ * the address is over its rate (counted, logged at most once a second
+ * per address): the connection is closed, no link is made. */
 int link_accept(link_env *env, uv_stream_t *server, plink **ret);
 
 /* Gives the link its owner (ops callbacks read it with link_owner), the

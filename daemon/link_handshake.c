@@ -1,6 +1,7 @@
-/* link: the handshake messages of a link (PROTOCOL.md 3): HS_INIT from
+/* link: the handshake messages of a link (PROTOCOL.md 4.2): HS_INIT from
  * the initiator, the responder's authorization and HS_RESP, and refusals
- * of another protocol version. */
+ * of another protocol version.  Each message's clear type and version
+ * bytes go into the handshake hash. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,33 @@ static int version_refused(plink *l, const uint8_t *body, size_t len, int err,
 	return -EACCES;
 }
 
+_Static_assert(GSP_HS_CLEAR == GSP_HS_HEADER_BYTES, "handshake clear bytes");
+
+/* A handshake message that did not authenticate.  If it announced
+ * another minor version, that is the likelier cause (an older gossipd,
+ * or a version rewritten in flight: the hash covers it), and is counted
+ * as version_mismatch; else as hs_refused. */
+static void hs_auth_failed(plink *l, uint16_t version, char *why, size_t why_len)
+{
+	const char *what = l->initiator ? "handshake response" : "HS_INIT";
+	if (version != GSP_PROTO_VERSION) {
+		l->env->counters->version_mismatch++;
+		snprintf(why, why_len, "%s does not authenticate: it announces protocol "
+			 "%u.%u, we %u.%u (the handshake covers the version)", what,
+			 version >> 8, version & 0xff, GSP_PROTO_VERSION >> 8,
+			 GSP_PROTO_VERSION & 0xff);
+	} else {
+		l->env->counters->hs_refused++;
+		snprintf(why, why_len, "%s does not authenticate (%s)", what,
+			 l->initiator ? "is its PublicKey right?"
+				      : "it does not decrypt with our key");
+	}
+	if (l->initiator)
+		gsp_warn("peer %s: %s", l->name, why);
+	else
+		link__preauth_warn(l, "handshake refused: %s", why);
+}
+
 static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
 		      size_t why_len)
 {
@@ -34,10 +62,9 @@ static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
 	int err = gsp_hs_init_decode(body, len, &msg);
 	if (err)
 		return version_refused(l, body, len, err, why, why_len);
-	if (gsp_hs_read_init(&l->hs, l->env->key, msg.payload, sizeof(msg.payload),
-			     peer_key, ts) != 0) {
-		l->env->counters->hs_refused++;
-		link__preauth_warn(l, "handshake refused: it does not decrypt with our key");
+	if (gsp_hs_read_init(&l->hs, l->env->key, body, msg.payload,
+			     sizeof(msg.payload), peer_key, ts) != 0) {
+		hs_auth_failed(l, msg.version, why, why_len);
 		return -EACCES;
 	}
 	if ((err = l->env->ops->authorize(l, peer_key, ts)) != 0)
@@ -45,7 +72,8 @@ static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
 	gsp_hs_resp resp = {.version = GSP_PROTO_VERSION};
 	uint8_t out[GSP_HS_RESP_MSG_BYTES];
 	size_t n;
-	if (gsp_hs_respond(&l->hs, resp.payload, &l->sess) != 0 ||
+	if (gsp_hs_header_write(GSP_HS_RESP, resp.version, out, sizeof(out)) != 0 ||
+	    gsp_hs_respond(&l->hs, out, resp.payload, &l->sess) != 0 ||
 	    gsp_hs_resp_encode(&resp, out, sizeof(out), &n) != 0)
 		return -EPROTO;
 	if ((err = link__send_clear(l, out, n)) != 0)
@@ -64,12 +92,9 @@ static int on_hs_resp(plink *l, const uint8_t *body, size_t len, char *why,
 	int err = gsp_hs_resp_decode(body, len, &msg);
 	if (err)
 		return version_refused(l, body, len, err, why, why_len);
-	if (gsp_hs_read_response(&l->hs, msg.payload, sizeof(msg.payload),
+	if (gsp_hs_read_response(&l->hs, body, msg.payload, sizeof(msg.payload),
 				 &l->sess) != 0) {
-		l->env->counters->hs_refused++;
-		gsp_warn("peer %s: handshake response does not authenticate", l->name);
-		snprintf(why, why_len, "handshake response does not authenticate "
-			 "(is its PublicKey right?)");
+		hs_auth_failed(l, msg.version, why, why_len);
 		return -EACCES;
 	}
 	link__opened(l);
@@ -86,7 +111,10 @@ int link__hs_initiate(plink *l)
 	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
 	size_t n;
 	gsp_hs_timestamp(ts);
-	int err = gsp_hs_initiate(&l->hs, l->env->key, l->remote_key, ts, msg.payload);
+	int err = gsp_hs_header_write(GSP_HS_INIT, msg.version, init, sizeof(init));
+	if (!err)
+		err = gsp_hs_initiate(&l->hs, l->env->key, l->remote_key, init, ts,
+				      msg.payload);
 	if (!err)
 		err = gsp_hs_init_encode(&msg, init, sizeof(init), &n);
 	return err ? err : link__send_clear(l, init, n);

@@ -31,6 +31,8 @@ struct plink {
 	uint32_t max_frame;
 	size_t queued;           /* bytes handed to uv_write, not yet done */
 	uint64_t created_ms;
+	uint64_t opened_ms;      /* session keys agreed (and confirmed) */
+	uint64_t rekey_at_ms;    /* initiator: when to ask for a new session */
 	uint64_t last_rx_ms;     /* the last authenticated frame */
 	uint64_t last_tx_ms;
 	uint64_t ping_nonce;

@@ -106,6 +106,24 @@ static void preauth_make_room(plink *l)
 	}
 }
 
+/* Whether l's address is within its rate; a refusal is counted and,
+ * at most once a second per address, logged with the count. */
+static bool rate_allows(plink *l, const struct sockaddr *sa)
+{
+	link_env *env = l->env;
+	uint8_t key[RATELIMIT_KEY];
+	unsigned refused;
+	if (!env->hs_limit || ratelimit_key(sa, key) != 0 ||
+	    ratelimit_take(env->hs_limit, key, uv_now(env->loop), &refused))
+		return true;
+	env->counters->hs_rate_limited++;
+	if (refused)
+		link__preauth_warn(l, "%u connection%s refused: over the handshake rate "
+				   "of %u a second from one address", refused,
+				   refused == 1 ? "" : "s", env->hs_limit->per_s);
+	return false;
+}
+
 int link_connect(link_env *env, const struct sockaddr *sa,
 		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
 		 link_stats *stats, plink **ret)
@@ -152,6 +170,10 @@ int link_accept(link_env *env, uv_stream_t *server, plink **ret)
 	if (uv_tcp_getpeername(&l->tcp, (struct sockaddr *)&ss, &len) == 0) {
 		link_addr_name((struct sockaddr *)&ss, l->addr, sizeof(l->addr));
 		host_name((struct sockaddr *)&ss, l->host, sizeof(l->host));
+		if (!rate_allows(l, (struct sockaddr *)&ss)) {
+			link_close(l, GSP_BYE_UNSPECIFIED, "");
+			return -ECONNREFUSED;
+		}
 	}
 	preauth_make_room(l);
 	link__start_reading(l);

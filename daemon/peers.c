@@ -175,6 +175,8 @@ static void on_up(plink *l)
 		p->held = NULL;
 		link_close(held, GSP_BYE_REPLACED, "replaced by a newer session");
 	}
+	bool rekeyed = p->rekeying && link_is_initiator(l);
+	p->rekeying = false;
 	if (p->session && p->session != l) {
 		if (!wins_over(p, l, p->session)) {
 			link_close(l, GSP_BYE_REPLACED, "a session with this peer exists");
@@ -182,6 +184,7 @@ static void on_up(plink *l)
 		}
 		plink *old = p->session;
 		link_close(old, GSP_BYE_REPLACED, "replaced by a newer session");
+		ps->counters->sessions_rekeyed += rekeyed;
 	}
 	p->session = l;
 	peers__forget_addrs(p);
@@ -257,6 +260,7 @@ static void on_down(plink *l, const char *why)
 		peers_error(p, "%s", why);
 	if (p->session == l) {
 		p->session = NULL;
+		p->rekeying = false;
 		ps->ops->session_down(ps->ctx, p);
 	}
 	if (p->session || p->dialed || p->resolving)
@@ -267,9 +271,18 @@ static void on_down(plink *l, const char *why)
 		peers__dial_later(p);
 }
 
+/* The session we initiated is RekeyAfterSeconds old. */
+static void on_rekey(plink *l)
+{
+	peer *p = link_owner(l);
+	if (p && p->session == l)
+		peers__rekey(p);
+}
+
 static const link_ops peer_link_ops = {
 	.authorize = on_authorize,
 	.up = on_up,
+	.rekey = on_rekey,
 	.frame = on_frame,
 	.goodbye = on_goodbye,
 	.down = on_down,
@@ -283,12 +296,17 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 {
 	*ps = (peers){
 		.env = {.loop = loop, .key = key, .counters = c,
-			.ops = &peer_link_ops, .ctx = ps},
+			.ops = &peer_link_ops, .ctx = ps,
+			.rekey_ms = cfg->rekey_after_s * 1000u},
 		.loop = loop, .key = key, .counters = c, .ops = ops, .ctx = ctx,
 	};
 	ps->peer = calloc(GSP_MAX_PEERS, sizeof(*ps->peer));
-	if (!ps->peer)
+	ps->env.hs_limit = malloc(sizeof(*ps->env.hs_limit));
+	if (!ps->peer || !ps->env.hs_limit) {
+		peers_free(ps);
 		return -ENOMEM;
+	}
+	ratelimit_init(ps->env.hs_limit, LINK_HS_RATE_PER_S, LINK_HS_BURST);
 	for (size_t i = 0; i < cfg->n_peers; i++) {
 		peer *p = &ps->peer[i];
 		p->set = ps;
@@ -310,7 +328,9 @@ void peers_free(peers *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		peers__forget_addrs(&ps->peer[i]);
 	free(ps->peer);
+	free(ps->env.hs_limit);
 	ps->peer = NULL;
+	ps->env.hs_limit = NULL;
 	ps->n = 0;
 }
 
@@ -321,7 +341,7 @@ static void on_incoming(uv_stream_t *server, int status)
 	if (status < 0 || ps->stopping)
 		return;
 	int err = link_accept(&ps->env, server, &l);
-	if (err)
+	if (err && err != -ECONNREFUSED)
 		gsp_debug("cannot accept a connection: %s", gsp_strerror(err));
 }
 

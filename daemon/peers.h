@@ -40,6 +40,7 @@ typedef struct peer {
 	bool removed;            /* dropped from the config by a reload */
 	bool leaving;            /* dropped, but its edge is still ending */
 	bool resolving;
+	bool rekeying;           /* dialing to replace a session (RekeyAfter) */
 	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
 	uv_timer_t retry;
 	unsigned backoff_ms;     /* reset by peers_session_ok, not before */

@@ -27,6 +27,12 @@ static bool may_dial(const peer *p)
 	return !p->set->stopping && !p->removed && p->cfg.endpoint[0];
 }
 
+/* No session, or one to replace with a new handshake (a rekey). */
+static bool wants_session(const peer *p)
+{
+	return !p->session || p->rekeying;
+}
+
 /* Dials again after the backoff delay (doubling, +-25% jitter). */
 void peers__dial_later(peer *p)
 {
@@ -49,6 +55,7 @@ static void connect_to(peer *p, const struct sockaddr *sa)
 		peers__dial_next_or_later(p);
 		return;
 	}
+	link_bind(l, p, &p->stats, p->name);
 	p->dialed = l;
 }
 
@@ -87,7 +94,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	}
 	peers__forget_addrs(p);
 	p->addrs = p->addr_next = res;
-	if (!may_dial(p) || p->session || p->dialed) {
+	if (!may_dial(p) || !wants_session(p) || p->dialed) {
 		peers__forget_addrs(p);
 		return;
 	}
@@ -100,7 +107,7 @@ static void dial(uv_timer_t *t)
 {
 	peer *p = t->data;
 	struct sockaddr_storage ss;
-	if (!may_dial(p) || p->session || p->dialed || p->resolving)
+	if (!may_dial(p) || !wants_session(p) || p->dialed || p->resolving)
 		return;
 	int err = gsp_endpoint_numeric(p->cfg.endpoint, &ss);
 	if (err == 0) {
@@ -145,6 +152,15 @@ void peers__start_peer(peer *p)
 	p->backoff_ms = PEERS_BACKOFF_MIN_MS;
 	if (p->cfg.endpoint[0])
 		uv_timer_start(&p->retry, dial, 0, 0);
+}
+
+void peers__rekey(peer *p)
+{
+	if (!may_dial(p) || !p->session || p->dialed || p->resolving)
+		return;
+	gsp_debug("peer %s: new handshake to replace the session", p->name);
+	p->rekeying = true;
+	uv_timer_start(&p->retry, dial, 0, 0);
 }
 
 void peers__dial_now(peer *p)

@@ -15,6 +15,9 @@ void peers__dial_later(peer *p);
 void peers__dial_next_or_later(peer *p);
 /* The peer's retry timer, and a first dial if it has an Endpoint. */
 void peers__start_peer(peer *p);
+/* Dials a new session to replace p's (a rekey), unless a dial is under
+ * way; the new one replaces the old when it is up (PROTOCOL.md 4.8). */
+void peers__rekey(peer *p);
 /* Dials at once, the backoff started over (a moved Endpoint). */
 void peers__dial_now(peer *p);
 

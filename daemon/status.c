@@ -194,14 +194,16 @@ char *status_json(const gossipd *d)
 	}
 	const counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
-	    "\"hs_replayed\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
+	    "\"hs_replayed\":%llu,\"hs_rate_limited\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
 	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu,"
 	    "\"rounds_refused\":%llu,\"rounds_rolled_back\":%llu,"
 	    "\"rounds_unreconciled\":%llu,\"writes_redone\":%llu,"
-	    "\"writes_undone\":%llu},"
+	    "\"writes_undone\":%llu,\"sessions_rekeyed\":%llu},"
 	    "\"edges\":[",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
-	    (unsigned long long)c->hs_replayed, (unsigned long long)c->links_closed,
+	    (unsigned long long)c->hs_replayed,
+	    (unsigned long long)c->hs_rate_limited,
+	    (unsigned long long)c->links_closed,
 	    (unsigned long long)c->api_malformed,
 	    (unsigned long long)c->fingerprint_mismatch,
 	    (unsigned long long)c->version_mismatch,
@@ -209,7 +211,8 @@ char *status_json(const gossipd *d)
 	    (unsigned long long)c->rounds_rolled_back,
 	    (unsigned long long)c->rounds_unreconciled,
 	    (unsigned long long)c->writes_redone,
-	    (unsigned long long)c->writes_undone);
+	    (unsigned long long)c->writes_undone,
+	    (unsigned long long)c->sessions_rekeyed);
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {

@@ -16,23 +16,37 @@ static bool all_zero(const uint8_t *p, size_t n)
 
 /* ---- handshake ---------------------------------------------------------- */
 
+int gsp_hs_header_write(uint8_t type, uint16_t version, uint8_t *buf,
+			size_t cap)
+{
+	wr w;
+
+	if ((type != GSP_HS_INIT && type != GSP_HS_RESP) || !version_ok(version))
+		return -EINVAL;
+	if (!buf || cap < GSP_HS_HEADER_BYTES)
+		return -ENOBUFS;
+	w.p = buf;
+	wr_u8(&w, type);
+	wr_u16(&w, version);
+	return 0;
+}
+
 /* HS_INIT and HS_RESP share one shape: type, version, opaque payload. */
 static int hs_encode(uint8_t type, uint16_t version, const uint8_t *payload,
 		     size_t plen, uint8_t *buf, size_t cap, size_t *ret_len)
 {
-	wr w;
 	int r;
 
 	if (!version_ok(version))
 		return -EINVAL;
-	r = room(buf, cap, 3 + plen, ret_len);
+	r = room(buf, cap, GSP_HS_HEADER_BYTES + plen, ret_len);
 	if (r < 0)
 		return r;
-	w.p = buf;
-	wr_u8(&w, type);
-	wr_u16(&w, version);
-	wr_bytes(&w, payload, plen);
-	*ret_len = 3 + plen;
+	r = gsp_hs_header_write(type, version, buf, cap);
+	if (r < 0)
+		return r;
+	memcpy(buf + GSP_HS_HEADER_BYTES, payload, plen);
+	*ret_len = GSP_HS_HEADER_BYTES + plen;
 	return 0;
 }
 

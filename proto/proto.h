@@ -79,7 +79,7 @@ extern "C" {
 /* ---- versions and limits ---------------------------------------------- */
 
 #define GSP_PROTO_VERSION_MAJOR 1
-#define GSP_PROTO_VERSION_MINOR 1
+#define GSP_PROTO_VERSION_MINOR 2
 #define GSP_PROTO_VERSION \
 	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
 #define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
@@ -242,8 +242,12 @@ int gsp_model_summary(const gsp_model_desc *desc, char *buf,
 			     GSP_AEAD_TAG_BYTES + GSP_TAI64N_BYTES + \
 			     GSP_AEAD_TAG_BYTES)                  /* 108 */
 #define GSP_HS_RESP_PAYLOAD (GSP_KEY_BYTES + GSP_AEAD_TAG_BYTES) /* 48 */
-#define GSP_HS_INIT_MSG_BYTES (3 + GSP_HS_INIT_PAYLOAD)          /* 111 */
-#define GSP_HS_RESP_MSG_BYTES (3 + GSP_HS_RESP_PAYLOAD)          /* 51 */
+/* The clear bytes in front of the payload: type, then version.  The
+ * handshake hash covers them (PROTOCOL.md 4.2), so the sender needs them
+ * before it computes the payload. */
+#define GSP_HS_HEADER_BYTES 3
+#define GSP_HS_INIT_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_INIT_PAYLOAD) /* 111 */
+#define GSP_HS_RESP_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_RESP_PAYLOAD) /* 51 */
 
 typedef struct gsp_hs_init {
 	uint16_t version;
@@ -255,6 +259,12 @@ typedef struct gsp_hs_resp {
 	uint8_t payload[GSP_HS_RESP_PAYLOAD];
 } gsp_hs_resp;
 
+/* Writes the header of a handshake message of type GSP_HS_INIT or
+ * GSP_HS_RESP: exactly the first GSP_HS_HEADER_BYTES its encoder writes.
+ * -EINVAL for another type or a version of another major, -ENOBUFS when
+ * cap is too small. */
+int gsp_hs_header_write(uint8_t type, uint16_t version, uint8_t *buf,
+			size_t cap) GSP_MUST_CHECK;
 int gsp_hs_init_encode(const gsp_hs_init *msg, uint8_t *buf, size_t cap,
 		       size_t *ret_len) GSP_MUST_CHECK;
 int gsp_hs_init_decode(const uint8_t *buf, size_t len,

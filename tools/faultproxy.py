@@ -38,6 +38,10 @@ test can check the daemons' wire counters against it.  connect_wait
 keeps a connection whose daemon behind does not listen yet (a cluster
 starting) instead of dropping it with its first bytes unread.
 
+first_frames[(src, dst)] lists, in order, the first frame (length prefix
+included) that each connection of a link forwarded from the dialing
+daemon: its HS_INIT, for tests that replay one.
+
 gossipcluster.Cluster(..., proxy=proxy) points every Endpoint at the
 proxy.  As a program (manual experiments, e.g. with tools/gossip-cluster):
 
@@ -160,6 +164,7 @@ class FaultProxy:
         # (src, dst) -> connections that ended on an error (a reset by
         # either end): the bytes in flight then were never read
         self.link_errors = {}
+        self.first_frames = {}       # (src, dst) -> [first frame forwarded]
         self._listeners = []
         self._conns = set()
         self._closed = False
@@ -189,6 +194,7 @@ class FaultProxy:
         self.link_resets[(src, dst)] = 0
         self.link_bytes[(src, dst)] = [0, 0]
         self.link_errors[(src, dst)] = 0
+        self.first_frames[(src, dst)] = []
         self._listeners.append(lsock)
         asyncio.run_coroutine_threadsafe(
             self._serve(lsock, (src, dst), (target_host, target_port)), self.loop)
@@ -271,7 +277,8 @@ class FaultProxy:
             conn.tasks = [
                 loop.create_task(self._pump(conn, client, upstream, link, 0,
                                             random.Random("%s:%s:%s:%d:fwd" % (
-                                                self.seed, link[0], link[1], n)))),
+                                                self.seed, link[0], link[1], n)),
+                                            self.first_frames[link])),
                 loop.create_task(self._pump(conn, upstream, client, link, 1,
                                             random.Random("%s:%s:%s:%d:rev" % (
                                                 self.seed, link[0], link[1], n)))),
@@ -301,9 +308,13 @@ class FaultProxy:
             upstream.close()
             await asyncio.sleep(0.02)
 
-    async def _pump(self, conn, src, dst, link, way, rng):
+    async def _pump(self, conn, src, dst, link, way, rng, first=None):
+        """Forwards src to dst (way 0: from the dialing end, 1: back),
+        counting the bytes; appends the first whole frame forwarded to
+        the list first, if given."""
         loop = asyncio.get_running_loop()
         cutter = _Cutter(self, rng)
+        head = b""
         try:
             while not conn.dead:
                 data = await loop.sock_recv(src, 65536)
@@ -318,6 +329,13 @@ class FaultProxy:
                 n, reset = cutter.feed(data)
                 if n and not conn.dead:
                     await loop.sock_sendall(dst, data[:n])
+                    if first is not None:
+                        head += data[:n]
+                        if len(head) >= 4:
+                            end = 4 + struct.unpack("<I", head[:4])[0]
+                            if len(head) >= end:
+                                first.append(head[:end])
+                                first = None
                 if reset and not conn.dead:
                     await self._reset(conn, link, cutter.kind, rng)
                     return

@@ -32,6 +32,7 @@ START_TEST(test_valid)
 		"Topology = ring\n"
 		"Nodes = 8\n"
 		"WarmStart = off\n"
+		"RekeyAfterSeconds = 5\n"
 		"LogLevel = debug\n"
 		"\n"
 		"[Peer]\n"
@@ -51,13 +52,14 @@ START_TEST(test_valid)
 	ck_assert_uint_eq(cfg.nodes, 8);
 	ck_assert(!cfg.engine.warm_start);
 	ck_assert_int_eq(cfg.log_level, GSP_LOG_DEBUG);
+	ck_assert_uint_eq(cfg.rekey_after_s, 5);
 	ck_assert_uint_eq(cfg.n_peers, 2);
 	ck_assert_str_eq(cfg.peers[0].endpoint, "127.0.0.1:7001");
-	ck_assert_uint_eq(cfg.peers[0].line, 14);
+	ck_assert_uint_eq(cfg.peers[0].line, 15);
 	ck_assert_str_eq(cfg.peers[1].endpoint, "");
 	ck_assert_uint_eq(cfg.peers[1].public_key[0], 32);
 	ck_assert(cfg.peers[1].weight == 0.25f);
-	ck_assert_uint_eq(cfg.peers[1].line, 17);
+	ck_assert_uint_eq(cfg.peers[1].line, 18);
 	gsp_daemon_config_clear(&cfg);
 	gsp_daemon_config_clear(NULL);
 }
@@ -73,6 +75,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg.engine.method, GSP_METHOD_POWERGOSSIP);
 	ck_assert_uint_eq(cfg.engine.rank, 4);
 	ck_assert_uint_eq(cfg.max_staleness, 4);
+	ck_assert_uint_eq(cfg.rekey_after_s, 120);
 	ck_assert_str_eq(cfg.listen, "127.0.0.1:0");
 	ck_assert_str_eq(cfg.socket_path, "gossipd.sock");
 	gsp_daemon_config_clear(&cfg);
@@ -103,6 +106,9 @@ START_TEST(test_errors_name_the_line)
 		{"[Peer]\nPublicKey = " KEY_A "\nWeight = 2\n", "test.conf:3: Weight"},
 		{"[Node]\nGamma = auto\n", "test.conf: Gamma = auto needs Nodes"},
 		{"[Node]\nLogLevel = loud\n", "test.conf:2: LogLevel"},
+		{"[Node]\nRekeyAfterSeconds = 0\n", "test.conf:2: RekeyAfterSeconds must be 1..86400"},
+		{"[Node]\nRekeyAfterSeconds = 86401\n", "test.conf:2: RekeyAfterSeconds"},
+		{"[Node]\nRekeyAfterSeconds = 2m\n", "test.conf:2: RekeyAfterSeconds"},
 		{"[Node]\nSocket = \n", "test.conf:2: bad Socket"},
 		{"[Node]\nRank = 1\n\n\nMethod = exact\nNodes = 1\n", "test.conf:6: Nodes"},
 		{"[Node]\nListenAddress = node-1:7000\n", "test.conf:2: ListenAddress must be a numeric"},

@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "handshake.h"
+#include "hsframe.h"
 
 typedef struct pair {
 	gsp_keypair a, b;   /* initiator, responder */
@@ -21,13 +22,13 @@ static void handshake(pair *p)
 	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES];
 	uint8_t ts[GSP_HS_TIMESTAMP], peer[32], peer_ts[GSP_HS_TIMESTAMP];
 	gsp_hs_timestamp(ts);
-	ck_assert_int_eq(gsp_hs_initiate(&hi, &p->a, p->b.pub, ts, init), 0);
-	ck_assert_int_eq(gsp_hs_read_init(&hr, &p->b, init, sizeof(init), peer,
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &p->a, p->b.pub, HS_INIT_CLEAR, ts, init), 0);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &p->b, HS_INIT_CLEAR, init, sizeof(init), peer,
 					  peer_ts), 0);
 	ck_assert(memcmp(peer, p->a.pub, 32) == 0);
 	ck_assert(memcmp(peer_ts, ts, sizeof(ts)) == 0);
-	ck_assert_int_eq(gsp_hs_respond(&hr, resp, &p->sb), 0);
-	ck_assert_int_eq(gsp_hs_read_response(&hi, resp, sizeof(resp), &p->sa), 0);
+	ck_assert_int_eq(gsp_hs_respond(&hr, HS_RESP_CLEAR, resp, &p->sb), 0);
+	ck_assert_int_eq(gsp_hs_read_response(&hi, HS_RESP_CLEAR, resp, sizeof(resp), &p->sa), 0);
 }
 
 START_TEST(test_agree)
@@ -64,32 +65,68 @@ START_TEST(test_tampering_refused)
 	gsp_hs hi, hr;
 	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES], ts[12], peer[32], pts[12];
 	gsp_hs_timestamp(ts);
-	ck_assert_int_eq(gsp_hs_initiate(&hi, &p.a, p.b.pub, ts, init), 0);
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &p.a, p.b.pub, HS_INIT_CLEAR, ts, init), 0);
 	/* Sent to the wrong responder: it cannot even read who is calling. */
-	ck_assert_int_eq(gsp_hs_read_init(&hr, &wrong, init, sizeof(init), peer, pts),
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &wrong, HS_INIT_CLEAR, init, sizeof(init), peer, pts),
 			 -EBADMSG);
 	for (size_t i = 0; i < sizeof(init); i++) {
 		init[i] ^= 0x20;
-		ck_assert_msg(gsp_hs_read_init(&hr, &p.b, init, sizeof(init), peer,
+		ck_assert_msg(gsp_hs_read_init(&hr, &p.b, HS_INIT_CLEAR, init, sizeof(init), peer,
 					       pts) == -EBADMSG, "byte %zu", i);
 		init[i] ^= 0x20;
 	}
-	ck_assert_int_eq(gsp_hs_read_init(&hr, &p.b, init, sizeof(init) - 1, peer, pts),
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &p.b, HS_INIT_CLEAR, init, sizeof(init) - 1, peer, pts),
 			 -EBADMSG);
-	ck_assert_int_eq(gsp_hs_read_init(&hr, &p.b, init, sizeof(init), peer, pts), 0);
-	ck_assert_int_eq(gsp_hs_respond(&hr, resp, &p.sb), 0);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &p.b, HS_INIT_CLEAR, init, sizeof(init), peer, pts), 0);
+	ck_assert_int_eq(gsp_hs_respond(&hr, HS_RESP_CLEAR, resp, &p.sb), 0);
 	for (size_t i = 0; i < sizeof(resp); i++) {
 		resp[i] ^= 0x01;
-		ck_assert_msg(gsp_hs_read_response(&hi, resp, sizeof(resp), &p.sa) ==
+		ck_assert_msg(gsp_hs_read_response(&hi, HS_RESP_CLEAR, resp, sizeof(resp), &p.sa) ==
 			      -EBADMSG, "byte %zu", i);
 		resp[i] ^= 0x01;
 	}
 	/* A low-order ephemeral key is refused too. */
 	uint8_t zero[GSP_HS_RESP_BYTES] = {0};
-	ck_assert_int_eq(gsp_hs_read_response(&hi, zero, sizeof(zero), &p.sa), -EBADMSG);
+	ck_assert_int_eq(gsp_hs_read_response(&hi, HS_RESP_CLEAR, zero, sizeof(zero), &p.sa), -EBADMSG);
 	/* The genuine response still completes after the forgeries. */
-	ck_assert_int_eq(gsp_hs_read_response(&hi, resp, sizeof(resp), &p.sa), 0);
+	ck_assert_int_eq(gsp_hs_read_response(&hi, HS_RESP_CLEAR, resp, sizeof(resp), &p.sa), 0);
 	ck_assert(memcmp(p.sa.edge_seed, p.sb.edge_seed, 32) == 0);
+}
+END_TEST
+
+/* The clear bytes (type and version) are in the handshake hash: any of
+ * them other at the reading end than at the writing end fails the
+ * handshake, at the responder for INIT's and at the initiator for
+ * RESPONSE's (whose state a failure leaves as it was). */
+START_TEST(test_clear_bytes_covered)
+{
+	gsp_keypair a, b;
+	gsp_hs hi, hr;
+	gsp_session sa, sb;
+	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES], ts[12], peer[32];
+	uint8_t pts[12], clear[GSP_HS_CLEAR];
+	gsp_keypair_generate(&a);
+	gsp_keypair_generate(&b);
+	gsp_hs_timestamp(ts);
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &a, b.pub, HS_INIT_CLEAR, ts, init), 0);
+	for (size_t i = 0; i < GSP_HS_CLEAR; i++) {
+		memcpy(clear, HS_INIT_CLEAR, sizeof(clear));
+		clear[i] ^= 1;
+		ck_assert_msg(gsp_hs_read_init(&hr, &b, clear, init, sizeof(init), peer,
+					       pts) == -EBADMSG, "byte %zu", i);
+	}
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, init, sizeof(init),
+					  peer, pts), 0);
+	ck_assert_int_eq(gsp_hs_respond(&hr, HS_RESP_CLEAR, resp, &sb), 0);
+	for (size_t i = 0; i < GSP_HS_CLEAR; i++) {
+		memcpy(clear, HS_RESP_CLEAR, sizeof(clear));
+		clear[i] ^= 0x80;
+		ck_assert_msg(gsp_hs_read_response(&hi, clear, resp, sizeof(resp),
+						   &sa) == -EBADMSG, "byte %zu", i);
+	}
+	ck_assert_int_eq(gsp_hs_read_response(&hi, HS_RESP_CLEAR, resp, sizeof(resp),
+					      &sa), 0);
+	ck_assert(memcmp(sa.tx_key, sb.rx_key, 32) == 0);
 }
 END_TEST
 
@@ -146,6 +183,7 @@ int main(void)
 	TCase *tc = tcase_create("handshake");
 	tcase_add_test(tc, test_agree);
 	tcase_add_test(tc, test_tampering_refused);
+	tcase_add_test(tc, test_clear_bytes_covered);
 	tcase_add_test(tc, test_transport);
 	tcase_add_test(tc, test_timestamps_increase);
 	suite_add_tcase(s, tc);

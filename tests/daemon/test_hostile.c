@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "handshake.h"
+#include "hsframe.h"
 #include "proto.h"
 #include "testutil.h"
 
@@ -115,7 +116,7 @@ START_TEST(test_init_low_order)
 	gsp_keypair_generate(&a);
 	gsp_keypair_generate(&b);
 	gsp_hs_timestamp(ts);
-	ck_assert_int_eq(gsp_hs_initiate(&hi, &a, b.pub, ts, init), 0);
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &a, b.pub, HS_INIT_CLEAR, ts, init), 0);
 	for (int u = 0; u <= 1; u++) {
 		uint8_t bad[GSP_HS_INIT_BYTES];
 		memcpy(bad, init, sizeof(bad));
@@ -123,13 +124,13 @@ START_TEST(test_init_low_order)
 		bad[0] = (uint8_t)u;
 		memset(&hr, 0x5a, sizeof(hr));
 		memset(peer, 0xa5, sizeof(peer));
-		ck_assert_int_eq(gsp_hs_read_init(&hr, &b, bad, sizeof(bad), peer, pts),
+		ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, bad, sizeof(bad), peer, pts),
 				 -EBADMSG);
 		ck_assert(sodium_is_zero((const unsigned char *)&hr, sizeof(hr)));
 		for (size_t i = 0; i < sizeof(peer); i++)
 			ck_assert_uint_eq(peer[i], 0xa5);
 	}
-	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, init, sizeof(init), peer, pts), 0);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, init, sizeof(init), peer, pts), 0);
 	ck_assert(memcmp(peer, a.pub, sizeof(peer)) == 0);
 	gsp_hs_clear(&hi);
 	gsp_hs_clear(&hr);
@@ -150,20 +151,20 @@ START_TEST(test_out_of_order)
 	gsp_keypair_generate(&b);
 	gsp_hs_timestamp(ts);
 	memset(&hr, 0, sizeof(hr));
-	ck_assert_int_eq(gsp_hs_respond(&hr, resp, &sb), -EINVAL);
-	ck_assert_int_eq(gsp_hs_initiate(&hi, &a, b.pub, ts, init), 0);
+	ck_assert_int_eq(gsp_hs_respond(&hr, HS_RESP_CLEAR, resp, &sb), -EINVAL);
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &a, b.pub, HS_INIT_CLEAR, ts, init), 0);
 	before = hi;
-	ck_assert_int_eq(gsp_hs_respond(&hi, resp, &sb), -EINVAL);
+	ck_assert_int_eq(gsp_hs_respond(&hi, HS_RESP_CLEAR, resp, &sb), -EINVAL);
 	ck_assert(memcmp(&before, &hi, sizeof(hi)) == 0);
-	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, init, sizeof(init), peer, pts), 0);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, init, sizeof(init), peer, pts), 0);
 	memset(resp, 0, sizeof(resp));
 	before = hr;
-	ck_assert_int_eq(gsp_hs_read_response(&hr, resp, sizeof(resp), &sb), -EINVAL);
+	ck_assert_int_eq(gsp_hs_read_response(&hr, HS_RESP_CLEAR, resp, sizeof(resp), &sb), -EINVAL);
 	ck_assert(memcmp(&before, &hr, sizeof(hr)) == 0);
-	ck_assert_int_eq(gsp_hs_respond(&hr, resp, &sb), 0);
-	ck_assert_int_eq(gsp_hs_respond(&hr, resp, &sb), -EINVAL);
-	ck_assert_int_eq(gsp_hs_read_response(&hi, resp, sizeof(resp), &sa), 0);
-	ck_assert_int_eq(gsp_hs_read_response(&hi, resp, sizeof(resp), &sa), -EINVAL);
+	ck_assert_int_eq(gsp_hs_respond(&hr, HS_RESP_CLEAR, resp, &sb), 0);
+	ck_assert_int_eq(gsp_hs_respond(&hr, HS_RESP_CLEAR, resp, &sb), -EINVAL);
+	ck_assert_int_eq(gsp_hs_read_response(&hi, HS_RESP_CLEAR, resp, sizeof(resp), &sa), 0);
+	ck_assert_int_eq(gsp_hs_read_response(&hi, HS_RESP_CLEAR, resp, sizeof(resp), &sa), -EINVAL);
 	ck_assert(memcmp(sa.tx_key, sb.rx_key, sizeof(sa.tx_key)) == 0);
 }
 END_TEST

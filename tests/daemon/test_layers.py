@@ -20,6 +20,7 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
 SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "notify", "peercred",
+          "ratelimit",
           "edgestate", "undo"}
 PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
           "edges": "edge", "mesh": "mesh", "model": "model", "step": "step",

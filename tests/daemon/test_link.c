@@ -15,176 +15,8 @@
 
 #include <sodium.h>
 
-#include "link.h"
-#include "proto.h"
-
-typedef struct side {
-	link_env env;
-	counters counters;
-	gsp_keypair key;
-	const uint8_t *expect_key;   /* responder: the key it accepts */
-	link_stats stats;
-	plink *link;
-	int ups, downs, frames, goodbyes;
-	uint16_t bye_reason;
-	char why[256];
-	size_t frame_bytes;          /* sum of frame lengths received */
-	uint32_t last_seq;           /* frames carry an increasing u32 */
-	bool in_order;
-} side;
-
-static uv_loop_t *loop;
-static side A, B;               /* A listens, B dials */
-static uv_tcp_t listener;
-static struct sockaddr_in listen_addr;
-
-static side *side_of(plink *l)
-{
-	return link_env_ctx(l);
-}
-
-static int fake_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
-			  const uint8_t ts[GSP_HS_TIMESTAMP])
-{
-	side *s = side_of(l);
-	if (!s->expect_key || memcmp(key, s->expect_key, GSP_KEY_BYTES) != 0)
-		return -EACCES;
-	link_bind(l, s, &s->stats, "test");
-	return 0;
-}
-
-static void fake_up(plink *l)
-{
-	side *s = side_of(l);
-	s->ups++;
-	s->link = l;
-}
-
-static int fake_frame(plink *l, const uint8_t *pt, size_t len)
-{
-	side *s = side_of(l);
-	uint32_t seq;
-	s->frames++;
-	s->frame_bytes += len;
-	if (len >= 5) {
-		memcpy(&seq, pt + 1, 4);
-		if (seq != s->last_seq + 1)
-			s->in_order = false;
-		s->last_seq = seq;
-	}
-	return 0;
-}
-
-static void fake_goodbye(plink *l, uint16_t reason, const char *text, size_t len)
-{
-	side *s = side_of(l);
-	s->goodbyes++;
-	s->bye_reason = reason;
-}
-
-static void fake_down(plink *l, const char *why)
-{
-	side *s = side_of(l);
-	s->downs++;
-	snprintf(s->why, sizeof(s->why), "%s", why);
-	if (s->link == l)
-		s->link = NULL;
-}
-
-static const link_ops fake_ops = {
-	.authorize = fake_authorize, .up = fake_up, .frame = fake_frame,
-	.goodbye = fake_goodbye, .down = fake_down,
-};
-
-static void side_init(side *s)
-{
-	memset(s, 0, sizeof(*s));
-	gsp_keypair_generate(&s->key);
-	s->in_order = true;
-	s->env = (link_env){.loop = loop, .key = &s->key, .counters = &s->counters,
-			    .ops = &fake_ops, .ctx = s};
-}
-
-static void on_incoming(uv_stream_t *server, int status)
-{
-	plink *l;
-	ck_assert_int_eq(status, 0);
-	ck_assert_int_eq(link_accept(&A.env, server, &l), 0);
-}
-
-static void setup(void)
-{
-	loop = calloc(1, sizeof(*loop));
-	ck_assert_int_eq(uv_loop_init(loop), 0);
-	side_init(&A);
-	side_init(&B);
-	A.expect_key = B.key.pub;
-	uv_tcp_init(loop, &listener);
-	uv_ip4_addr("127.0.0.1", 0, &listen_addr);
-	ck_assert_int_eq(uv_tcp_bind(&listener, (struct sockaddr *)&listen_addr, 0), 0);
-	ck_assert_int_eq(uv_listen((uv_stream_t *)&listener, 16, on_incoming), 0);
-	int len = sizeof(listen_addr);
-	uv_tcp_getsockname(&listener, (struct sockaddr *)&listen_addr, &len);
-}
-
-static void close_walk(uv_handle_t *h, void *arg)
-{
-	if (!uv_is_closing(h))
-		uv_close(h, NULL);
-}
-
-static void teardown(void)
-{
-	link_close_all(&A.env, GSP_BYE_UNSPECIFIED, "");
-	link_close_all(&B.env, GSP_BYE_UNSPECIFIED, "");
-	if (!uv_is_closing((uv_handle_t *)&listener))
-		uv_close((uv_handle_t *)&listener, NULL);
-	uv_run(loop, UV_RUN_DEFAULT);   /* the links finish closing */
-	uv_walk(loop, close_walk, NULL);
-	uv_run(loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(loop), 0);
-	free(loop);
-}
-
-static void on_deadline(uv_timer_t *t)
-{
-	*(bool *)t->data = true;
-}
-
-/* Runs the loop until cond() holds or ms pass; returns cond(). */
-static bool run_until(bool (*cond)(void), unsigned ms)
-{
-	bool expired = false;
-	uv_timer_t t;
-	uv_timer_init(loop, &t);
-	t.data = &expired;
-	uv_timer_start(&t, on_deadline, ms, 0);
-	while (!cond() && !expired)
-		uv_run(loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&t, NULL);
-	uv_run(loop, UV_RUN_NOWAIT);
-	return cond();
-}
-
-static bool both_up(void)
-{
-	return A.ups == 1 && B.ups == 1;
-}
-
-static void dial(void)
-{
-	ck_assert_int_eq(link_connect(&B.env, (struct sockaddr *)&listen_addr,
-				      A.key.pub, &B, &B.stats, &B.link), 0);
-}
-
-static void connect_both(void)
-{
-	dial();
-	ck_assert(run_until(both_up, 5000));
-	ck_assert_int_eq(link_get_phase(A.link), LINK_OPEN);
-	ck_assert_int_eq(link_get_phase(B.link), LINK_OPEN);
-	ck_assert(!memcmp(link_edge_seed(A.link), link_edge_seed(B.link), 32));
-}
+#include "hsframe.h"
+#include "linkpair.h"
 
 /* A frame of len bytes: type ROUND (the link passes it up without
  * decoding it), then sequence number seq. */
@@ -233,16 +65,6 @@ START_TEST(test_frames_pass_in_order)
 }
 END_TEST
 
-static bool a_down(void)
-{
-	return A.downs == 1;
-}
-
-static bool b_down(void)
-{
-	return B.downs == 1;
-}
-
 START_TEST(test_oversize_frame_closes_as_malformed)
 {
 	connect_both();
@@ -257,16 +79,6 @@ START_TEST(test_oversize_frame_closes_as_malformed)
 	ck_assert_int_eq(B.bye_reason, GSP_BYE_MALFORMED);
 }
 END_TEST
-
-/* A raw TCP client of A's listener (bytes as we choose). */
-static int raw_connect(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&listen_addr,
-				 sizeof(listen_addr)), 0);
-	return fd;
-}
 
 static bool a_closed_one(void)
 {
@@ -317,11 +129,6 @@ START_TEST(test_trickled_handshake_times_out_from_accept)
 	close(fd);
 }
 END_TEST
-
-static bool a_up(void)
-{
-	return A.ups == 1;
-}
 
 /* B in a child process that is then stopped (SIGSTOP): it answers
  * nothing, as a paused or hung daemon would. */
@@ -406,11 +213,6 @@ START_TEST(test_close_sends_queued_frames_first)
 }
 END_TEST
 
-static bool never(void)
-{
-	return false;
-}
-
 START_TEST(test_replayed_handshake_displaces_nothing)
 {
 	/* An HS_INIT that authenticates (here made with B's key, as a replay
@@ -422,15 +224,11 @@ START_TEST(test_replayed_handshake_displaces_nothing)
 	connect_both();
 	plink *real = A.link;
 	gsp_hs hs;
-	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
 	uint8_t ts[GSP_HS_TIMESTAMP], frame[4 + GSP_HS_INIT_MSG_BYTES];
-	size_t n;
 	gsp_hs_timestamp(ts);
-	ck_assert_int_eq(gsp_hs_initiate(&hs, &B.key, A.key.pub, ts, msg.payload), 0);
-	ck_assert_int_eq(gsp_hs_init_encode(&msg, frame + 4, sizeof(frame) - 4, &n), 0);
-	ck_assert_int_eq(gsp_frame_header_write(frame, 4, (uint32_t)n), 0);
+	size_t n = hs_init_frame(&hs, &B.key, A.key.pub, ts, frame);
 	int fd = raw_connect();
-	ck_assert_int_eq(write(fd, frame, 4 + n), (ssize_t)(4 + n));
+	ck_assert_int_eq(write(fd, frame, n), (ssize_t)n);
 	uint64_t closed = A.counters.links_closed;
 	run_until(never, 800);
 	ck_assert_int_eq(A.ups, 1);
@@ -445,42 +243,24 @@ START_TEST(test_replayed_handshake_displaces_nothing)
 }
 END_TEST
 
-static int raw_fd = -1;
-
-/* Whether raw_fd has bytes to read (or is closed). */
-static bool raw_readable(void)
-{
-	struct pollfd pfd = {.fd = raw_fd, .events = POLLIN};
-	return poll(&pfd, 1, 0) == 1;
-}
-
 /* A raw initiator with B's key: the handshake and one sealed PING by
  * hand, so the test controls every byte after them. */
 static int raw_session(gsp_session *sess)
 {
 	gsp_hs hs;
-	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
 	uint8_t ts[GSP_HS_TIMESTAMP], buf[256];
 	size_t n;
 	gsp_hs_timestamp(ts);
-	ck_assert_int_eq(gsp_hs_initiate(&hs, &B.key, A.key.pub, ts, msg.payload), 0);
-	ck_assert_int_eq(gsp_hs_init_encode(&msg, buf + 4, sizeof(buf) - 4, &n), 0);
-	ck_assert_int_eq(gsp_frame_header_write(buf, 4, (uint32_t)n), 0);
+	n = hs_init_frame(&hs, &B.key, A.key.pub, ts, buf);
 	int fd = raw_connect();
-	ck_assert_int_eq(write(fd, buf, 4 + n), (ssize_t)(4 + n));
+	ck_assert_int_eq(write(fd, buf, n), (ssize_t)n);
 	/* A answers once the loop runs: run it until the answer is in. */
-	size_t got = 0, want = 4 + GSP_HS_RESP_MSG_BYTES;
-	fcntl(fd, F_SETFL, O_NONBLOCK);
-	raw_fd = fd;
-	while (got < want && run_until(raw_readable, 2000)) {
-		ssize_t r = read(fd, buf + got, want - got);
-		if (r > 0)
-			got += (size_t)r;
-	}
+	size_t want = 4 + GSP_HS_RESP_MSG_BYTES, got = raw_read(fd, buf, want);
 	ck_assert_uint_eq(got, want);
 	gsp_hs_resp resp;
 	ck_assert_int_eq(gsp_hs_resp_decode(buf + 4, got - 4, &resp), 0);
-	ck_assert_int_eq(gsp_hs_read_response(&hs, resp.payload, sizeof(resp.payload), sess), 0);
+	ck_assert_int_eq(gsp_hs_read_response(&hs, buf + 4, resp.payload,
+					      sizeof(resp.payload), sess), 0);
 	gsp_hs_clear(&hs);
 	gsp_msg_ping ping = {.nonce = 1};
 	uint8_t pt[32];

@@ -11,8 +11,9 @@
 
 #include <sodium.h>
 
+#include "hsframe.h"
+#include "peertable.h"
 #include "tmpdir.h"
-#include "peers.h"
 #include "replay.h"
 
 static char dir[64];
@@ -73,52 +74,17 @@ END_TEST
 
 static uv_loop_t *loop;
 
-static void noop_up(void *ctx, peer *p) {}
-static int noop_frame(void *ctx, peer *p, const uint8_t *pt, size_t len) { return 0; }
-static void noop_down(void *ctx, peer *p) {}
-static int noop_added(void *ctx, peer *p) { return 0; }
-static bool noop_removed(void *ctx, peer *p) { return true; }
-static const peers_ops ops = {noop_up, noop_frame, noop_down, noop_added, noop_removed};
+static const uint8_t *want_ts;     /* the HS_INIT's timestamp */
 
-typedef struct table {
-	peers ps;
-	counters c;
-	gsp_daemon_config cfg;
-} table;
-
-/* A table that lists `listed` (no Endpoint: it only accepts). */
-static void table_start(table *t, const gsp_keypair *us, const gsp_keypair *listed,
-			const char *replay)
+static bool judged_replay(const void *arg)
 {
-	char err[256];
-	memset(t, 0, sizeof(*t));
-	gsp_daemon_config_default(&t->cfg);
-	t->cfg.peers = calloc(1, sizeof(*t->cfg.peers));
-	t->cfg.n_peers = 1;
-	memcpy(t->cfg.peers[0].public_key, listed->pub, GSP_KEY_BYTES);
-	ck_assert_int_eq(peers_init(&t->ps, loop, us, &t->c, &t->cfg, &ops, NULL, err,
-				    sizeof(err)), 0);
-	if (replay)
-		ck_assert_int_eq(peers_set_replay_file(&t->ps, replay), 0);
-	ck_assert_int_eq(peers_start(&t->ps, "127.0.0.1:0"), 0);
+	return ((const table *)arg)->c.hs_replayed != 0;
 }
 
-static void table_stop(table *t)
+static bool judged_taken(const void *arg)
 {
-	peers_stop(&t->ps);
-	uv_run(loop, UV_RUN_DEFAULT);
-	peers_free(&t->ps);
-	gsp_daemon_config_clear(&t->cfg);
-}
-
-static int port_of(const table *t)
-{
-	return atoi(strrchr(t->ps.listen_addr, ':') + 1);
-}
-
-static void on_deadline(uv_timer_t *timer)
-{
-	*(bool *)timer->data = true;
+	const table *t = arg;
+	return memcmp(t->ps.peer[0].last_ts, want_ts, GSP_HS_TIMESTAMP) == 0;
 }
 
 /* Sends one HS_INIT frame to the table and runs the loop until the table
@@ -128,22 +94,13 @@ static void send_init(table *t, const uint8_t *frame, size_t len, const uint8_t 
 		      bool replay)
 {
 	struct sockaddr_in sa;
-	uv_ip4_addr("127.0.0.1", port_of(t), &sa);
+	uv_ip4_addr("127.0.0.1", table_port(t), &sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(write(fd, frame, len), (ssize_t)len);
-	bool expired = false;
-	uv_timer_t timer;
-	uv_timer_init(loop, &timer);
-	timer.data = &expired;
-	uv_timer_start(&timer, on_deadline, 5000, 0);
-	while (!expired && (replay ? t->c.hs_replayed == 0
-				   : memcmp(t->ps.peer[0].last_ts, ts, GSP_HS_TIMESTAMP) != 0))
-		uv_run(loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&timer, NULL);
+	want_ts = ts;
+	ck_assert(table_run(loop, replay ? judged_replay : judged_taken, t, 5000));
 	close(fd);
-	uv_run(loop, UV_RUN_NOWAIT);
-	ck_assert(!expired);
 }
 
 START_TEST(test_restart_refuses_an_old_handshake)
@@ -155,34 +112,30 @@ START_TEST(test_restart_refuses_an_old_handshake)
 	path_of(replay, sizeof(replay), "replay-timestamps");
 	/* An HS_INIT from a listed peer, captured. */
 	gsp_hs hs;
-	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
 	uint8_t ts[GSP_HS_TIMESTAMP], frame[4 + GSP_HS_INIT_MSG_BYTES];
-	size_t n;
 	gsp_hs_timestamp(ts);
-	ck_assert_int_eq(gsp_hs_initiate(&hs, &them, us.pub, ts, msg.payload), 0);
-	ck_assert_int_eq(gsp_hs_init_encode(&msg, frame + 4, sizeof(frame) - 4, &n), 0);
-	ck_assert_int_eq(gsp_frame_header_write(frame, 4, (uint32_t)n), 0);
+	size_t n = hs_init_frame(&hs, &them, us.pub, ts, frame);
 	gsp_hs_clear(&hs);
 
 	table t;
-	table_start(&t, &us, &them, replay);
-	send_init(&t, frame, 4 + n, ts, false);
+	table_start(&t, loop, &us, &them, NULL, replay);
+	send_init(&t, frame, n, ts, false);
 	ck_assert_uint_eq(t.c.hs_replayed, 0);
 	ck_assert(!memcmp(t.ps.peer[0].last_ts, ts, sizeof(ts)));
-	table_stop(&t);
+	table_stop(&t, loop);
 
 	/* The daemon restarts: the same bytes again are a replay. */
-	table_start(&t, &us, &them, replay);
-	send_init(&t, frame, 4 + n, ts, true);
+	table_start(&t, loop, &us, &them, NULL, replay);
+	send_init(&t, frame, n, ts, true);
 	ck_assert_uint_eq(t.c.hs_replayed, 1);
-	table_stop(&t);
+	table_stop(&t, loop);
 
 	/* Without the file (memory only) the window reopens: what the file
 	 * is for. */
-	table_start(&t, &us, &them, NULL);
-	send_init(&t, frame, 4 + n, ts, false);
+	table_start(&t, loop, &us, &them, NULL, NULL);
+	send_init(&t, frame, n, ts, false);
 	ck_assert_uint_eq(t.c.hs_replayed, 0);
-	table_stop(&t);
+	table_stop(&t, loop);
 }
 END_TEST
 

@@ -11,7 +11,8 @@
  * the INIT (RESP) candidate is XORed over the genuine message, so all-zero
  * bytes are the genuine message and anything else is tampering; without
  * it, the bytes are the message.  Checks:
- *   - each reader accepts exactly the genuine payload (nobody forges a tag)
+ *   - each reader accepts exactly the genuine payload behind the genuine
+ *     clear bytes (nobody forges a tag; a rewritten version fails too)
  *     and returns the initiator's static key and timestamp;
  *   - a refused INIT leaves the responder's state wiped, a refused RESPONSE
  *     leaves the initiator's state as it was, so the genuine RESPONSE still
@@ -110,12 +111,17 @@ static void check_code(int r)
 		abort();
 }
 
-/* A reader's result r for payload: 0 exactly for the genuine payload of
- * glen bytes, else -EBADMSG. */
-static void expect(int r, const uint8_t *payload, size_t len,
-		   const uint8_t *genuine, size_t glen)
+/* The clear bytes of the genuine messages. */
+static uint8_t init_clear[GSP_HS_CLEAR], resp_clear[GSP_HS_CLEAR];
+
+/* A reader's result r for clear bytes and payload: 0 exactly for the
+ * genuine ones (payload of glen bytes), else -EBADMSG. */
+static void expect(int r, const uint8_t *clear, const uint8_t *gclear,
+		   const uint8_t *payload, size_t len, const uint8_t *genuine,
+		   size_t glen)
 {
-	bool want = len == glen && memcmp(payload, genuine, glen) == 0;
+	bool want = len == glen && memcmp(payload, genuine, glen) == 0 &&
+		    memcmp(clear, gclear, GSP_HS_CLEAR) == 0;
 	if (r != 0 && r != -EBADMSG)
 		abort();
 	if ((r == 0) != want)
@@ -124,13 +130,13 @@ static void expect(int r, const uint8_t *payload, size_t len,
 
 /* Responder: reads INIT; true if accepted, and then hr is ready to
  * respond.  Checks the oracle against the genuine payload. */
-static bool read_init(gsp_hs *hr, const uint8_t *payload, size_t len,
-		      const uint8_t *genuine)
+static bool read_init(gsp_hs *hr, const uint8_t *clear, const uint8_t *payload,
+		      size_t len, const uint8_t *genuine)
 {
 	uint8_t peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP];
 	memset(peer, 0xa5, sizeof(peer));
-	int r = gsp_hs_read_init(hr, &responder, payload, len, peer, ts);
-	expect(r, payload, len, genuine, GSP_HS_INIT_BYTES);
+	int r = gsp_hs_read_init(hr, &responder, clear, payload, len, peer, ts);
+	expect(r, clear, init_clear, payload, len, genuine, GSP_HS_INIT_BYTES);
 	if (r != 0) {
 		/* Nothing returned, and the secrets are gone. */
 		for (size_t i = 0; i < sizeof(peer); i++)
@@ -148,12 +154,13 @@ static bool read_init(gsp_hs *hr, const uint8_t *payload, size_t len,
 
 /* Initiator: reads RESPONSE; true if accepted.  A refusal changes
  * nothing in hi. */
-static bool read_response(gsp_hs *hi, const uint8_t *payload, size_t len,
+static bool read_response(gsp_hs *hi, const uint8_t *clear,
+			  const uint8_t *payload, size_t len,
 			  const uint8_t *genuine, gsp_session *sa)
 {
 	gsp_hs before = *hi;
-	int r = gsp_hs_read_response(hi, payload, len, sa);
-	expect(r, payload, len, genuine, GSP_HS_RESP_BYTES);
+	int r = gsp_hs_read_response(hi, clear, payload, len, sa);
+	expect(r, clear, resp_clear, payload, len, genuine, GSP_HS_RESP_BYTES);
 	if (r != 0 && memcmp(&before, hi, sizeof(before)) != 0)
 		abort();
 	return r == 0;
@@ -178,24 +185,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rng_calls = 0;
 
 	/* The genuine INIT, and the candidate. */
-	if (gsp_hs_initiate(&hi, &initiator, responder.pub, timestamp, init))
+	if (gsp_hs_header_write(GSP_HS_INIT, mi.version, init_clear, GSP_HS_CLEAR) ||
+	    gsp_hs_header_write(GSP_HS_RESP, mr.version, resp_clear, GSP_HS_CLEAR) ||
+	    gsp_hs_initiate(&hi, &initiator, responder.pub, init_clear, timestamp,
+			    init))
 		abort();
 	memcpy(mi.payload, init, sizeof(init));
 	if (gsp_hs_init_encode(&mi, msg, sizeof(msg), &n) || n != sizeof(msg))
 		abort();
 	uint8_t *c = candidate(&data, &size, flags & 1, msg, n, &len);
-	read_init(&scratch, c, len, init);   /* the raw bytes, any length */
+	/* The raw bytes, any length, behind the genuine clear bytes. */
+	read_init(&scratch, init_clear, c, len, init);
 	int r = gsp_hs_init_decode(c, len, &mi);
 	check_code(r);
+	/* Decoded: its clear bytes as received (any minor decodes). */
 	bool accepted = r == 0 &&
-		read_init(&hr, mi.payload, sizeof(mi.payload), init);
+		read_init(&hr, c, mi.payload, sizeof(mi.payload), init);
 	free(c);
-	if (!accepted && !read_init(&hr, init, sizeof(init), init))
+	if (!accepted && !read_init(&hr, init_clear, init, sizeof(init), init))
 		abort();
 	/* An initiator never responds; a responder answers once. */
-	if (gsp_hs_respond(&hi, resp, &sb) != -EINVAL)
+	if (gsp_hs_respond(&hi, resp_clear, resp, &sb) != -EINVAL)
 		abort();
-	if (gsp_hs_respond(&hr, resp, &sb) != 0)
+	if (gsp_hs_respond(&hr, resp_clear, resp, &sb) != 0)
 		abort();
 
 	/* The genuine RESPONSE, and the candidate. */
@@ -207,19 +219,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (len != GSP_HS_RESP_BYTES) {
 		/* Raw bytes of another length: refused before any crypto. */
 		gsp_hs copy = hi;
-		if (read_response(&copy, c, len, resp, &sa))
+		if (read_response(&copy, resp_clear, c, len, resp, &sa))
 			abort();
 	}
 	r = gsp_hs_resp_decode(c, len, &mr);
 	check_code(r);
 	accepted = r == 0 &&
-		read_response(&hi, mr.payload, sizeof(mr.payload), resp, &sa);
+		read_response(&hi, c, mr.payload, sizeof(mr.payload), resp, &sa);
 	free(c);
-	if (!accepted && !read_response(&hi, resp, sizeof(resp), resp, &sa))
+	if (!accepted &&
+	    !read_response(&hi, resp_clear, resp, sizeof(resp), resp, &sa))
 		abort();
 	/* Done: the state is wiped and refuses a second RESPONSE. */
 	if (!sodium_is_zero((const unsigned char *)&hi, sizeof(hi)) ||
-	    gsp_hs_read_response(&hi, resp, sizeof(resp), &sa) != -EINVAL)
+	    gsp_hs_read_response(&hi, resp_clear, resp, sizeof(resp), &sa) != -EINVAL)
 		abort();
 
 	if (memcmp(sa.tx_key, sb.rx_key, 32) != 0 ||

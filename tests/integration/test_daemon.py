@@ -260,6 +260,39 @@ class Daemon(unittest.TestCase):
         self.assertIn("it speaks protocol 2.0", c.log(0))
         self.assertEqual([e["state"] for e in after["edges"]], ["idle"])
 
+    def test_sessions_rekeyed_on_time(self):
+        """RekeyAfterSeconds = 1: the end that initiated the session
+        replaces it with a new handshake every second (sessions_rekeyed in
+        status); SYNC steps go on through it, and the edge stays up and
+        keeps its generation (a rekey costs a RESYNC, no round)."""
+        c = self.cluster(2, node_conf="RekeyAfterSeconds = 1\n")
+        c.start()
+        procs = [c.trainer(i, "--data", "random:200x100", "--steps", "1000000",
+                           "--sync", "--wait-edges", "1") for i in range(2)]
+        self.wait_rounds(c, 0, 5)
+        before = [cluster.status(s) for s in c.sockets]
+
+        def rekeyed():
+            return sum(cluster.status(s)["counters"]["sessions_rekeyed"]
+                       for s in c.sockets)
+        self.assertTrue(cluster.eventually(lambda: rekeyed() >= 3, timeout=20),
+                        c.tail_logs())
+        self.wait_rounds(c, 0, before[0]["edges"][0]["round"] + 20)
+        # Up again after each swap (a swap leaves it "connecting" until the
+        # new session's RESYNCs).
+        self.assertTrue(cluster.eventually(lambda: all(
+            cluster.status(s)["edges"][0]["state"] == "up" for s in c.sockets)))
+        for s, b in zip(c.sockets, before):
+            after = cluster.status(s)
+            (e,) = after["edges"]
+            self.assertEqual(e["generation"], b["edges"][0]["generation"])
+            self.assertIsNone(e["last_error"])
+            self.assertEqual(after["counters"]["hs_refused"], 0)
+            self.assertEqual(after["counters"]["hs_replayed"], 0)
+        self.assertIn("replaced by a newer session", c.log(0) + c.log(1))
+        for p in procs:
+            cluster.kill(p)
+
     def wait_rounds(self, c, i, rounds, timeout=30):
         def reached():
             st = cluster.status(c.sockets[i])

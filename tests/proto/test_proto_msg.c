@@ -727,7 +727,7 @@ START_TEST(test_byte_layout)
 
 	encode_case(find(GSP_MSG_MODEL), buf);
 	static const uint8_t model_head[18] = {
-		0x01, 0x01, 0x01, 0x00, 0x04, 0x00, 0x03, 0x00, 0x00, 0x00,
+		0x01, 0x02, 0x01, 0x00, 0x04, 0x00, 0x03, 0x00, 0x00, 0x00,
 		0x80, 0x9c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 	};
 	ck_assert_mem_eq(buf, model_head, 18);
@@ -1001,6 +1001,24 @@ START_TEST(test_hs_rules)
 	ck_assert_int_eq(gsp_hs_resp_encode(&r, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(gsp_hs_init_decode(buf, len, &i), -ENOMSG);
 	ck_assert_uint_le(GSP_HS_INIT_MSG_BYTES, GSP_PROTO_PREAUTH_MAX);
+	/* The header is exactly the encoding's first bytes (the handshake
+	 * hashes it before the payload exists). */
+	uint8_t hdr[GSP_HS_HEADER_BYTES + 1] = {0};
+	ck_assert_int_eq(gsp_hs_header_write(GSP_HS_RESP, r.version, hdr,
+					     GSP_HS_HEADER_BYTES), 0);
+	ck_assert_mem_eq(hdr, buf, GSP_HS_HEADER_BYTES);
+	ck_assert_uint_eq(hdr[GSP_HS_HEADER_BYTES], 0);
+	i = hs_init_sample;
+	ck_assert_int_eq(gsp_hs_init_encode(&i, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq(gsp_hs_header_write(GSP_HS_INIT, i.version, hdr,
+					     sizeof(hdr)), 0);
+	ck_assert_mem_eq(hdr, buf, GSP_HS_HEADER_BYTES);
+	ck_assert_int_eq(gsp_hs_header_write(GSP_HS_INIT, i.version, hdr,
+					     GSP_HS_HEADER_BYTES - 1), -ENOBUFS);
+	ck_assert_int_eq(gsp_hs_header_write(GSP_MSG_MODEL, i.version, hdr,
+					     sizeof(hdr)), -EINVAL);
+	ck_assert_int_eq(gsp_hs_header_write(GSP_HS_INIT, 0x0201, hdr,
+					     sizeof(hdr)), -EINVAL);
 }
 END_TEST
 

@@ -169,6 +169,7 @@ static const struct {
 	{ "rx_malformed", "Peer links closed for malformed input." },
 	{ "hs_refused", "Handshakes refused: static key not on the allowlist." },
 	{ "hs_replayed", "Handshakes refused: stale or replayed timestamp." },
+	{ "hs_rate_limited", "Connections refused: over the handshake rate of their address." },
 	{ "version_mismatch", "Peers refused for another protocol major version." },
 	{ "model_mismatch", "Peer links closed for a different model fingerprint." },
 	{ "fingerprint_mismatch", "Peer links closed for a different model fingerprint." },
@@ -180,6 +181,7 @@ static const struct {
 	{ "api_malformed", "Local API connections closed for malformed requests." },
 	{ "writes_redone", "Writes into the parameters a killed gossipd left, undone by the trainer's client and redone at REGISTER (its records counted them)." },
 	{ "writes_undone", "Writes into the parameters a killed gossipd left, undone by the trainer's client (its records did not count them)." },
+	{ "sessions_rekeyed", "Sessions this node initiated and replaced with a new handshake (RekeyAfterSeconds)." },
 };
 
 /* "gossipd_" + name with every character outside [a-zA-Z0-9_] replaced by
