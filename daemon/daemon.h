@@ -28,6 +28,7 @@
 #define GOSSIPD_DAEMON_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -54,6 +55,13 @@ typedef struct gossipd {
 	api_server *api;
 	uv_signal_t sigterm, sigint, sighup;
 	bool stopping;
+	/* Rounds per second of each edge (status_rates_start). */
+	struct {
+		uv_timer_t timer;
+		uint64_t at_ms;
+		uint64_t rounds[GSP_MAX_PEERS];
+		float per_s[GSP_MAX_PEERS];
+	} rates;
 } gossipd;
 
 #endif

@@ -20,6 +20,7 @@
 #include "key.h"
 #include "log.h"
 #include "notify.h"
+#include "status.h"
 
 static void usage(FILE *f)
 {
@@ -356,6 +357,7 @@ int main(int argc, char **argv)
 		 d.cfg.engine.gamma, gsp_kernel_name());
 	ready(&d);
 	watchdog_start(&d);
+	status_rates_start(&d);
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	gsp_info("stopped");
 	mesh_free(&d.mesh);

@@ -122,6 +122,29 @@ static const char *edge_state_name(const peer *p, const edge *e)
 	}
 }
 
+static void on_rates(uv_timer_t *t)
+{
+	gossipd *d = t->data;
+	uint64_t now = uv_now(d->loop), dt = now - d->rates.at_ms;
+	const edge_set *s = &d->mesh.edges;
+	for (size_t i = 0; i < s->n && i < GSP_MAX_PEERS; i++) {
+		uint64_t r = s->edge[i].rounds_total, *was = &d->rates.rounds[i];
+		/* A slot that a reload gave to another edge starts over. */
+		d->rates.per_s[i] = r >= *was && dt ? (float)((r - *was) * 1000.0 / dt) : 0;
+		*was = r;
+	}
+	d->rates.at_ms = now;
+}
+
+void status_rates_start(gossipd *d)
+{
+	uv_timer_init(d->loop, &d->rates.timer);
+	d->rates.timer.data = d;
+	d->rates.at_ms = uv_now(d->loop);
+	uv_timer_start(&d->rates.timer, on_rates, STATUS_RATE_MS, STATUS_RATE_MS);
+	uv_unref((uv_handle_t *)&d->rates.timer);
+}
+
 static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 {
 	char key[45];
@@ -153,6 +176,9 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	    (unsigned long long)e->resyncs, (unsigned long long)e->continued,
 	    (unsigned long long)e->retransmits, (unsigned long long)e->rollbacks);
 	put_num(b, p->stats.rtt_ns ? p->stats.rtt_ns / 1e6 : NAN);
+	size_t i = (size_t)(e - d->mesh.edges.edge);
+	put(b, ",\"rounds_per_s\":");
+	put_num(b, i < GSP_MAX_PEERS ? d->rates.per_s[i] : NAN);
 	put(b, ",\"straggler\":%s,\"diff_norm\":", e->straggler ? "true" : "false");
 	put_num(b, e->rounds_completed ? e->diff_norm : NAN);
 	put(b, ",\"last_error\":");

@@ -133,6 +133,10 @@ class Daemon(unittest.TestCase):
         c.start(nodes=[2])
         cluster.eventually(
             lambda: cluster.status(c.sockets[0])["counters"]["hs_refused"] >= 1)
+        # The listed peer's edge is not disturbed: it comes up (idle: no
+        # model registered) beside the refusals.
+        self.assertTrue(cluster.eventually(lambda: [
+            e["state"] for e in cluster.status(c.sockets[0])["edges"]] == ["idle"]))
         st = cluster.status(c.sockets[0])
         self.assertGreaterEqual(st["counters"]["hs_refused"], 1)
         self.assertIn("is not a configured peer", c.log(0))

@@ -96,6 +96,33 @@ class Stragglers(unittest.TestCase):
         self.assertLess(drift, 1e-5)
         self.assertIn("straggler", c.log(0) + c.log(2))
 
+    def test_lag_is_reported(self):
+        """The slow trainer's edges show it: rounds per second (over the
+        daemon's last second) well below the fast edges', and the straggler
+        state at its neighbours."""
+        c = self.cluster()
+        seen = {}
+
+        def sample(procs):
+            # A second into the run, with every edge gossiping.
+            self.assertTrue(cluster.eventually(
+                lambda: cluster.status(c.sockets[3])["model"].get("steps", 0) >= 20, 30))
+            slow = [e["rounds_per_s"] for e in cluster.status(c.sockets[3])["edges"]]
+            fast = [e["rounds_per_s"] for e in cluster.status(c.sockets[1])["edges"]]
+            seen.update(slow=slow, fast=fast)
+
+        def args(i):
+            if i == 3:
+                return ["--steps", "60", "--compute-ms", str(10 * FAST_MS)]
+            return ["--steps", "600", "--compute-ms", str(FAST_MS)]
+        _, drift = self.run_ring(c, args, "lag", pause=sample)
+        print("straggler 10x: rounds/s at its edges %s, at a fast node's %s" % (
+            seen["slow"], seen["fast"]))
+        self.assertEqual(len(seen["slow"]), 2)
+        self.assertGreater(min(seen["fast"]), 0)
+        self.assertLess(max(seen["slow"]), 0.5 * min(seen["fast"]))
+        self.assertLess(drift, 1e-5)
+
     def test_stopped_trainer_stops_no_one(self):
         c = self.cluster()
         free = self.free_rate(c)

@@ -16,6 +16,7 @@ static void usage(FILE *f)
 		"end has no model registered, up: rounds flow, straggler: up, but\n"
 		"STEPs go on without waiting for it; or another state a newer\n"
 		"daemon adds); the generation, round and staleness (in steps);\n"
+		"the rounds completed per second over the daemon's last second;\n"
 		"the payload bytes sent (the engine's ROUND payloads); the wire\n"
 		"bytes sent and received (every byte of the links: handshakes,\n"
 		"frame headers and tags included); the frames sent and received;\n"
@@ -31,17 +32,18 @@ static void usage(FILE *f)
 static int print_edges(const gctl_status *st)
 {
 	static const char *const headers[] = {
-		"PEER", "ENDPOINT", "STATE", "GEN", "ROUND", "STALE",
+		"PEER", "ENDPOINT", "STATE", "GEN", "ROUND", "STALE", "ROUNDS/S",
 		"PAYLOAD_TX", "WIRE_TX", "WIRE_RX", "TX_FRAMES", "RX_FRAMES",
 		"RATIO", "RTT_MS", "DIFF_NORM",
 	};
 	gctl_table t;
 	int r = 0;
 
-	gctl_table_init(&t, 14, headers, "lllrrrrrrrrrrr");
+	gctl_table_init(&t, 15, headers, "lllrrrrrrrrrrrr");
 	for (size_t i = 0; i < st->n_edges && r == 0; i++) {
 		const gctl_edge *e = &st->edges[i];
 		char gen[GCTL_CELL_MAX], round[GCTL_CELL_MAX], stale[GCTL_CELL_MAX],
+			rate[GCTL_CELL_MAX],
 			pay[GCTL_CELL_MAX], txb[GCTL_CELL_MAX], rxb[GCTL_CELL_MAX],
 			txf[GCTL_CELL_MAX],
 			rxf[GCTL_CELL_MAX], ratio[GCTL_CELL_MAX], rtt[GCTL_CELL_MAX],
@@ -51,6 +53,7 @@ static int print_edges(const gctl_status *st)
 			gctl_fmt_uint(gen, &e->generation),
 			gctl_fmt_uint(round, &e->round),
 			gctl_fmt_uint(stale, &e->staleness),
+			gctl_fmt_fixed(rate, &e->rounds_per_s, 1),
 			gctl_fmt_uint(pay, &e->payload_tx_bytes),
 			gctl_fmt_uint(txb, &e->wire_tx_bytes),
 			gctl_fmt_uint(rxb, &e->wire_rx_bytes),

@@ -62,6 +62,7 @@ static const field edge_fields[] = {
 	FIELD(F_UINT, "resyncs", gctl_edge, resyncs),
 	FIELD(F_REAL, "rtt_ms", gctl_edge, rtt_ms),
 	FIELD(F_REAL, "diff_norm", gctl_edge, diff_norm),
+	FIELD(F_REAL, "rounds_per_s", gctl_edge, rounds_per_s),
 	FIELD(F_STR, "last_error", gctl_edge, last_error),
 	FIELD(F_BOOL, "straggler", gctl_edge, straggler),
 };

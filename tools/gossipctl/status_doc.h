@@ -65,6 +65,7 @@ typedef struct gctl_edge {
 	gctl_uint rounds;             /* rounds completed */
 	gctl_uint resyncs;            /* RESYNCs (new generations) */
 	gctl_real rtt_ms, diff_norm;
+	gctl_real rounds_per_s;       /* over the daemon's last second */
 	const char *last_error;       /* why the edge is down, or NULL */
 	gctl_bool straggler;          /* STEPs do not wait for it (MaxWait) */
 } gctl_edge;
