@@ -828,7 +828,14 @@ static void release(gsp_client *c)
 	c->reg_body_len = 0;
 }
 
-int gsp_client_detach(gsp_client *c)
+/* The parameters as the buffer holds them now, into out (if any). */
+static void copy_out(const gsp_client *c, float *out)
+{
+	if (out && c->params)
+		memcpy(out, c->params, c->n_floats * sizeof(float));
+}
+
+int gsp_client_detach_copy(gsp_client *c, float *out)
 {
 	int err;
 
@@ -836,6 +843,7 @@ int gsp_client_detach(gsp_client *c)
 		return -EINVAL;
 	begin(c);
 	if (!c->broken && c->fd < 0 && c->params) {
+		copy_out(c, out);
 		release(c);     /* the daemon is away: it holds no model of ours */
 		return 0;
 	}
@@ -843,9 +851,15 @@ int gsp_client_detach(gsp_client *c)
 			    c->timeout_ms);
 	if (err < 0 && !(c->params && !c->broken && c->fd < 0))
 		return err;
+	copy_out(c, out);  /* after DETACH's own writes (its take-backs) */
 	release(c);     /* a daemon that lost the connection detached */
 	begin(c);
 	return 0;
+}
+
+int gsp_client_detach(gsp_client *c)
+{
+	return gsp_client_detach_copy(c, NULL);
 }
 
 /* ---- step, average, status ------------------------------------------------ */

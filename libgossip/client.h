@@ -374,17 +374,23 @@ GSP_EXPORT int gsp_client_average(gsp_client *c, double target,
  */
 GSP_EXPORT int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
 
-/* Gives the model back: the daemon stops using the buffer and drops its
- * edge state; on success the client unmaps the buffer (the pointer from
- * gsp_client_register() becomes invalid, so copy out what you need first).
- * The connection stays open and may register again.  On failure the
- * buffer stays mapped.  While the daemon is away it only releases the
- * buffer (see Restarts).  Errors: the daemon's -ENOENT (nothing
- * registered) or -EPERM.
+/* Gives the model back: the daemon ends each edge's generation with its
+ * neighbour and stops using the buffer; on success the client unmaps the
+ * buffer (the pointer from gsp_client_register() becomes invalid).
+ * DETACH itself may still write the buffer: a round a neighbour ended the
+ * generation before is taken back (PROTOCOL.md 4.6).  So the parameters
+ * to keep are those after DETACH: gsp_client_detach_copy() copies them
+ * (n floats of the registered layout) into out before unmapping; a copy
+ * taken before DETACH may hold a round the network does not.  The
+ * connection stays open and may register again.  On failure the buffer
+ * stays mapped and out is untouched.  While the daemon is away it only
+ * copies and releases the buffer (see Restarts).  Errors: the daemon's
+ * -ENOENT (nothing registered) or -EPERM.
  *
- *	save_checkpoint(params);
- *	gsp_client_detach(c);
+ *	gsp_client_detach_copy(c, checkpoint);   // then save it
  */
+GSP_EXPORT int gsp_client_detach_copy(gsp_client *c, float *out);
+/* gsp_client_detach_copy(c, NULL): the parameters go with the buffer. */
 GSP_EXPORT int gsp_client_detach(gsp_client *c);
 
 /* The text of the daemon's ERROR reply if the last call on c failed with

@@ -261,8 +261,8 @@ static int reattach(const opts *o, gsp_client *c, const gsp_tensor *tensors,
 		if (err < 0)
 			return fail(c, "reattach drain", err);
 	}
-	memcpy(copy, *params, floats * sizeof(float));
-	err = gsp_client_detach(c);
+	/* The values after DETACH: it may take a round back. */
+	err = gsp_client_detach_copy(c, copy);
 	if (err < 0)
 		return fail(c, "reattach detach", err);
 	err = gsp_client_register(c, tensors, n, params);
@@ -372,14 +372,23 @@ static int run(const opts *o, const gsp_layout *layout)
 		printf("%s\n", json);
 		free(json);
 	}
-	if (o->dump && trainer_link_dump(PROG, o->dump, params, floats))
+	/* The dump is what DETACH left (it may take a round back). */
+	float *last = o->dump ? malloc(floats * sizeof(float)) : NULL;
+	if (o->dump && !last) {
+		fprintf(stderr, "%s: out of memory\n", PROG);
 		goto out;
+	}
 	fflush(stdout);
-	err = gsp_client_detach(c);
+	err = gsp_client_detach_copy(c, last);
 	if (err < 0) {
+		free(last);
 		fail(c, "detach", err);
 		goto out;
 	}
+	err = o->dump ? trainer_link_dump(PROG, o->dump, last, floats) : 0;
+	free(last);
+	if (err)
+		goto out;
 	rc = 0;
 
 out:

@@ -518,17 +518,29 @@ static int run(const opts *o)
 	clock_gettime(CLOCK_MONOTONIC, &t.t0);
 	if (train(&t) || finish(&t))
 		goto out;
-	if (o->dump && trainer_link_dump(PROG, o->dump, t.params,
-					 gsp_mlp_param_count(t.net)))
-		goto out;
+	size_t count = gsp_mlp_param_count(t.net);
+	float *last = t.params;
 	if (t.client) {
-		int err = gsp_client_detach(t.client);
-		if (err < 0) {
-			trainer_link_fail(PROG, t.client, "detach", err);
+		/* The parameters as DETACH leaves them (it may take a round
+		 * back), for the dump. */
+		last = o->dump ? malloc(count * sizeof(float)) : NULL;
+		if (o->dump && !last) {
+			fprintf(stderr, "%s: out of memory\n", PROG);
 			goto out;
 		}
+		int err = gsp_client_detach_copy(t.client, last);
 		t.params = NULL;
+		if (err < 0) {
+			trainer_link_fail(PROG, t.client, "detach", err);
+			free(last);
+			goto out;
+		}
 	}
+	int dumped = o->dump ? trainer_link_dump(PROG, o->dump, last, count) : 0;
+	if (t.client)
+		free(last);
+	if (dumped)
+		goto out;
 	rc = 0;
 out:
 	if (o->standalone)

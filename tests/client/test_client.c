@@ -434,8 +434,13 @@ static void script_register(server *s, int fd)
 	    srv_send(fd, b, len, false) < 0)
 		goto out;
 
+	/* DETACH writes too (a round taken back): the client's copy must
+	 * hold it. */
 	if (srv_next(s, fd, b, sizeof(b), &n) != GSP_API_DETACH ||
-	    gsp_api_detach_decode(b, (size_t)n) < 0 || srv_send_ok(fd) < 0)
+	    gsp_api_detach_decode(b, (size_t)n) < 0)
+		goto out;
+	map[2] = -3.5f;
+	if (srv_send_ok(fd) < 0)
 		goto out;
 	s->ok = true;
 	srv_wait_eof(fd);
@@ -484,7 +489,13 @@ START_TEST(test_register_shared_memory)
 	ck_assert_double_eq(avg.estimate, 1e-5);
 	ck_assert(avg.reached);
 
-	ck_assert_int_eq(gsp_client_detach(c), 0);
+	float *kept = calloc(100 * 100 + 100, sizeof(float));
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_int_eq(gsp_client_detach_copy(c, kept), 0);
+	ck_assert_float_eq(kept[0], 42.0f);
+	ck_assert_float_eq(kept[1], 7.0f);
+	ck_assert_float_eq(kept[2], -3.5f);      /* DETACH's own write */
+	free(kept);
 	gsp_client_close(c);
 	server_stop(&s);
 

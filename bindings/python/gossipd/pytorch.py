@@ -148,20 +148,22 @@ class Attachment:
         self.tensors = []
 
     def detach(self):
-        """Copies the parameters into private memory, then DETACHes and
-        closes the connection.  The model stays usable even if the daemon
-        is gone (the error is raised after the copy).  Returns what
-        Client.detach() returns: True if the buffer was unmapped at once,
-        False if arrays held elsewhere (such as client.arrays) keep it
-        alive.  Idempotent: a second call returns the first one's result."""
+        """DETACHes, copies the parameters into private memory and closes
+        the connection.  The copy comes after DETACH, whose own writes (a
+        round a neighbour ended before ours, taken back) it must hold; the
+        tensors keep the shared buffer mapped until then.  The model stays
+        usable even if the daemon is gone (the error is raised after the
+        copy).  Returns False: the tensors' views held the buffer at
+        DETACH, so it is unmapped once they are gone.  Idempotent: a
+        second call returns the first one's result."""
         if not self.tensors:
             return self._unmapped
-        self._copy_back()
         unmapped = None
         try:
             if not self.client.closed:
                 unmapped = self.client.detach()
         finally:
+            self._copy_back()
             released = self.client.close()     # unmaps if detach() did not run
             self._unmapped = released if unmapped is None else unmapped
         return self._unmapped
