@@ -217,6 +217,14 @@ char *status_json(const gossipd *d)
 		put_str(&b, m->trainer);
 		put(&b, ",\"consensus_estimate\":");
 		put_num(&b, edges_estimate(&d->mesh.edges));
+		static const char *const requests[] = {
+			[STEP_IDLE] = "idle", [STEP_WAIT] = "step-wait",
+			[STEP_RUN] = "step", [STEP_DRAIN] = "drain",
+			[STEP_AVERAGE] = "average-wait",
+			[STEP_AVERAGE_RUN] = "average", [STEP_REPLY] = "reply",
+		};
+		put(&b, ",\"request\":\"%s\",\"average_rounds\":%u",
+		    requests[d->step.state], d->step.avg_rounds);
 	}
 	const counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"

@@ -319,6 +319,9 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 static void average_finish(stepper *s)
 {
 	uv_timer_stop(&s->avg_timer);
+	/* The edges' callbacks meanwhile (a generation that ends or starts)
+	 * must not run the AVERAGE on from inside its end. */
+	s->state = STEP_RUN;
 	if (edges_will_write(edges(s)))
 		model_write_begin(s->model, false);
 	int r = gsp_node_apply(s->model->node);
@@ -332,6 +335,14 @@ static void average_finish(stepper *s)
 
 static void average_advance(stepper *s)
 {
+	/* The time limit passed while a round ran off the loop (the timer
+	 * found it running): it ends now, not when that round's messages
+	 * come back (they may not, if the neighbours' AVERAGEs are over). */
+	if (s->state == STEP_AVERAGE && s->avg_deadline_ms &&
+	    uv_now(s->loop) >= s->avg_deadline_ms) {
+		average_finish(s);
+		return;
+	}
 	/* A round that completes at once (an early message) goes on here,
 	 * not through the edges' callback. */
 	while (s->state == STEP_AVERAGE && !edges_in_flight(edges(s))) {

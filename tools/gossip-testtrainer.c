@@ -40,6 +40,7 @@ typedef struct opts {
 	double target;
 	uint32_t average_ms;
 	uint32_t average_rounds;
+	unsigned hold_ms;
 	const char *dump;
 	const char *dump_initial;
 	const char *load;
@@ -69,6 +70,8 @@ static void usage(FILE *f)
 "                            is <= TARGET\n"
 "  --average-time MS         AVERAGE time limit (default 10000; 0: none)\n"
 "  --average-rounds N        AVERAGE round limit (default 0: none)\n"
+"  --hold-ms MS              then stay registered, idle, MS ms (a trainer\n"
+"                            at a barrier) before the dump and DETACH\n"
 "  --dump FILE               write the final parameters as raw float32\n"
 "  --dump-initial FILE       write the initial parameters likewise\n"
 "  --load FILE               initial parameters from FILE (raw float32 of\n"
@@ -104,6 +107,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"average", required_argument, 0, 'a'},
 		{"average-time", required_argument, 0, 't'},
 		{"average-rounds", required_argument, 0, 'r'},
+		{"hold-ms", required_argument, 0, 'H'},
 		{"dump", required_argument, 0, 'D'},
 		{"dump-initial", required_argument, 0, 'I'},
 		{"load", required_argument, 0, 'L'},
@@ -168,6 +172,11 @@ static int parse_args(int argc, char **argv, opts *o)
 			if (gsp_cli_uint(optarg, UINT32_MAX, &v))
 				return die("bad --average-rounds", optarg);
 			o->average_rounds = (uint32_t)v;
+			break;
+		case 'H':
+			if (gsp_cli_uint(optarg, 3600000, &v))
+				return die("bad --hold-ms", optarg);
+			o->hold_ms = (unsigned)v;
 			break;
 		case 'D':
 			o->dump = optarg;
@@ -353,15 +362,21 @@ static int run(const opts *o, const gsp_layout *layout)
 		goto out;
 	}
 	if (o->average) {
+		struct timespec a0, a1;
+		clock_gettime(CLOCK_MONOTONIC, &a0);
 		err = gsp_client_average(c, o->target, o->average_ms,
 					 o->average_rounds, &avg);
 		if (err < 0) {
 			fail(c, "average", err);
 			goto out;
 		}
-		printf("average rounds %u estimate %.6g reached %s\n",
-		       avg.rounds, avg.estimate, avg.reached ? "yes" : "no");
+		clock_gettime(CLOCK_MONOTONIC, &a1);
+		printf("average rounds %u estimate %.6g reached %s seconds %.3f\n",
+		       avg.rounds, avg.estimate, avg.reached ? "yes" : "no",
+		       (double)(a1.tv_sec - a0.tv_sec) + (a1.tv_nsec - a0.tv_nsec) / 1e9);
 	}
+	if (o->hold_ms)
+		usleep((useconds_t)o->hold_ms * 1000);
 	if (o->status) {
 		char *json;
 		err = gsp_client_status(c, &json);

@@ -280,6 +280,28 @@ class Faults(unittest.TestCase):
         self.assertEqual([m.group(3) for m in reached], ["yes"] * 8)
         self.assert_conserved(drift, s0, s1)
 
+    def test_average_time_limit_with_a_round_off_the_loop(self):
+        """Every node AVERAGEs to an unreachable target with a 1 s limit,
+        each round held 40 ms off the loop (test hooks), then stays
+        registered and idle for 4 s (a trainer at a barrier).  A node
+        whose limit passes while its round runs there must end then, not
+        wait for that round's messages from neighbours whose AVERAGEs are
+        over (it waited until they detached)."""
+        c = cluster.owned_by(self, cluster.Cluster(BUILD, 8, node_conf=conf(8)))
+        c.start(extra_env={"GSP_OFFLOAD_FLOATS": "0", "GSP_TEST_STEP_DELAY_MS": "40"})
+        procs = [self.trainer(c, i, "avglimit", "--steps", "5", "--wait-edges", "2",
+                              "--average", "1e-12", "--average-time", "1000",
+                              "--hold-ms", "4000") for i in range(8)]
+        outs = self.finish(c, procs, timeout=60)
+        took = [float(re.search(r"^average .* seconds ([0-9.]+)$", o, re.M).group(1))
+                for o in outs]
+        drift, s0, s1 = self.drift(c, "avglimit")
+        print("AVERAGE 1 s limit, rounds off the loop, neighbours idle after: "
+              "AVERAGE took %.2f-%.2f s; drift %.3g" % (min(took), max(took), drift))
+        self.assertTrue(all("reached no" in o for o in outs), outs)
+        self.assertLess(max(took), 2.5, took)
+        self.assertLessEqual(drift, DRIFT_MAX)
+
     def test_detach_reregister(self):
         """Trainers 0 and 2 DETACH and REGISTER again (the same values)
         every 60 and 70 steps, without draining first, while the others
