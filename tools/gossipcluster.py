@@ -5,10 +5,12 @@ real processes.  Standard library only (the status reader is the
 gossipd package's Client, whose import needs nothing else).
 """
 import array
+import math
 import os
 import signal
 import random
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -363,6 +365,57 @@ def network_stats(initial, final):
     err0 = sum((x[j] - mean0[j]) ** 2 for x in initial for j in range(f)) / n
     err1 = sum((x[j] - mean1[j]) ** 2 for x in final for j in range(f)) / n
     return drift / scale, err0, err1
+
+
+def measure(x0, x1):
+    """(drift, rms0, rms1): the network average's drift relative to the
+    initial spread (the largest distance of a value from its mean over
+    the nodes, as in test_stragglers.py), and the root mean square
+    distance of the values from their mean over the nodes, initial and
+    final (the consensus error; it falls as the nodes agree)."""
+    n, f = len(x0), len(x0[0])
+    mean0 = [sum(x[k] for x in x0) / n for k in range(f)]
+    mean1 = [sum(x[k] for x in x1) / n for k in range(f)]
+    spread0 = max(abs(x[k] - mean0[k]) for x in x0 for k in range(f))
+    drift = max(abs(mean1[k] - mean0[k]) for k in range(f)) / spread0
+    rms0 = math.sqrt(sum((x[k] - mean0[k]) ** 2 for x in x0 for k in range(f)) / (n * f))
+    rms1 = math.sqrt(sum((x[k] - mean1[k]) ** 2 for x in x1 for k in range(f)) / (n * f))
+    return drift, rms0, rms1
+
+
+def read_reply(s):
+    """One frame's body from the blocking socket s (the local API's
+    framing, PROTOCOL.md 2), or None if the connection closed first."""
+    head = b""
+    while len(head) < 4:
+        chunk = s.recv(4 - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    (n,) = struct.unpack("<I", head)
+    body = b""
+    while len(body) < n:
+        chunk = s.recv(n - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return body
+
+
+def send_until_stalled(s, data, timeout, stall):
+    """Sends data on the non-blocking socket s until all is sent, timeout
+    seconds pass, or the peer takes nothing for stall seconds (it stopped
+    reading and the buffers are full); returns the bytes sent."""
+    import select
+    sent, deadline = 0, time.monotonic() + timeout
+    while sent < len(data) and time.monotonic() < deadline:
+        if not select.select([], [s], [], stall)[1]:
+            break
+        try:
+            sent += s.send(data[sent:sent + 65536])
+        except BlockingIOError:
+            pass
+    return sent
 
 
 def status(path):

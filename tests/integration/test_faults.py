@@ -29,7 +29,6 @@ docs/RELIABILITY.md has the figures before and after.
 usage: test_faults.py BUILD_DIR [unittest options, e.g. Faults.test_resets]
 GSP_KEEP_TMP=1 keeps each cluster's directory (configs, logs, dumps).
 """
-import math
 import os
 import re
 import signal
@@ -62,22 +61,6 @@ def floats(path):
     with open(path, "rb") as f:
         b = f.read()
     return struct.unpack("<%df" % (len(b) // 4), b)
-
-
-def measure(x0, x1):
-    """(drift, rms0, rms1): the network average's drift relative to the
-    initial spread (the largest distance of a value from its mean over
-    the nodes, as in test_stragglers.py), and the root mean square
-    distance of the values from their mean over the nodes, initial and
-    final (the consensus error; it falls as the nodes agree)."""
-    n, f = len(x0), len(x0[0])
-    mean0 = [sum(x[k] for x in x0) / n for k in range(f)]
-    mean1 = [sum(x[k] for x in x1) / n for k in range(f)]
-    spread0 = max(abs(x[k] - mean0[k]) for x in x0 for k in range(f))
-    drift = max(abs(mean1[k] - mean0[k]) for k in range(f)) / spread0
-    rms0 = math.sqrt(sum((x[k] - mean0[k]) ** 2 for x in x0 for k in range(f)) / (n * f))
-    rms1 = math.sqrt(sum((x[k] - mean1[k]) ** 2 for x in x1 for k in range(f)) / (n * f))
-    return drift, rms0, rms1
 
 
 def field(out, name):
@@ -118,8 +101,8 @@ class Faults(unittest.TestCase):
         return outs
 
     def drift(self, c, tag):
-        """measure() over the dumps of TAG."""
-        return measure([floats(self.path(c, tag, "init", i)) for i in range(c.n)],
+        """cluster.measure() over the dumps of TAG."""
+        return cluster.measure([floats(self.path(c, tag, "init", i)) for i in range(c.n)],
                        [floats(self.path(c, tag, "final", i)) for i in range(c.n)])
 
     @staticmethod

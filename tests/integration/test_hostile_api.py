@@ -7,11 +7,8 @@ usage: test_hostile_api.py BUILD_DIR [unittest options]
 """
 import fcntl
 import os
-import select
 import socket
-import struct
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -29,21 +26,7 @@ def connect(path):
     return s
 
 
-def read_reply(s):
-    head = b""
-    while len(head) < 4:
-        chunk = s.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (n,) = struct.unpack("<I", head)
-    body = b""
-    while len(body) < n:
-        chunk = s.recv(n - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
+read_reply = cluster.read_reply
 
 
 def hello(s, name="hostile"):
@@ -137,18 +120,10 @@ class HostileApi(unittest.TestCase):
         s = connect(self.sock)
         s.setblocking(False)
         req = P.frame(P.encode_hello("x")) + P.frame(P.encode_status()) * 200000
-        sent = 0
         # The daemon stops reading once its reply is unsent, so the
         # socket buffers fill and stay full: no progress for a second
-        # ends the loop (bounded: 1 MB or 30 s at most).
-        deadline = time.monotonic() + 30
-        while sent < len(req) and time.monotonic() < deadline:
-            if not select.select([], [s], [], 1.0)[1]:
-                break
-            try:
-                sent += s.send(req[sent:sent + 65536])
-            except BlockingIOError:
-                pass
+        # ends the sending (bounded: 1 MB or 30 s at most).
+        sent = cluster.send_until_stalled(s, req, 30, 1.0)
         self.assertLess(sent, len(req), "the daemon read 1 MB of requests without replying")
         # Other clients are still served, quickly, and memory is bounded.
         for _ in range(20):
