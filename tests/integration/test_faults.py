@@ -252,7 +252,7 @@ class Faults(unittest.TestCase):
                  for i in range(8)]
         outs = self.finish(c, procs, timeout=100)
         drift, s0, s1 = self.drift(c, "reach")
-        reached = [re.search(r"^average rounds (\d+) estimate (\S+) reached (\w+)$",
+        reached = [re.search(r"^average rounds (\d+) estimate (\S+) reached (\w+) seconds \S+$",
                              o, re.M) for o in outs]
         self.assertTrue(all(reached), outs)
         print("average to 1e-1 (node 0) and 1e-3 on an 8-ring, trainers of 3..52 "
