@@ -168,6 +168,7 @@ static bool end_live(edge *e)
 		 * taken back inside its next request (model_write_begin). */
 		s->takeback_waiting = true;
 		e->answer_due = true;
+		edge__changed(e);     /* a request that waits takes it now */
 		return false;
 	}
 	if (e->completed > e->target)

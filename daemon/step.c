@@ -25,6 +25,7 @@ static void on_reply_timer(uv_timer_t *t);
 static void on_average_timer(uv_timer_t *t);
 static void on_wait_timer(uv_timer_t *t);
 static void on_detach_timer(uv_timer_t *t);
+static void on_takeback_timer(uv_timer_t *t);
 static void begin_detach(stepper *s);
 
 void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
@@ -40,6 +41,8 @@ void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
 	uv_timer_init(loop, &s->avg_timer);
 	uv_timer_init(loop, &s->wait_timer);
 	uv_timer_init(loop, &s->detach_timer);
+	uv_timer_init(loop, &s->takeback_timer);
+	s->takeback_timer.data = s;
 	s->reply_timer.data = s->avg_timer.data = s->wait_timer.data = s;
 	s->detach_timer.data = s;
 }
@@ -50,6 +53,7 @@ void step_close(stepper *s)
 	uv_close((uv_handle_t *)&s->avg_timer, NULL);
 	uv_close((uv_handle_t *)&s->wait_timer, NULL);
 	uv_close((uv_handle_t *)&s->detach_timer, NULL);
+	uv_close((uv_handle_t *)&s->takeback_timer, NULL);
 }
 
 bool step_busy(const stepper *s)
@@ -405,11 +409,36 @@ int step_average(stepper *s, void *client, const gsp_api_average *req, step_cb c
 
 /* ---- the edges, clients and DETACH ------------------------------------ */
 
+/* A request that waits (for rounds, or for its AVERAGE's round) holds
+ * the trainer: a round waiting to be taken back by subtraction is taken
+ * back now, in a write of its own, rather than at the request's next
+ * engine step (which may wait for that very edge). */
+static bool waits(const stepper *s)
+{
+	return s->state == STEP_WAIT || s->state == STEP_DRAIN || s->state == STEP_AVERAGE;
+}
+
+static void on_takeback_timer(uv_timer_t *t)
+{
+	stepper *s = t->data;
+	if (!s->model->registered || !edges(s)->takeback_waiting || !waits(s))
+		return;
+	step_state was = s->state;
+	s->state = STEP_RUN;          /* the edges' callbacks wait meanwhile */
+	model_write_begin(s->model, false);
+	model_write_end(s->model);
+	s->state = was;
+	step_edges_changed(s);
+}
+
 void step_edges_changed(void *ctx)
 {
 	stepper *s = ctx;
 	if (!s->model->registered)
 		return;
+	/* Never from inside the edges' own calls: on the next turn. */
+	if (edges(s)->takeback_waiting && waits(s))
+		uv_timer_start(&s->takeback_timer, on_takeback_timer, 0, 0);
 	/* Never from inside the edges' own calls: the model goes on the
 	 * next turn of the loop. */
 	if (s->detaching && !edges_ending(edges(s)))

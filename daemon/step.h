@@ -59,6 +59,7 @@ typedef struct stepper {
 	bool detaching;          /* edges end their generations first */
 	unsigned detach_wait_ms; /* DetachWait: at most this long */
 	uv_timer_t detach_timer;
+	uv_timer_t takeback_timer;   /* a take-back while a request waits */
 	void *detach_client;
 	step_detach_cb detach_cb;
 	void *client;

@@ -306,7 +306,7 @@ DOC = {
          "generation": 1, "round": 57, "staleness": 0,
          "tx_bytes": 1000, "rx_bytes": 1000, "tx_frames": 10,
          "rx_frames": 10, "exact_bytes": 160000, "message_bytes": 800,
-         "rounds": 55, "resyncs": 2, "rtt_ms": 0.21,
+         "rounds": 55, "resyncs": 2, "rtt_ms": 0.21, "rounds_per_s": 12.5,
          "diff_norm": 0.05, "future_edge_field": {"a": 1}},
         {"peer": B, "endpoint": "[::1]:7002", "state": "connecting",
          "generation": 2, "round": 0, "staleness": 3,
@@ -485,12 +485,12 @@ C=QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=
 D=YGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8=
 E=gIGCg4SFhoeIiYqLjI2Oj5CRkpOUlZaXmJmam5ydnp8=
 cat >"$T/expect-edges" <<EOF
-PEER                                          ENDPOINT        STATE       GEN   ROUND  STALE  PAYLOAD_TX       WIRE_TX      WIRE_RX  TX_FRAMES  RX_FRAMES   RATIO  RTT_MS  DIFF_NORM
-$A  127.0.0.1:7001  up            1      57      0         800          1000         1000         10         10  160.0x   0.210       0.05
-$B  [::1]:7002      connecting    2       0      3           -           109            0          2          0       -       -          -
-$C  -               handshake     7  123456      1           -  123456789012  98765432109    4000000    3999999   10.0x  12.000    1.5e-07
-$D  127.0.0.1:7004  idle          0       0      0           0             0            0          0          0       -       -          -
-$E  -               draining      1       2      0           4             5            6          1          1       -       -          -
+PEER                                          ENDPOINT        STATE       GEN   ROUND  STALE  ROUNDS/S  PAYLOAD_TX       WIRE_TX      WIRE_RX  TX_FRAMES  RX_FRAMES   RATIO  RTT_MS  DIFF_NORM
+$A  127.0.0.1:7001  up            1      57      0      12.5         800          1000         1000         10         10  160.0x   0.210       0.05
+$B  [::1]:7002      connecting    2       0      3         -           -           109            0          2          0       -       -          -
+$C  -               handshake     7  123456      1         -           -  123456789012  98765432109    4000000    3999999   10.0x  12.000    1.5e-07
+$D  127.0.0.1:7004  idle          0       0      0         -           0             0            0          0          0       -       -          -
+$E  -               draining      1       2      0         -           4             5            6          1          1       -       -          -
 EOF
 run "$G" --socket "$S" edges
 expect "edges exits 0" 0 ""
