@@ -207,6 +207,14 @@ static bool offload(stepper *s, bool copy)
 	return false;
 }
 
+/* A write into the buffer begins (its undo copy taken here) if an apply
+ * now would write it; model_write_end ends it. */
+static void write_if_needed(stepper *s)
+{
+	if (edges_will_write(edges(s)))
+		model_write_begin(s->model, false);
+}
+
 /* One engine step (apply completed edges, project idle ones, send), on
  * the thread pool or here.  state: RUN or AVERAGE_RUN while it runs.
  * Returns 1 if it went off the loop, else the step's result. */
@@ -254,8 +262,7 @@ static void drain_advance(stepper *s)
 	 * exception, since answering it needs the edge applied first.
 	 * Callbacks of the edges meanwhile must not re-enter. */
 	s->state = STEP_RUN;
-	if (edges_will_write(edges(s)))
-		model_write_begin(s->model, false);
+	write_if_needed(s);
 	int r = edges_answer_early(edges(s));
 	if (r >= 0 && edges_in_flight(edges(s))) {
 		model_write_end(s->model);
@@ -326,8 +333,7 @@ static void average_finish(stepper *s)
 	/* The edges' callbacks meanwhile (a generation that ends or starts)
 	 * must not run the AVERAGE on from inside its end. */
 	s->state = STEP_RUN;
-	if (edges_will_write(edges(s)))
-		model_write_begin(s->model, false);
+	write_if_needed(s);
 	int r = gsp_node_apply(s->model->node);
 	edges_finish(edges(s));
 	model_write_end(s->model);

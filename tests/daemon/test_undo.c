@@ -50,6 +50,16 @@ static void daemon_writes(undo *u, uint64_t seq)
 		x[i] += 1.5f;
 }
 
+/* A fresh daemon takes the section (its records count no write) and is
+ * inside write 1. */
+static void attached_and_writing(undo *u)
+{
+	undo_found f;
+	ck_assert(undo_attach(u, buf, gsp_undo_bytes(N), N, 0, &f));
+	ck_assert_int_eq(f, UNDO_NOTHING);
+	daemon_writes(u, 1);
+}
+
 /* Valgrind 3.19 does not know pidfd_open (ENOSYS): the client's half is
  * then left to the runs outside valgrind. */
 static bool no_pidfd(void)
@@ -170,8 +180,7 @@ START_TEST(test_left_marked_is_lost_unless_counted)
 	 * the write was whole; not counted, it is reported. */
 	undo u;
 	undo_found f;
-	ck_assert(undo_attach(&u, buf, gsp_undo_bytes(N), N, 0, &f));
-	daemon_writes(&u, 1);
+	attached_and_writing(&u);
 	ck_assert_int_eq(gsp_undo_recover(buf, N, -1, 1000), -ESRCH);
 	ck_assert(undo_attach(&u, buf, gsp_undo_bytes(N), N, 1, &f));
 	ck_assert_int_eq(f, UNDO_NOTHING);
@@ -188,9 +197,7 @@ START_TEST(test_a_live_daemon_is_left_its_write)
 	/* The daemon's process still runs (here: this one): the client waits
 	 * and touches nothing, whether the write ends meanwhile or not. */
 	undo u;
-	undo_found f;
-	ck_assert(undo_attach(&u, buf, gsp_undo_bytes(N), N, 0, &f));
-	daemon_writes(&u, 1);
+	attached_and_writing(&u);
 	if (no_pidfd())
 		return;
 	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
