@@ -13,6 +13,7 @@ typedef struct counters {
 	uint64_t hs_refused;            /* link, peers: handshake not accepted */
 	uint64_t hs_replayed;           /* peers: old or replayed timestamp */
 	uint64_t hs_rate_limited;       /* link: over its address's rate */
+	uint64_t hs_mac1_bad;           /* link: HS_INIT's mac1 wrong, no DH done */
 	uint64_t links_closed;          /* link */
 	uint64_t sessions_rekeyed;      /* peers: replaced by our new handshake */
 	uint64_t api_malformed;         /* api */

@@ -10,6 +10,11 @@
 #include "handshake.h"
 
 static const char PROTOCOL_NAME[] = "gossipd-IK-25519-ChaChaPoly-BLAKE2b-v1";
+static const char MAC1_LABEL[] = "gossipd-mac1";
+
+/* Where mac1 starts in INIT's payload: it covers the clear bytes and
+ * everything before it. */
+#define MAC1_AT (GSP_HS_INIT_BYTES - GSP_HS_MAC1)
 
 static void hash2(uint8_t out[32], const uint8_t *a, size_t alen,
 		  const uint8_t *b, size_t blen)
@@ -43,6 +48,24 @@ static void kdf2(const uint8_t ck[32], const uint8_t *ikm, size_t len,
 	memcpy(out1, t1, 32);
 	sodium_memzero(prk, sizeof(prk));
 	sodium_memzero(t1, sizeof(t1));
+}
+
+/* mac1 = BLAKE2b-128 keyed with H(MAC1_LABEL || S_r), over INIT's clear
+ * bytes and payload[0..MAC1_AT): one hash of a public value and one MAC,
+ * no Diffie-Hellman, so a responder refuses a sender that does not know
+ * its key at the cost of two hashes (PROTOCOL.md 4.2). */
+static void mac1_of(const uint8_t responder_pub[GSP_KEY_BYTES],
+		    const uint8_t clear[GSP_HS_CLEAR], const uint8_t *payload,
+		    uint8_t out[GSP_HS_MAC1])
+{
+	uint8_t key[32];
+	crypto_generichash_state st;
+	hash2(key, (const uint8_t *)MAC1_LABEL, sizeof(MAC1_LABEL) - 1,
+	      responder_pub, GSP_KEY_BYTES);
+	crypto_generichash_init(&st, key, sizeof(key), GSP_HS_MAC1);
+	crypto_generichash_update(&st, clear, GSP_HS_CLEAR);
+	crypto_generichash_update(&st, payload, MAC1_AT);
+	crypto_generichash_final(&st, out, GSP_HS_MAC1);
 }
 
 static void mix_hash(gsp_hs *hs, const uint8_t *data, size_t len)
@@ -140,6 +163,7 @@ int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
 	if (mix_dh(hs, s->priv, hs->remote_s, k))
 		goto fail;
 	seal_hash(hs, k, timestamp, GSP_HS_TIMESTAMP, out + 2 * GSP_KEY_BYTES + GSP_HS_TAG);
+	mac1_of(remote_pub, clear, out, out + MAC1_AT);
 	sodium_memzero(k, sizeof(k));
 	hs->step = 1;
 	return 0;
@@ -155,9 +179,13 @@ int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
 		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP])
 {
 	uint8_t k[32], peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP];
+	uint8_t mac1[GSP_HS_MAC1];
 	int err = -EBADMSG;
 	if (len != GSP_HS_INIT_BYTES)
 		return -EBADMSG;
+	mac1_of(s->pub, clear, in, mac1);
+	if (crypto_verify_16(mac1, in + MAC1_AT) != 0)
+		return -EPERM;
 	hs_start(hs, s, false, s->pub);
 	mix_hash(hs, clear, GSP_HS_CLEAR);
 	memcpy(hs->remote_e, in, GSP_KEY_BYTES);

@@ -30,8 +30,12 @@
  * GSP_HS_HEADER_BYTES: type and version). */
 #define GSP_HS_CLEAR 3
 #define GSP_HS_TIMESTAMP 12
-/* e (32) | {s} (32 + 16) | {timestamp} (12 + 16) */
-#define GSP_HS_INIT_BYTES (GSP_KEY_BYTES + GSP_KEY_BYTES + GSP_HS_TAG + GSP_HS_TIMESTAMP + GSP_HS_TAG)
+/* HS_INIT's last bytes: a MAC keyed by the responder's public key
+ * (WireGuard's mac1), checked before any Diffie-Hellman. */
+#define GSP_HS_MAC1 16
+/* e (32) | {s} (32 + 16) | {timestamp} (12 + 16) | mac1 (16) */
+#define GSP_HS_INIT_BYTES (GSP_KEY_BYTES + GSP_KEY_BYTES + GSP_HS_TAG + \
+			   GSP_HS_TIMESTAMP + GSP_HS_TAG + GSP_HS_MAC1)
 /* e (32) | {} (16) */
 #define GSP_HS_RESP_BYTES (GSP_KEY_BYTES + GSP_HS_TAG)
 #define GSP_SESSION_OVERHEAD GSP_HS_TAG
@@ -65,11 +69,13 @@ int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
 		    const uint8_t clear[GSP_HS_CLEAR],
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
 		    uint8_t out[GSP_HS_INIT_BYTES]);
-/* Responder: authenticates INIT (its clear bytes and payload as
- * received) and returns the initiator's static key and timestamp; the
- * caller checks the allowlist and that the timestamp is newer than the
- * last one seen from that key.  -EBADMSG if INIT does not decrypt (wrong
- * responder key, tampering, clear bytes other than the initiator's). */
+/* Responder: checks INIT's mac1 first (-EPERM, and no Diffie-Hellman
+ * done, if the sender does not know our public key or INIT was changed),
+ * then authenticates INIT (its clear bytes and payload as received) and
+ * returns the initiator's static key and timestamp; the caller checks the
+ * allowlist and that the timestamp is newer than the last one seen from
+ * that key.  -EBADMSG if INIT does not decrypt (tampering under a valid
+ * mac1, clear bytes other than the initiator's, a low-order key). */
 int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
 		     const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
 		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],

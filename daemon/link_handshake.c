@@ -11,14 +11,16 @@
 #include "proto.h"
 
 
-/* A handshake message that did not decode: another major version is a
+/* A handshake message that did not decode: another major version, or
+ * another minor whose handshake has another size (1.3 added mac1), is a
  * policy reject (PROTOCOL.md 3: logged, counted as version_mismatch,
  * closed without a reply), anything else malformed. */
 static int version_refused(plink *l, const uint8_t *body, size_t len, int err,
 			   char *why, size_t why_len)
 {
 	uint16_t v;
-	if (err != -EPROTONOSUPPORT || gsp_proto_version_of(body, len, &v) != 0)
+	if (gsp_proto_version_of(body, len, &v) != 0 ||
+	    (err != -EPROTONOSUPPORT && v == GSP_PROTO_VERSION))
 		return err;
 	l->env->counters->version_mismatch++;
 	snprintf(why, why_len, "handshake refused: it speaks protocol %u.%u, we %u.%u",
@@ -28,6 +30,8 @@ static int version_refused(plink *l, const uint8_t *body, size_t len, int err,
 }
 
 _Static_assert(GSP_HS_CLEAR == GSP_HS_HEADER_BYTES, "handshake clear bytes");
+_Static_assert(GSP_HS_INIT_PAYLOAD == GSP_HS_INIT_BYTES &&
+	       GSP_HS_RESP_PAYLOAD == GSP_HS_RESP_BYTES, "handshake payloads");
 
 /* A handshake message that did not authenticate.  If it announced
  * another minor version, that is the likelier cause (an older gossipd,
@@ -62,8 +66,17 @@ static int on_hs_init(plink *l, const uint8_t *body, size_t len, char *why,
 	int err = gsp_hs_init_decode(body, len, &msg);
 	if (err)
 		return version_refused(l, body, len, err, why, why_len);
-	if (gsp_hs_read_init(&l->hs, l->env->key, body, msg.payload,
-			     sizeof(msg.payload), peer_key, ts) != 0) {
+	err = gsp_hs_read_init(&l->hs, l->env->key, body, msg.payload,
+			       sizeof(msg.payload), peer_key, ts);
+	if (err == -EPERM && msg.version == GSP_PROTO_VERSION) {
+		/* Refused before any Diffie-Hellman (PROTOCOL.md 4.2). */
+		l->env->counters->hs_mac1_bad++;
+		snprintf(why, why_len, "HS_INIT's mac1 does not match our public key "
+			 "(the sender does not know it, or the message was changed)");
+		link__preauth_warn(l, "handshake refused: %s", why);
+		return -EACCES;
+	}
+	if (err) {
 		hs_auth_failed(l, msg.version, why, why_len);
 		return -EACCES;
 	}

@@ -228,7 +228,7 @@ char *status_json(const gossipd *d)
 	}
 	const counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
-	    "\"hs_replayed\":%llu,\"hs_rate_limited\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
+	    "\"hs_replayed\":%llu,\"hs_rate_limited\":%llu,\"hs_mac1_bad\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
 	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu,"
 	    "\"rounds_refused\":%llu,\"rounds_rolled_back\":%llu,"
 	    "\"rounds_unreconciled\":%llu,\"writes_redone\":%llu,"
@@ -237,6 +237,7 @@ char *status_json(const gossipd *d)
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed,
 	    (unsigned long long)c->hs_rate_limited,
+	    (unsigned long long)c->hs_mac1_bad,
 	    (unsigned long long)c->links_closed,
 	    (unsigned long long)c->api_malformed,
 	    (unsigned long long)c->fingerprint_mismatch,

@@ -79,7 +79,7 @@ extern "C" {
 /* ---- versions and limits ---------------------------------------------- */
 
 #define GSP_PROTO_VERSION_MAJOR 1
-#define GSP_PROTO_VERSION_MINOR 2
+#define GSP_PROTO_VERSION_MINOR 3
 #define GSP_PROTO_VERSION \
 	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
 #define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
@@ -237,16 +237,18 @@ int gsp_model_summary(const gsp_model_desc *desc, char *buf,
 /* Each handshake message is type, version and a payload that the daemon's
  * handshake code produces and consumes whole (PROTOCOL.md, "Handshake"):
  *   HS_INIT payload: e (32) | AEAD(s) (32 + 16) | AEAD(timestamp) (12 + 16)
+ *                    | mac1 (16, since 1.3)
  *   HS_RESP payload: e (32) | AEAD(empty) (16) */
+#define GSP_HS_MAC1_BYTES 16
 #define GSP_HS_INIT_PAYLOAD (GSP_KEY_BYTES + GSP_KEY_BYTES + \
 			     GSP_AEAD_TAG_BYTES + GSP_TAI64N_BYTES + \
-			     GSP_AEAD_TAG_BYTES)                  /* 108 */
+			     GSP_AEAD_TAG_BYTES + GSP_HS_MAC1_BYTES) /* 124 */
 #define GSP_HS_RESP_PAYLOAD (GSP_KEY_BYTES + GSP_AEAD_TAG_BYTES) /* 48 */
 /* The clear bytes in front of the payload: type, then version.  The
  * handshake hash covers them (PROTOCOL.md 4.2), so the sender needs them
  * before it computes the payload. */
 #define GSP_HS_HEADER_BYTES 3
-#define GSP_HS_INIT_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_INIT_PAYLOAD) /* 111 */
+#define GSP_HS_INIT_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_INIT_PAYLOAD) /* 127 */
 #define GSP_HS_RESP_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_RESP_PAYLOAD) /* 51 */
 
 typedef struct gsp_hs_init {

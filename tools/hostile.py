@@ -58,15 +58,16 @@ KINDS = ("api_garbage", "api_bad_register", "api_pipeline", "api_unsealed",
 REFUSED_BY = {
     "api_garbage": ("api_malformed",),
     "api_bad_register": ("api_malformed",),
-    "peer_random": ("rx_malformed", "hs_refused", "version_mismatch", "hs_rate_limited"),
-    "peer_forged_init": ("rx_malformed", "hs_refused", "version_mismatch",
+    "peer_random": ("rx_malformed", "hs_refused", "hs_mac1_bad", "version_mismatch",
+                    "hs_rate_limited"),
+    "peer_forged_init": ("rx_malformed", "hs_refused", "hs_mac1_bad", "version_mismatch",
                          "hs_rate_limited"),
 }
 # STATUS requests of one api_pipeline (1 MB): far more than the socket
 # buffers hold, so a daemon that stopped reading is seen.
 PIPELINE = P.frame(P.encode_status()) * 200000
-HS_INIT_BODY = 111                 # PROTOCOL.md 4.2
-TRICKLE_BYTES = 24                 # of the 115 of a whole HS_INIT frame
+HS_INIT_BODY = 127                 # PROTOCOL.md 4.2
+TRICKLE_BYTES = 24                 # of the 131 of a whole HS_INIT frame
 TRICKLE_MAX = 16                   # trickled connections open at once, at most
 HOLD_MAX = 10.0                    # s: the handshake deadline (5 s) and slack
 WAIT = 2.0                         # s: for a reply or a close

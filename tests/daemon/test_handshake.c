@@ -66,14 +66,23 @@ START_TEST(test_tampering_refused)
 	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES], ts[12], peer[32], pts[12];
 	gsp_hs_timestamp(ts);
 	ck_assert_int_eq(gsp_hs_initiate(&hi, &p.a, p.b.pub, HS_INIT_CLEAR, ts, init), 0);
-	/* Sent to the wrong responder: it cannot even read who is calling. */
+	/* Sent to the wrong responder: refused at mac1 (test_mac1), and with
+	 * a mac1 for that responder it cannot even read who is calling. */
+	uint8_t other[GSP_HS_INIT_BYTES];
+	memcpy(other, init, sizeof(other));
+	hs_test_mac1(wrong.pub, HS_INIT_CLEAR, other);
 	ck_assert_int_eq(gsp_hs_read_init(&hr, &wrong, HS_INIT_CLEAR, init, sizeof(init), peer, pts),
-			 -EBADMSG);
-	for (size_t i = 0; i < sizeof(init); i++) {
+			 -EPERM);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &wrong, HS_INIT_CLEAR, other, sizeof(other), peer,
+					  pts), -EBADMSG);
+	/* Any byte changed, under a mac1 made again for it: the AEAD refuses. */
+	for (size_t i = 0; i < sizeof(init) - GSP_HS_MAC1; i++) {
 		init[i] ^= 0x20;
+		hs_test_mac1(p.b.pub, HS_INIT_CLEAR, init);
 		ck_assert_msg(gsp_hs_read_init(&hr, &p.b, HS_INIT_CLEAR, init, sizeof(init), peer,
 					       pts) == -EBADMSG, "byte %zu", i);
 		init[i] ^= 0x20;
+		hs_test_mac1(p.b.pub, HS_INIT_CLEAR, init);
 	}
 	ck_assert_int_eq(gsp_hs_read_init(&hr, &p.b, HS_INIT_CLEAR, init, sizeof(init) - 1, peer, pts),
 			 -EBADMSG);
@@ -110,9 +119,13 @@ START_TEST(test_clear_bytes_covered)
 	gsp_hs_timestamp(ts);
 	ck_assert_int_eq(gsp_hs_initiate(&hi, &a, b.pub, HS_INIT_CLEAR, ts, init), 0);
 	for (size_t i = 0; i < GSP_HS_CLEAR; i++) {
+		uint8_t other[GSP_HS_INIT_BYTES];
 		memcpy(clear, HS_INIT_CLEAR, sizeof(clear));
 		clear[i] ^= 1;
-		ck_assert_msg(gsp_hs_read_init(&hr, &b, clear, init, sizeof(init), peer,
+		/* A mac1 over the changed bytes, so that the hash is what refuses. */
+		memcpy(other, init, sizeof(other));
+		hs_test_mac1(b.pub, clear, other);
+		ck_assert_msg(gsp_hs_read_init(&hr, &b, clear, other, sizeof(other), peer,
 					       pts) == -EBADMSG, "byte %zu", i);
 	}
 	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, init, sizeof(init),
@@ -175,6 +188,54 @@ START_TEST(test_timestamps_increase)
 }
 END_TEST
 
+/* mac1 (PROTOCOL.md 4.2): an INIT for another responder's key, or with
+ * any one of its bytes changed (clear bytes included), is refused with
+ * -EPERM before any Diffie-Hellman, and the responder's state is left as
+ * it was; a valid mac1 over bytes that do not decrypt reaches the
+ * authentication (-EBADMSG), so mac1 is only the gate in front of it. */
+START_TEST(test_mac1)
+{
+	gsp_keypair a, b, c;
+	gsp_hs hi, hr, before;
+	uint8_t init[GSP_HS_INIT_BYTES], bad[GSP_HS_INIT_BYTES], clear[GSP_HS_CLEAR];
+	uint8_t ts[GSP_HS_TIMESTAMP], peer[32], pts[12];
+	gsp_keypair_generate(&a);
+	gsp_keypair_generate(&b);
+	gsp_keypair_generate(&c);
+	gsp_hs_timestamp(ts);
+	ck_assert_int_eq(gsp_hs_initiate(&hi, &a, b.pub, HS_INIT_CLEAR, ts, init), 0);
+	memset(&hr, 0x5a, sizeof(hr));
+	before = hr;
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &c, HS_INIT_CLEAR, init, sizeof(init), peer, pts),
+			 -EPERM);
+	ck_assert(memcmp(&before, &hr, sizeof(hr)) == 0);
+	for (size_t i = 0; i < GSP_HS_CLEAR + sizeof(init); i++) {
+		memcpy(clear, HS_INIT_CLEAR, sizeof(clear));
+		memcpy(bad, init, sizeof(bad));
+		if (i < GSP_HS_CLEAR)
+			clear[i] ^= 0x01;
+		else
+			bad[i - GSP_HS_CLEAR] ^= 0x80;
+		ck_assert_int_eq(gsp_hs_read_init(&hr, &b, clear, bad, sizeof(bad), peer, pts),
+				 -EPERM);
+		ck_assert(memcmp(&before, &hr, sizeof(hr)) == 0);
+	}
+	/* Random bytes under a valid mac1: past the gate, not authenticated. */
+	randombytes_buf(bad, sizeof(bad));
+	hs_test_mac1(b.pub, HS_INIT_CLEAR, bad);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, bad, sizeof(bad), peer, pts),
+			 -EBADMSG);
+	/* The genuine INIT, and the initiator's mac1 is the one the text gives. */
+	memcpy(bad, init, sizeof(bad));
+	hs_test_mac1(b.pub, HS_INIT_CLEAR, bad);
+	ck_assert(memcmp(bad, init, sizeof(init)) == 0);
+	ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, init, sizeof(init), peer, pts), 0);
+	ck_assert(memcmp(peer, a.pub, sizeof(peer)) == 0);
+	gsp_hs_clear(&hi);
+	gsp_hs_clear(&hr);
+}
+END_TEST
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -182,6 +243,7 @@ int main(void)
 	Suite *s = suite_create("daemon-handshake");
 	TCase *tc = tcase_create("handshake");
 	tcase_add_test(tc, test_agree);
+	tcase_add_test(tc, test_mac1);
 	tcase_add_test(tc, test_tampering_refused);
 	tcase_add_test(tc, test_clear_bytes_covered);
 	tcase_add_test(tc, test_transport);

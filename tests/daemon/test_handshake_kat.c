@@ -32,13 +32,13 @@ static const gsp_msg_ping PING = {
 
 /* Whole messages, clear bytes first (at our protocol version). */
 static const char INIT_HEX[] =
-	"1002017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
+	"1003017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
 	"8a1b14793ea81dad9ab39a7fc32049e4a9fd6d637491e6a715d1e80d3fcc17c8"
-	"c566bc83c88bc3dfeda3fdf10df4b2f692aa7a5cb58d91cb59db71c02e6d3341"
-	"305256b63c49acfa2c55a07063a83f";
+	"c566bca44e8d35243651be526f8e4c3dc5aef65cb58d91cb59db71c02e6d33a9"
+	"4dea157d40d9082250d72fbc917262aa58d27b3c6c58c14d4bd55d27b7f20f";
 static const char RESP_HEX[] =
-	"110201ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
-	"ff3e6be3a19d6b95b7a2c0ec7f3950ad32072e";
+	"110301ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
+	"ff3e6bd44488b53f77b4f54be757b9f80c6ffb";
 /* The initiator's second transport frame: its length header, then the
  * sealed PING. */
 static const char FRAME_HEX[] =
@@ -148,6 +148,15 @@ static void spec_handshake(const keys *k, uint8_t init[GSP_HS_INIT_BYTES],
 	spec_seal(&s, k->si.pub, 32, init + 32);
 	spec_dh(&s, k->si.priv, k->sr.pub);
 	spec_seal(&s, TIMESTAMP, sizeof(TIMESTAMP), init + 80);
+	/* mac1: BLAKE2b-128 keyed with H("gossipd-mac1" || S_r), over the
+	 * clear bytes and payload[0..108). */
+	uint8_t mkey[32], mdata[GSP_HS_CLEAR + 108], mlabel[12 + 32];
+	memcpy(mlabel, "gossipd-mac1", 12);
+	memcpy(mlabel + 12, k->sr.pub, 32);
+	crypto_generichash(mkey, 32, mlabel, sizeof(mlabel), NULL, 0);
+	memcpy(mdata, HS_INIT_CLEAR, GSP_HS_CLEAR);
+	memcpy(mdata + GSP_HS_CLEAR, init, 108);
+	crypto_generichash(init + 108, 16, mdata, sizeof(mdata), mkey, 32);
 	spec_hash(&s, HS_RESP_CLEAR, GSP_HS_CLEAR);
 	memcpy(resp, k->er.pub, 32);
 	spec_hash(&s, k->er.pub, 32);
@@ -179,7 +188,7 @@ START_TEST(test_known_answer)
 	ck_assert_int_eq(gsp_hs_initiate_with(&hi, &k.si, k.sr.pub, HS_INIT_CLEAR,
 					      TIMESTAMP, &k.ei, mi.payload), 0);
 	ck_assert_int_eq(gsp_hs_init_encode(&mi, init, sizeof(init), &n), 0);
-	ck_assert_uint_eq(n, 111);
+	ck_assert_uint_eq(n, 127);
 	ck_assert_int_eq(gsp_hs_read_init(&hr, &k.sr, init, mi.payload,
 					  sizeof(mi.payload), peer, ts), 0);
 	ck_assert_int_eq(gsp_hs_respond_with(&hr, HS_RESP_CLEAR, &k.er, mr.payload,

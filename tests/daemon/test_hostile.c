@@ -122,6 +122,7 @@ START_TEST(test_init_low_order)
 		memcpy(bad, init, sizeof(bad));
 		memset(bad, 0, GSP_KEY_BYTES);
 		bad[0] = (uint8_t)u;
+		hs_test_mac1(b.pub, HS_INIT_CLEAR, bad);        /* past the mac1 gate */
 		memset(&hr, 0x5a, sizeof(hr));
 		memset(peer, 0xa5, sizeof(peer));
 		ck_assert_int_eq(gsp_hs_read_init(&hr, &b, HS_INIT_CLEAR, bad, sizeof(bad), peer, pts),

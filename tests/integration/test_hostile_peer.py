@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Hostile input on peer links, with real daemons on loopback: a captured
-HS_INIT replayed to its responder after that responder restarted.
+HS_INIT replayed to its responder after that responder restarted, and
+HS_INITs from senders that do not know the responder's key (mac1).
 
 The attack of issue 13: node 0 dials node 1 (through tools/faultproxy.py,
 which forwards unchanged and keeps each connection's first frame, the
@@ -26,7 +27,8 @@ import faultproxy  # noqa: E402
 import gossipcluster as cluster  # noqa: E402
 
 BUILD = None
-HS_INIT_FRAME = 4 + 111
+HS_INIT_FRAME = 4 + 127
+HS_INIT_TYPE_VERSION = bytes([0x10, 3, 1])     # type, then u16 LE 1.3
 
 
 def edge(c, i):
@@ -91,6 +93,40 @@ class HostilePeer(unittest.TestCase):
         self.assertEqual(answer, b"")
         self.assertEqual(after[1]["counters"]["hs_replayed"],
                          before[1]["counters"]["hs_replayed"] + 1)
+
+    def test_hs_init_without_our_key(self):
+        """HS_INITs whose mac1 does not match the responder's key (random
+        bytes of the right size, type and version; a genuine HS_INIT sent
+        to the other node; a genuine one with one mac1 bit flipped) are
+        refused before any Diffie-Hellman: no answer, hs_mac1_bad counts
+        each, and neither hs_refused nor the live session moves."""
+        proxy = faultproxy.FaultProxy(mean_frames=0, max_resets=0)
+        c = cluster.owned_by(self, cluster.Cluster(BUILD, 2, proxy=proxy))
+        c.listen_only = {1}
+        c.start()
+        self.assertTrue(cluster.eventually(lambda: linked(c, 0) and linked(c, 1)),
+                        c.tail_logs())
+        captured = proxy.first_frames[(0, 1)][-1]      # node 0's, to node 1
+        self.assertEqual(len(captured), HS_INIT_FRAME)
+        self.assertEqual(captured[4:7], HS_INIT_TYPE_VERSION)
+        flipped = bytearray(captured)
+        flipped[-1] ^= 1
+        attacks = [(1, captured[:7] + os.urandom(HS_INIT_FRAME - 7)),
+                   (0, captured), (1, bytes(flipped))]
+        before = [cluster.status(s)["counters"] for s in c.sockets]
+        for node, frame in attacks:
+            with socket.create_connection(("127.0.0.1", c.ports[node]), timeout=10) as s:
+                s.sendall(frame)
+                self.assertEqual(s.recv(4096), b"", "node %d answered" % node)
+        after = [cluster.status(s)["counters"] for s in c.sockets]
+        self.assertEqual(after[1]["hs_mac1_bad"], before[1]["hs_mac1_bad"] + 2)
+        self.assertEqual(after[0]["hs_mac1_bad"], before[0]["hs_mac1_bad"] + 1)
+        for b, a in zip(before, after):
+            for k in ("hs_refused", "hs_replayed", "version_mismatch", "rx_malformed"):
+                self.assertEqual(a[k], b[k], k)
+        self.assertTrue(linked(c, 0) and linked(c, 1))
+        self.assertIn("mac1 does not match our public key", c.log(1))
+
 
 if __name__ == "__main__":
     BUILD = os.path.abspath(sys.argv.pop(1))

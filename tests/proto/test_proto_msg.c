@@ -683,7 +683,7 @@ START_TEST(test_sizes)
 {
 	uint8_t buf[BUF_MAX];
 
-	ck_assert_uint_eq(encode_case(find(GSP_HS_INIT), buf), 111);
+	ck_assert_uint_eq(encode_case(find(GSP_HS_INIT), buf), 127);
 	ck_assert_uint_eq(encode_case(find(GSP_HS_RESP), buf), 51);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 58);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_PING), buf), 17);
@@ -727,7 +727,7 @@ START_TEST(test_byte_layout)
 
 	encode_case(find(GSP_MSG_MODEL), buf);
 	static const uint8_t model_head[18] = {
-		0x01, 0x02, 0x01, 0x00, 0x04, 0x00, 0x03, 0x00, 0x00, 0x00,
+		0x01, GSP_PROTO_VERSION_MINOR, GSP_PROTO_VERSION_MAJOR, 0x00, 0x04, 0x00, 0x03, 0x00, 0x00, 0x00,
 		0x80, 0x9c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 	};
 	ck_assert_mem_eq(buf, model_head, 18);
