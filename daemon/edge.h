@@ -269,8 +269,9 @@ bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness);
  * edge that lags, until it keeps pace again. */
 unsigned edges_begin_wait(edge_set *s, unsigned max_staleness, unsigned max_wait);
 void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait);
-/* Whether no edge whose session works has a peer whose AVERAGE still
- * runs short of its target (as its last ROUND said). */
+/* Whether every edge whose session works has a peer whose last ROUND
+ * said its AVERAGE has reached its target (a peer not averaging yet has
+ * not). */
 bool edges_peers_reached(const edge_set *s);
 /* The consensus estimate: the largest last difference norm (NaN before
  * any round). */

@@ -287,8 +287,11 @@ bool edges_peers_reached(const edge_set *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		const edge *e = &s->edge[i];
+		/* A neighbour not averaging yet (still in its last STEPs) is
+		 * not done either: leaving now would leave its AVERAGE
+		 * waiting for rounds from us until its time limit. */
 		if (e->live && e->state == EDGE_UP && !e->ending_self &&
-		    e->peer_averaging && !e->peer_reached)
+		    !(e->peer_averaging && e->peer_reached))
 			return false;
 	}
 	return true;

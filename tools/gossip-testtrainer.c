@@ -41,6 +41,7 @@ typedef struct opts {
 	uint32_t average_ms;
 	uint32_t average_rounds;
 	unsigned hold_ms;
+	unsigned pause_ms;
 	const char *dump;
 	const char *dump_initial;
 	const char *load;
@@ -70,6 +71,8 @@ static void usage(FILE *f)
 "                            is <= TARGET\n"
 "  --average-time MS         AVERAGE time limit (default 10000; 0: none)\n"
 "  --average-rounds N        AVERAGE round limit (default 0: none)\n"
+"  --pause-ms MS             stay registered, idle, MS ms after the steps,\n"
+"                            before the DRAIN and AVERAGE (a late neighbour)\n"
 "  --hold-ms MS              then stay registered, idle, MS ms (a trainer\n"
 "                            at a barrier) before the dump and DETACH\n"
 "  --dump FILE               write the final parameters as raw float32\n"
@@ -108,6 +111,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"average-time", required_argument, 0, 't'},
 		{"average-rounds", required_argument, 0, 'r'},
 		{"hold-ms", required_argument, 0, 'H'},
+		{"pause-ms", required_argument, 0, 'P'},
 		{"dump", required_argument, 0, 'D'},
 		{"dump-initial", required_argument, 0, 'I'},
 		{"load", required_argument, 0, 'L'},
@@ -177,6 +181,11 @@ static int parse_args(int argc, char **argv, opts *o)
 			if (gsp_cli_uint(optarg, 3600000, &v))
 				return die("bad --hold-ms", optarg);
 			o->hold_ms = (unsigned)v;
+			break;
+		case 'P':
+			if (gsp_cli_uint(optarg, 3600000, &v))
+				return die("bad --pause-ms", optarg);
+			o->pause_ms = (unsigned)v;
 			break;
 		case 'D':
 			o->dump = optarg;
@@ -354,6 +363,8 @@ static int run(const opts *o, const gsp_layout *layout)
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	printf("client offline_steps %llu reconnects %u reattached %llu\n",
 	       (unsigned long long)st.offline_steps, st.reconnects, reattached);
+	if (o->pause_ms)
+		usleep((useconds_t)o->pause_ms * 1000);
 	/* Settle every edge so that each round lands at both ends or at
 	 * neither before the parameters are read and the model detached. */
 	err = gsp_client_step(c, GSP_CLIENT_STEP_DRAIN, &st);

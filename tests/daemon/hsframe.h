@@ -8,12 +8,10 @@
 #include <check.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
-
-#include <sodium.h>
 
 #include "handshake.h"
 #include "proto.h"
+#include "../common/hsmac1.h"
 
 /* Type, then the version little-endian (PROTOCOL.md 4.2). */
 static const uint8_t HS_INIT_CLEAR[GSP_HS_CLEAR] = {
@@ -24,22 +22,14 @@ static const uint8_t HS_RESP_CLEAR[GSP_HS_CLEAR] = {
 };
 
 /* Writes the mac1 of INIT's payload for the responder with public key
- * pub into its last GSP_HS_MAC1 bytes, from PROTOCOL.md 4.2's text with
- * libsodium directly: BLAKE2b-128 keyed with H("gossipd-mac1" || pub)
- * over the clear bytes and the payload before it.  For tests that change
- * an INIT (or its clear bytes) and need it to pass the mac1 check. */
+ * pub into its last GSP_HS_MAC1 bytes (PROTOCOL.md 4.2, hsmac1.h): for
+ * tests that change an INIT (or its clear bytes) and need it to pass the
+ * mac1 check. */
 static inline void hs_test_mac1(const uint8_t pub[GSP_KEY_BYTES],
 				const uint8_t clear[GSP_HS_CLEAR],
 				uint8_t init[GSP_HS_INIT_BYTES])
 {
-	enum { AT = GSP_HS_INIT_BYTES - GSP_HS_MAC1 };
-	uint8_t label[12 + GSP_KEY_BYTES], key[32], data[GSP_HS_CLEAR + AT];
-	memcpy(label, "gossipd-mac1", 12);
-	memcpy(label + 12, pub, GSP_KEY_BYTES);
-	crypto_generichash(key, sizeof(key), label, sizeof(label), NULL, 0);
-	memcpy(data, clear, GSP_HS_CLEAR);
-	memcpy(data + GSP_HS_CLEAR, init, AT);
-	crypto_generichash(init + AT, GSP_HS_MAC1, data, sizeof(data), key, sizeof(key));
+	hs_spec_mac1(pub, clear, init, init + GSP_HS_INIT_BYTES - GSP_HS_MAC1);
 }
 
 /* An HS_INIT frame (header and message) from s to the responder whose

@@ -149,14 +149,8 @@ static void spec_handshake(const keys *k, uint8_t init[GSP_HS_INIT_BYTES],
 	spec_dh(&s, k->si.priv, k->sr.pub);
 	spec_seal(&s, TIMESTAMP, sizeof(TIMESTAMP), init + 80);
 	/* mac1: BLAKE2b-128 keyed with H("gossipd-mac1" || S_r), over the
-	 * clear bytes and payload[0..108). */
-	uint8_t mkey[32], mdata[GSP_HS_CLEAR + 108], mlabel[12 + 32];
-	memcpy(mlabel, "gossipd-mac1", 12);
-	memcpy(mlabel + 12, k->sr.pub, 32);
-	crypto_generichash(mkey, 32, mlabel, sizeof(mlabel), NULL, 0);
-	memcpy(mdata, HS_INIT_CLEAR, GSP_HS_CLEAR);
-	memcpy(mdata + GSP_HS_CLEAR, init, 108);
-	crypto_generichash(init + 108, 16, mdata, sizeof(mdata), mkey, 32);
+	 * clear bytes and payload[0..108) (hsmac1.h). */
+	hs_spec_mac1(k->sr.pub, HS_INIT_CLEAR, init, init + 108);
 	spec_hash(&s, HS_RESP_CLEAR, GSP_HS_CLEAR);
 	memcpy(resp, k->er.pub, 32);
 	spec_hash(&s, k->er.pub, 32);

@@ -10,10 +10,15 @@
  * many bytes) and an HS_RESP candidate (the same).  With flag bit 0 (bit 1)
  * the INIT (RESP) candidate is XORed over the genuine message, so all-zero
  * bytes are the genuine message and anything else is tampering; without
- * it, the bytes are the message.  Checks:
+ * it, the bytes are the message.  With flag bit 2, an INIT candidate of
+ * the message's size gets a valid mac1 for what it holds, so tampering
+ * reaches the Diffie-Hellman and AEAD checks behind the gate.  Checks:
  *   - each reader accepts exactly the genuine payload behind the genuine
  *     clear bytes (nobody forges a tag; a rewritten version fails too)
  *     and returns the initiator's static key and timestamp;
+ *   - the INIT reader refuses with -EPERM, its state untouched, exactly
+ *     the INITs of the right length whose mac1 the specification's text
+ *     (tests/common/hsmac1.h) says is wrong;
  *   - a refused INIT leaves the responder's state wiped, a refused RESPONSE
  *     leaves the initiator's state as it was, so the genuine RESPONSE still
  *     completes the handshake;
@@ -28,6 +33,7 @@
 
 #include "handshake.h"
 #include "proto.h"
+#include "../common/hsmac1.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -133,9 +139,27 @@ static void expect(int r, const uint8_t *clear, const uint8_t *gclear,
 static bool read_init(gsp_hs *hr, const uint8_t *clear, const uint8_t *payload,
 		      size_t len, const uint8_t *genuine)
 {
-	uint8_t peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP];
+	uint8_t peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP], mac1[GSP_HS_MAC1];
+	bool mac1_bad = false;
+	if (len == GSP_HS_INIT_BYTES) {
+		hs_spec_mac1(responder.pub, clear, payload, mac1);
+		mac1_bad = memcmp(mac1, payload + GSP_HS_INIT_BYTES - GSP_HS_MAC1,
+				  GSP_HS_MAC1) != 0;
+	}
 	memset(peer, 0xa5, sizeof(peer));
+	gsp_hs before = *hr;
 	int r = gsp_hs_read_init(hr, &responder, clear, payload, len, peer, ts);
+	if ((r == -EPERM) != mac1_bad)
+		abort();
+	if (r == -EPERM) {
+		/* Refused at the gate: nothing done, nothing returned. */
+		if (memcmp(&before, hr, sizeof(before)) != 0)
+			abort();
+		for (size_t i = 0; i < sizeof(peer); i++)
+			if (peer[i] != 0xa5)
+				abort();
+		return false;
+	}
 	expect(r, clear, init_clear, payload, len, genuine, GSP_HS_INIT_BYTES);
 	if (r != 0) {
 		/* Nothing returned, and the secrets are gone. */
@@ -177,6 +201,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n, len;
 	uint8_t flags = 0;
 
+	memset(&hr, 0, sizeof(hr));
+	memset(&scratch, 0, sizeof(scratch));
 	if (size) {
 		flags = data[0];
 		data++;
@@ -194,6 +220,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gsp_hs_init_encode(&mi, msg, sizeof(msg), &n) || n != sizeof(msg))
 		abort();
 	uint8_t *c = candidate(&data, &size, flags & 1, msg, n, &len);
+	if ((flags & 4) && len == GSP_HS_INIT_MSG_BYTES)
+		hs_spec_mac1(responder.pub, c, c + GSP_HS_CLEAR,
+			     c + GSP_HS_INIT_MSG_BYTES - GSP_HS_MAC1);
 	/* The raw bytes, any length, behind the genuine clear bytes. */
 	read_init(&scratch, init_clear, c, len, init);
 	int r = gsp_hs_init_decode(c, len, &mi);

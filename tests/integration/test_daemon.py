@@ -385,10 +385,11 @@ class Daemon(unittest.TestCase):
                       "per daemon: that trainer must detach or exit first", err)
         self.assertIn("model registered by trainer 'first-0': powergossip r2",
                       c.log(0))
-        for p in first:
-            out, err = p.communicate(timeout=60)
+        outs = [p.communicate(timeout=60) for p in first]
+        for p, (out, err) in zip(first, outs):
             self.assertEqual(p.returncode, 0, err)
-            self.assertRegex(out, r"average rounds [1-9][0-9]* estimate \S+ reached yes", c.tail_logs())
+            self.assertRegex(out, r"average rounds [1-9][0-9]* estimate \S+ reached yes",
+                             repr(outs) + c.tail_logs())
         drift, e0, e1 = cluster.network_stats(
             [cluster.read_floats(p) for p in init],
             [cluster.read_floats(p) for p in final])

@@ -263,6 +263,37 @@ class Faults(unittest.TestCase):
         self.assertEqual([m.group(3) for m in reached], ["yes"] * 8)
         self.assert_conserved(drift, s0, s1)
 
+    def test_average_waits_for_a_late_neighbour(self):
+        """A 2-node edge whose node 1 pauses 1.5 s after its steps, before
+        its DRAIN and AVERAGE (a trainer at a barrier).  Node 0's AVERAGE,
+        already at its target (the SYNC steps converged it), must wait for
+        its neighbour's rounds rather than leave: both run rounds, node 0
+        until node 1's say it reached, node 1's AVERAGE is not left to its
+        20 s limit, and both report reached.  (The race in which a node
+        completed its AVERAGE round with a neighbour's DRAIN round, took
+        that neighbour, not averaging yet, for one that had reached, and
+        detached is seen by `daemon` test_average_and_one_model_per_daemon:
+        4 runs of 12 before the fix, none of 12 after.)"""
+        c = cluster.owned_by(self, cluster.Cluster(BUILD, 2, node_conf=conf(2)))
+        c.start()
+        procs = [self.trainer(c, i, "late", "--steps", "60", "--sync", "--wait-edges", "1",
+                              "--average", "1e-4", "--average-time", "20000",
+                              *(["--pause-ms", "1500"] if i == 1 else []))
+                 for i in range(2)]
+        outs = self.finish(c, procs, timeout=60)
+        got = [re.search(r"^average rounds (\d+) estimate \S+ reached (\w+) seconds ([0-9.]+)$",
+                         o, re.M) for o in outs]
+        self.assertTrue(all(got), outs)
+        drift, s0, s1 = self.drift(c, "late")
+        print("AVERAGE, node 1 1.5 s late: rounds %s, reached %s, seconds %s; drift %.3g" % (
+            ",".join(m.group(1) for m in got), ",".join(m.group(2) for m in got),
+            ",".join(m.group(3) for m in got), drift))
+        self.assertEqual([m.group(2) for m in got], ["yes", "yes"])
+        self.assertTrue(all(int(m.group(1)) >= 1 for m in got), outs)
+        self.assertLess(float(got[1].group(3)), 10.0, outs)     # not its 20 s limit
+        self.assertGreater(float(got[0].group(3)), 1.0, outs)   # node 0 waited for it
+        self.assertLessEqual(drift, DRIFT_MAX)
+
     def test_average_time_limit_with_a_round_off_the_loop(self):
         """Every node AVERAGEs to an unreachable target with a 1 s limit,
         each round held 40 ms off the loop (test hooks), then stays
