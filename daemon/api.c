@@ -75,9 +75,16 @@ static void client_close(api_client *c)
 	if (d->model.registered && d->model.owner == c) {
 		gsp_info("trainer '%s' went away: detaching its model", c->log_name);
 		step_detach(&d->step, NULL, NULL);
-		/* A detach that waits for a running step: no owner meanwhile. */
-		if (d->model.registered)
+		/* A detach that waits for a running step or the neighbours: no
+		 * owner meanwhile, and the connection stays open (a copy) until
+		 * the buffer goes, so that the client, which waits for its EOF,
+		 * knows when it alone writes the buffer again. */
+		if (d->model.registered) {
 			d->model.owner = NULL;
+			int hold = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+			if (hold >= 0)
+				model_hold_connection(&d->model, hold);
+		}
 	}
 	for (api_client **pp = &srv->clients; *pp; pp = &(*pp)->next)
 		if (*pp == c) {

@@ -14,7 +14,14 @@
 
 void model_init(model *m, mesh *ms, const gsp_config *engine)
 {
-	*m = (model){.mesh = ms, .engine = engine, .fd = -1};
+	*m = (model){.mesh = ms, .engine = engine, .fd = -1, .hold_fd = -1};
+}
+
+void model_hold_connection(model *m, int fd)
+{
+	if (m->hold_fd >= 0)
+		close(m->hold_fd);
+	m->hold_fd = fd;
 }
 
 static void model_free(model *m)
@@ -26,6 +33,9 @@ static void model_free(model *m)
 		munmap(m->params, m->map_bytes);
 	if (m->fd >= 0)
 		close(m->fd);
+	if (m->hold_fd >= 0)
+		close(m->hold_fd);    /* the gone owner's EOF: we let go */
+	m->hold_fd = -1;
 	m->node = NULL;
 	m->layout = NULL;
 	m->params = NULL;

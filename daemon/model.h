@@ -35,6 +35,10 @@ typedef struct model {
 	uint64_t bytes_base_tx, bytes_base_rx;   /* peer traffic before it */
 	undo undo;               /* the buffer's undo section, if it has one */
 	uint64_t write_seq;      /* the write under way (edges.writing) */
+	/* A copy of a gone owner's connection while its implicit DETACH
+	 * runs: closed with the buffer, so the client's EOF says the daemon
+	 * no longer touches it (PROTOCOL.md 5.3).  -1 if none. */
+	int hold_fd;
 } model;
 
 void model_init(model *m, mesh *ms, const gsp_config *engine);
@@ -47,6 +51,10 @@ void model_init(model *m, mesh *ms, const gsp_config *engine);
 int model_register(model *m, void *owner, const char *trainer,
 		   const uint8_t *body, size_t len, int fd, char *err,
 		   size_t err_len);
+/* The owner's connection closed while the model stays registered (its
+ * implicit DETACH waits for a step or for the neighbours): takes fd, a
+ * copy of that connection, and closes it when the buffer goes. */
+void model_hold_connection(model *m, int fd);
 /* DETACH: the node, the mapping and the fd go; every session redials.
  * Never while the node is busy (step_detach waits for that). */
 void model_detach(model *m);

@@ -126,6 +126,37 @@ static void undo_lost_write(gsp_client *c)
 				       UNDO_WAIT_MS);
 }
 
+/* How long a client that closes a live connection with a model
+ * registered (a timeout, or gsp_client_close() without DETACH) waits for
+ * the daemon's EOF: the daemon keeps the connection open until its
+ * implicit DETACH has let go of the buffer (a step that still runs, the
+ * neighbours' answers within DetachWait), so after the EOF only the
+ * trainer writes it (PROTOCOL.md 5.3). */
+#define RELEASE_WAIT_MS 10000
+
+static void await_release(gsp_client *c)
+{
+	char scratch[512];
+	if (c->fd < 0 || !c->params)
+		return;
+	(void)shutdown(c->fd, SHUT_WR);
+	int64_t end = now_ms() + RELEASE_WAIT_MS;
+	for (;;) {
+		int64_t left = end - now_ms();
+		struct pollfd p = {.fd = c->fd, .events = POLLIN};
+		if (left <= 0)
+			return;
+		int r = poll(&p, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return;
+		ssize_t n = recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			return;       /* EOF (or the connection is gone): let go */
+	}
+}
+
 static void close_socket(gsp_client *c)
 {
 	if (c->fd >= 0)
@@ -137,6 +168,8 @@ static void close_socket(gsp_client *c)
  * and records err at stage. */
 static int broken(gsp_client *c, gsp_client_stage stage, int err)
 {
+	if (stage == GSP_CLIENT_IO && err == -ETIMEDOUT)
+		await_release(c);
 	if (stage == GSP_CLIENT_IO)
 		undo_lost_write(c);
 	c->broken = true;
@@ -985,6 +1018,8 @@ void gsp_client_close(gsp_client *c)
 {
 	if (!c)
 		return;
+	if (!c->broken)
+		await_release(c);
 	close_socket(c);
 	release(c);
 	if (c->daemon_pidfd >= 0)

@@ -1385,6 +1385,50 @@ START_TEST(test_detach_when_away)
 }
 END_TEST
 
+/* A daemon whose STEP outlasts the client's timeout: it reads the
+ * client's EOF, then goes on 600 ms (its step, then the implicit DETACH)
+ * before it closes its end, as gossipd keeps the connection until it let
+ * go of the buffer. */
+static void script_lets_go_late(server *s, int fd)
+{
+	uint8_t b[512];
+	ssize_t n;
+
+	if (srv_register(s, fd, 7.0f) < 0 ||
+	    srv_next(s, fd, b, sizeof(b), &n) != GSP_API_STEP)
+		return;
+	srv_wait_eof(fd);
+	usleep(600 * 1000);
+	s->ok = true;
+}
+
+/* A timeout with a model registered returns only once the daemon has
+ * closed its end: from then on the trainer alone writes the buffer
+ * (PROTOCOL.md 5.3).  Before, it returned at the timeout (0.2 s). */
+START_TEST(test_timeout_waits_for_release)
+{
+	gsp_tensor t = {.name = "w", .ndim = 1, .shape = {64}};
+	gsp_client_options o = {.client_name = "late", .timeout_ms = 200,
+				.flags = GSP_CLIENT_NO_UNDO};
+	gsp_client_failure f;
+	struct timespec t0;
+	server s;
+	gsp_client *c;
+	float *p;
+
+	server_start(&s, script_lets_go_late, 0);
+	ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, &f), 0);
+	ck_assert_int_eq(gsp_client_register(c, &t, 1, &p), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ETIMEDOUT);
+	double waited = since(&t0);
+	ck_assert_msg(waited >= 0.75 && waited < 5.0, "waited %.3f s", waited);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+}
+END_TEST
+
 /* ---- default and AVERAGE timeouts ---------------------------------------- */
 
 /* A daemon that reads AVERAGE and never answers. */
@@ -1484,6 +1528,7 @@ static Suite *client_suite(bool slow)
 	tcase_add_loop_test(tc, test_permanent_not_retried, 0, 2);
 	tcase_add_test(tc, test_detach_when_away);
 	tcase_add_test(tc, test_average_timeout);
+	tcase_add_test(tc, test_timeout_waits_for_release);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -90,6 +90,44 @@ class TorchRing(unittest.TestCase):
                                            [r["average"] for r in res]))
 
 
+class Timeout(unittest.TestCase):
+    def test_timeout_returns_once_the_daemon_let_go(self):
+        """A step that times out in the client (0.5 s) while the daemon's
+        step still runs (held 2 s off the loop by test hooks): the client
+        closes the connection, so the daemon DETACHes; the Timeout comes
+        only once the daemon has let go of the buffer (its EOF), so that
+        from then on the trainer alone writes its parameters.  Before,
+        the Timeout came at 0.5 s with the daemon's step still to write
+        into them."""
+        c = cluster.Cluster(BUILD, 2, node_conf="Method = powergossip\nRank = 2\n")
+        if not os.environ.get("GSP_KEEP_TMP"):
+            self.addCleanup(c.remove)
+        self.addCleanup(c.close)
+        c.start(extra_env={"GSP_OFFLOAD_FLOATS": "0", "GSP_TEST_STEP_DELAY_MS": "2000"})
+        torch.manual_seed(0)
+        models = [torch.nn.Linear(10, 4) for _ in range(2)]
+        gs = [gossipd.attach(m, socket=c.sockets[i], name="timeout-%d" % i, timeout=30)
+              for i, m in enumerate(models)]
+        self.addCleanup(gs[1].detach)
+        gs[0].wait_edges(1, timeout=20)
+        gs[0].client.timeout = 0.5
+        t0 = time.monotonic()
+        with self.assertRaises(gossipd.Timeout):
+            gs[0].step()
+        took = time.monotonic() - t0
+        with gossipd.Client(c.sockets[0], name="observer") as obs:
+            doc = obs.status()
+        self.assertFalse(doc["model"]["registered"],
+                         "the daemon still holds the buffer after the Timeout "
+                         "(%.2f s):\n%s" % (took, c.tail_logs()))
+        self.assertGreater(took, 1.5, took)      # it waited for the held step
+        self.assertLess(took, 12.0, took)        # and no longer than RELEASE_WAIT
+        before = [p.detach().clone() for p in models[0].parameters()]
+        time.sleep(0.5)
+        for a, p in zip(before, models[0].parameters()):
+            self.assertTrue(torch.equal(a, p.detach()))
+
+
 class Restart(unittest.TestCase):
     def test_kill_9_and_restart_keeps_the_torch_trainer(self):
         """gossipd is killed under an attached trainer: its steps go on,

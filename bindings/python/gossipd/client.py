@@ -32,6 +32,7 @@ DEFAULT_SOCKET = "/run/gossipd/gossipd.sock"
 DEFAULT_TIMEOUT = 60.0         # seconds: connecting, and each request's reply
 RECONNECT_WAIT = 1.0           # the longest wait of one reconnect attempt
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 0.5   # between reconnect attempts
+RELEASE_WAIT = 10.0           # the longest wait for the daemon to let go of the buffer
 _SUN_PATH_MAX = 107            # sizeof(sockaddr_un.sun_path) - 1
 _AWAY = (errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN)   # the daemon went
 _log = logging.getLogger("gossipd")
@@ -240,10 +241,35 @@ class Client:
             self._sock.close()
         self._sock = None
 
+    def _await_release(self):
+        """Before closing a live connection with a model registered (a
+        timeout, or close() without detach()): ends our side and reads to
+        the daemon's EOF, at most RELEASE_WAIT seconds.  The daemon keeps
+        the connection open until its implicit DETACH has let go of the
+        buffer (a step still running, the neighbours' answers), so after
+        the EOF only this process writes it (PROTOCOL.md 5.3)."""
+        sock = self._sock
+        if sock is None or self._mm is None:
+            return
+        deadline = time.monotonic() + RELEASE_WAIT
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                sock.settimeout(left)
+                if not sock.recv(4096):
+                    return
+        except OSError:       # socket.timeout included: give up waiting
+            return
+
     def _fail(self, exc):
         """Marks the client unusable, closes its socket (the daemon then
         detaches) and returns exc to raise."""
         self._broken = str(exc)
+        if isinstance(exc, Timeout):
+            self._await_release()
         self._undo_lost_write()
         self._close_socket()
         return exc
@@ -548,12 +574,17 @@ class Client:
         unmaps the buffer as detach() does.  Idempotent."""
         self._closing = True
         sock = self._sock
-        try:   # wakes a call blocked in another thread (ConnectionLost)
+        try:
+            # Wakes a call blocked in another thread (ConnectionLost): at
+            # once with no model, else with the daemon's EOF, once it let
+            # go of the buffer.
             if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR if self._mm is None else socket.SHUT_WR)
         except OSError:
             pass
         with self._lock:
+            if self._broken is None:
+                self._await_release()
             self._broken = "closed"
             self._close_socket()
             undo.close(self._pidfd)
