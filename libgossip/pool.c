@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,23 +63,41 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* A bounded spin: spin_again() pauses and says whether the spin is still
+ * younger than SPIN_NS (the clock is read every 256 looks). */
+typedef struct {
+	unsigned n;
+	uint64_t t0;
+	bool expired;
+} spin;
+
+static bool spin_again(spin *s)
+{
+	if (s->expired)
+		return false;
+	cpu_relax();
+	if ((++s->n & 255) == 0) {
+		uint64_t t = now_ns();
+		if (!s->t0)
+			s->t0 = t;
+		else if (t - s->t0 > SPIN_NS)
+			s->expired = true;
+	}
+	return !s->expired;
+}
+
 /* Waits until pool.gen differs from seen; returns the new value.  Spins
  * for SPIN_NS, then sleeps. */
 static uint64_t wait_gen(uint64_t seen)
 {
-	uint64_t g, t0 = 0;
-	for (unsigned n = 0;; n++) {
+	spin sp = {0};
+	uint64_t g;
+	for (;;) {
 		g = atomic_load(&pool.gen.v);
 		if (g != seen)
 			return g;
-		cpu_relax();
-		if ((n & 255) == 255) {
-			uint64_t t = now_ns();
-			if (!t0)
-				t0 = t;
-			else if (t - t0 > SPIN_NS)
-				break;
-		}
+		if (!spin_again(&sp))
+			break;
 	}
 	pthread_mutex_lock(&pool.sleep_lock);
 	atomic_fetch_add(&pool.sleepers, 1);
@@ -185,7 +204,14 @@ void gsp__pool_run(unsigned nw, gsp__pool_fn fn, const void *job)
 		pthread_mutex_unlock(&pool.sleep_lock);
 	}
 	fn(job, 0);
-	for (unsigned w = 1; w < pool.workers; w++)
+	/* Spin for SPIN_NS, then yield between looks: where more threads
+	 * are runnable than there are CPUs (a trainer using every core,
+	 * many daemons on one machine) a helper may wait for a CPU, and a
+	 * caller that only spun would burn its time slice meanwhile. */
+	for (unsigned w = 1; w < pool.workers; w++) {
+		spin sp = {0};
 		while (atomic_load(&pool.done[w].v) != g)
-			cpu_relax();
+			if (!spin_again(&sp))
+				sched_yield();
+	}
 }

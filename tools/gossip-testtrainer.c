@@ -3,9 +3,9 @@
  * tests.  Registers a random model with the local gossipd, fills it with
  * N(0,1) data from a seed (exactly gossip-sim's data for node
  * --node-index) or from a file (--load), calls STEP a number of times
- * (optionally detaching and registering again every N steps), DRAIN,
- * optionally AVERAGE, dumps the final parameters as raw float32 and
- * detaches.
+ * (optionally detaching and registering again every N steps, optionally
+ * dumping the parameters every N steps), DRAIN, optionally AVERAGE, dumps
+ * the final parameters as raw float32 and detaches.
  *
  * Exit status: 0 success, 1 runtime error (the message names the cause),
  * 2 usage error.
@@ -44,6 +44,7 @@ typedef struct opts {
 	unsigned pause_ms;
 	const char *dump;
 	const char *dump_initial;
+	unsigned long long dump_every;
 	const char *load;
 	unsigned long long reattach_every;
 	bool reattach_drain;
@@ -77,6 +78,9 @@ static void usage(FILE *f)
 "                            at a barrier) before the dump and DETACH\n"
 "  --dump FILE               write the final parameters as raw float32\n"
 "  --dump-initial FILE       write the initial parameters likewise\n"
+"  --dump-every N            also after every N-th STEP, to FILE.S (S the\n"
+"                            step count; needs --dump): with --sync, the\n"
+"                            consensus error as it falls\n"
 "  --load FILE               initial parameters from FILE (raw float32 of\n"
 "                            the model's size) instead of the seed's data\n"
 "  --reattach-every N        every N steps: DETACH, REGISTER the same tensors\n"
@@ -114,6 +118,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"pause-ms", required_argument, 0, 'P'},
 		{"dump", required_argument, 0, 'D'},
 		{"dump-initial", required_argument, 0, 'I'},
+		{"dump-every", required_argument, 0, 'E'},
 		{"load", required_argument, 0, 'L'},
 		{"reattach-every", required_argument, 0, 'R'},
 		{"reattach-drain", no_argument, 0, 'Q'},
@@ -193,6 +198,11 @@ static int parse_args(int argc, char **argv, opts *o)
 		case 'I':
 			o->dump_initial = optarg;
 			break;
+		case 'E':
+			if (gsp_cli_uint(optarg, UINT64_MAX, &v) || v == 0)
+				return die("bad --dump-every", optarg);
+			o->dump_every = v;
+			break;
 		case 'L':
 			o->load = optarg;
 			break;
@@ -232,6 +242,8 @@ static int parse_args(int argc, char **argv, opts *o)
 		return die("unexpected argument", argv[optind]);
 	if (!o->socket)
 		return die("--socket is required", NULL);
+	if (o->dump_every && !o->dump)
+		return die("--dump-every needs --dump", NULL);
 	if (o->reattach_drain && !o->reattach_every)
 		return die("--reattach-drain needs --reattach-every", NULL);
 	if (o->average && o->average_ms == 0 && o->average_rounds == 0)
@@ -262,6 +274,25 @@ static int load(const char *path, float *x, uint64_t n)
 	}
 	fclose(f);
 	return 0;
+}
+
+/* The parameters after STEP s, to FILE.s of --dump FILE.  0, or 1 after a
+ * message. */
+static int dump_step(const opts *o, const float *x, uint64_t floats,
+		     unsigned long long s)
+{
+	size_t len = strlen(o->dump) + 24;
+	char *path = malloc(len);
+	int err;
+
+	if (!path) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	snprintf(path, len, "%s.%llu", o->dump, s);
+	err = trainer_link_dump(PROG, path, x, floats);
+	free(path);
+	return err ? 1 : 0;
 }
 
 /* DETACH (after DRAIN with --reattach-drain) and REGISTER the same
@@ -351,6 +382,9 @@ static int run(const opts *o, const gsp_layout *layout)
 			       (unsigned long long)st.bytes_sent,
 			       (unsigned long long)st.bytes_received,
 			       st.consensus_estimate);
+		if (o->dump_every && (s + 1) % o->dump_every == 0 &&
+		    dump_step(o, params, floats, s + 1))
+			goto out;
 		if (o->reattach_every && (s + 1) % o->reattach_every == 0 &&
 		    s + 1 < o->steps) {
 			if (reattach(o, c, tensors, n, &params, copy, floats))

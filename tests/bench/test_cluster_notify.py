@@ -13,6 +13,8 @@ usage: test_cluster_notify.py BUILD_DIR
 import os
 import socket
 import sys
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -42,6 +44,30 @@ class ClusterNotify(unittest.TestCase):
             self.assertTrue(gc.eventually(
                 lambda: c.notify.counts.get("STOPPING=1", 0) == c.n, 5))
         finally:
+            c.close()
+            c.remove()
+
+    def test_start_survives_a_stalled_drain(self):
+        """The drain thread stalled (as on a loaded machine, where it waits
+        for a CPU) while 24 daemons start: every READY=1 must still
+        arrive.  Started all at once, 13 or more of them found the queue
+        full (net.unix.max_dgram_qlen 10) and were lost; in batches of
+        gc.START_BATCH they wait in the queue."""
+        c = gc.Cluster(os.path.abspath(BUILD), 24, edges=[])
+        held = threading.Event()
+
+        def stall():
+            with c.notify.cond:
+                held.set()
+                time.sleep(1.5)
+        t = threading.Thread(target=stall)
+        try:
+            t.start()
+            held.wait()
+            c.start()
+            self.assertEqual(c.notify.counts.get("READY=1", 0), c.n)
+        finally:
+            t.join()
             c.close()
             c.remove()
 
