@@ -261,6 +261,16 @@ static void start_agreed(edge *e)
 	start_generation(e);
 }
 
+/* Whether this session's RESYNCs have been exchanged: a RESYNC we send
+ * after our first one says where we stand after deciding (decide), so
+ * none goes out before.  The peer, which has decided already, would
+ * read one of before as being about the generation it agreed to (and
+ * ends that one, at no rounds). */
+static bool decided(const edge *e)
+{
+	return e->state == EDGE_UP || e->state == EDGE_IDLE;
+}
+
 void edge__settle(edge *e)
 {
 	edge_set *s = e->set;
@@ -272,9 +282,10 @@ void edge__settle(edge *e)
 	/* An end that waited for a write answers the peer's ENDING now, as
 	 * edge__on_resync does at once otherwise: after the next generation
 	 * started, which the answer then names. */
-	if (e->answer_due && (!e->live || e->ending == TARGET_NONE)) {
+	if (e->answer_due && (!e->live || e->ending == TARGET_NONE) &&
+	    e->state != EDGE_WAIT_RESYNC) {
 		e->answer_due = false;
-		if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL)
+		if (decided(e))
 			(void)edge__send_resync(e, true);
 	}
 }
@@ -443,8 +454,9 @@ bool edge_end_begin(edge *e, edge_end_why why)
 	 * that a peer which lacked it (lost with a session) completes it
 	 * before it hears the count, and we need take nothing back.  A
 	 * session's first RESYNC never says ENDING: it continues the
-	 * generation first (decide). */
-	if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL) {
+	 * generation first (decide), which then says it; before the peer's
+	 * first RESYNC came, nothing more goes out (decided). */
+	if (decided(e)) {
 		int k = edge__kept(e, e->end_count);
 		if (k >= 0)
 			(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
@@ -464,8 +476,10 @@ void edge_record_of(const edge *e, edge_record *r)
 	r->ended_generation = e->ended_generation;
 	r->ended_applied = e->ended_applied;
 	memcpy(r->seed, e->gen_seed, sizeof(r->seed));
-	if (e->live) {
-		r->applied = edge__applied(e);
+	/* A live generation with rounds applied supersedes the ended one's
+	 * record; with none yet, that record and its message stay (a peer
+	 * still in the ended generation completes from it). */
+	if (e->live && (r->applied = edge__applied(e)) > 0) {
 		int k = edge__kept(e, r->applied);
 		m = k >= 0 ? &e->sent[k] : NULL;
 	}

@@ -414,10 +414,15 @@ static gsp_config cfg;
 static const char *prog;
 static int result;
 
+/* Failing seeds listed (the first replays with --trace). */
+#define BAD_SHOWN 20
+
 /* The schedules, inside one Check test (edgepair.h asserts with Check). */
 START_TEST(test_schedules)
 {
 	unsigned long long moved = 0, stuck = 0, reported = 0, first_bad = 0;
+	unsigned long long bad[BAD_SHOWN];
+	unsigned n_bad = 0;
 	double worst = 0;
 	for (unsigned long long k = first; k < first + seeds; k++) {
 		double drift;
@@ -428,6 +433,8 @@ START_TEST(test_schedules)
 			worst = drift;
 		if (rc && !first_bad)
 			first_bad = k;
+		if ((rc == 1 || rc == 2) && n_bad < BAD_SHOWN)
+			bad[n_bad++] = k;
 		moved += rc == 1;
 		stuck += rc == 2;
 		reported += rc == 3;
@@ -437,6 +444,12 @@ START_TEST(test_schedules)
 	       "%llu did not resume; worst drift %.3g\n", seeds, steps,
 	       gsp_method_name(cfg.method), faults_name, moved, reported, stuck,
 	       worst);
+	if (n_bad) {
+		printf("failing seeds:");
+		for (unsigned k = 0; k < n_bad; k++)
+			printf(" %llu", bad[k]);
+		printf("%s\n", moved + stuck > n_bad ? " ..." : "");
+	}
 	if (first_bad)
 		printf("replay: %s --seed %llu --steps %llu --faults %s --method %s --trace\n",
 		       prog, first_bad, steps, faults_name,
