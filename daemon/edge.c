@@ -121,6 +121,7 @@ static int keep_and_send(edge *e)
 	e->sent[0] = e->sent[1];
 	e->sent[1] = (edge_msg){.buf = buf, .len = n, .round = round, .degree = degree};
 	e->sent_round = round;
+	s->dirty = true;         /* the records keep it (edgestate) */
 	/* An end that is ending its generation starts no round. */
 	return e->state == EDGE_UP && !e->ending_self ? edge__send(e, buf, n) : 0;
 }
