@@ -35,7 +35,15 @@ static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 		m->last_sent = e->sent_round;
 		gen_tag(e->gen_seed, e->generation, m->gen_tag);
 	}
-	if (e->live)
+	/* A generation of before a restart that continues once the model
+	 * is attached (edge_restore) is live meanwhile, at the records'
+	 * counts: the peer keeps it (no model here: the edge is idle). */
+	bool resuming = !e->live && e->resume && e->resume_live;
+	if (resuming) {
+		m->ended_generation = e->resume_ended_generation;
+		m->ended_applied = e->resume_ended_applied;
+	}
+	if (e->live || resuming)
 		m->flags |= GSP_RESYNC_LIVE;
 	if (e->live && e->ending_self && ending) {
 		m->flags |= GSP_RESYNC_ENDING;
@@ -608,8 +616,9 @@ int edge_restore(edge *e, const edge_record *r)
 	e->completed = e->sent_round = r->live ? r->applied : 0;
 	drop_resume(e);
 	if (r->engine_len) {
-		/* Until it continues, it stands ended at `applied`: a peer that
-		 * meets us meanwhile ends it there too, and so do we then. */
+		/* Until it continues, our RESYNC says it is live (fill_resync);
+		 * if it cannot, it stands ended at `applied`, and a peer that
+		 * meets us then ends it there too. */
 		for (int k = 0; k < 2; k++)
 			if (copy_round(r->kept[k], r->kept_len[k], r->generation,
 				       &e->resume_sent[k]) != 0) {
@@ -626,6 +635,12 @@ int edge_restore(edge *e, const edge_record *r)
 		e->resume_weight = r->weight;
 		e->resume_ended_generation = r->ended_generation;
 		e->resume_ended_applied = r->ended_applied;
+		/* Meanwhile our RESYNC says C = applied (at most what was
+		 * completed) and S, the last kept round: consistent with the
+		 * peer, which resends what we may lack. */
+		for (int k = 0; k < 2; k++)
+			if (e->resume_sent[k].round > e->sent_round)
+				e->sent_round = e->resume_sent[k].round;
 		if (e->set->attached)
 			edge__resume(e);
 		if (r->live)
