@@ -197,29 +197,9 @@ static void after_action(sim *s)
  * trainer's parameters stay, with what it had applied). */
 static void crash(sim *s, int i)
 {
-	ep_end *x = end_of(s, i);
 	say(s, "daemon killed and restarted at", i);
 	s->crashes++;
-	if (x->session)
-		ep_end_session(x);
-	edge_model m = x->set.model;
-	edge_set_free(&x->set);
-	gsp_node_free(x->node);
-	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
-	x->set.max_degree = 1;
-	x->set.max_round_change = 1000.0f;
-	x->e = edge_add(&x->set, &x->cfg, i ? "hi" : "lo", i == 0);
-	ck_assert_int_eq(gsp_node_new(x->layout, x->params, &s->cfg, &x->node), 0);
-	m.node = x->node;
-	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
-}
-
-static const uint8_t *copy_of(const uint8_t *p, uint32_t len)
-{
-	uint8_t *c = len ? malloc(len) : NULL;
-	if (c)
-		memcpy(c, p, len);
-	return c;
+	ep_restart(end_of(s, i), &s->cfg, false, true);
 }
 
 /* The daemon at i is killed and restarts with its edges' records (the
@@ -227,25 +207,10 @@ static const uint8_t *copy_of(const uint8_t *p, uint32_t len)
  * every generation change: what the record says now is what the file
  * says), its model attached again at once (the trainer registers
  * again). */
-
 static void restart(sim *s, int i)
 {
-	ep_end *x = end_of(s, i);
-	edge_record r;
-	/* The file: what the record says now (its bytes outlive the edge). */
-	edge_record_of(x->e, &r);
-	r.msg = copy_of(r.msg, r.msg_len);
-	r.engine = copy_of(r.engine, r.engine_len);
-	for (int k = 0; k < 2; k++)
-		r.kept[k] = copy_of(r.kept[k], r.kept_len[k]);
 	say(s, "daemon killed and restarted with its records at", i);
-	crash(s, i);
-	s->crashes--;           /* not a loss: the records survive */
-	ck_assert_int_eq(edge_restore(x->e, &r), 0);
-	free((void *)r.msg);
-	free((void *)r.engine);
-	for (int k = 0; k < 2; k++)
-		free((void *)r.kept[k]);
+	ep_restart(end_of(s, i), &s->cfg, true, true);
 }
 
 static void session_up(sim *s)
