@@ -207,7 +207,8 @@ void edge_set_free(edge_set *s);
 /* One more edge (a configured peer), index s->n. */
 edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool lo);
 
-/* The model: its node gets one (disabled) engine edge per edge. */
+/* The model: its node gets one (disabled) engine edge per edge, and
+ * the generations edge_restore kept continue on theirs. */
 int edges_attach(edge_set *s, const edge_model *m);
 /* The node goes (not while busy): each live generation ends here with
  * the rounds applied so far (a completed update not yet applied is

@@ -561,6 +561,10 @@ void edge__resume(edge *e)
 			 "%llu", e->name, e->generation, gsp_strerror(err),
 			 (unsigned long long)e->completed);
 		(void)gsp_node_edge_disable(s->model.node, e->index);
+		/* An ended generation's last update cannot land now. */
+		if (!e->resume_live && e->ended_generation == e->generation &&
+		    e->ended_applied)
+			edge__drop_landing(e);
 		drop_resume(e);
 		return;
 	}
