@@ -121,6 +121,7 @@ static int keep_and_send(edge *e)
 	e->sent[0] = e->sent[1];
 	e->sent[1] = (edge_msg){.buf = buf, .len = n, .round = round, .degree = degree};
 	e->sent_round = round;
+	s->dirty = true;         /* the records keep it (edgestate) */
 	/* An end that is ending its generation starts no round. */
 	return e->state == EDGE_UP && !e->ending_self ? edge__send(e, buf, n) : 0;
 }
@@ -264,6 +265,11 @@ void edge_step_done(edge *e)
 /* The peer's message for a round we have not projected yet. */
 static int keep_early(edge *e, const gsp_msg_round *msg)
 {
+	/* One of an older generation can complete nothing any more. */
+	if (e->early && e->early_generation < msg->generation) {
+		free(e->early);
+		e->early = NULL;
+	}
 	if (e->early)
 		return e->early_generation == msg->generation &&
 		       e->early_round == msg->round ? 0 : -EBADMSG;
@@ -290,7 +296,11 @@ static int on_round(edge *e, const uint8_t *pt, size_t len)
 	 * allows. */
 	if (msg.degree == 0 || (s->max_degree && msg.degree > s->max_degree))
 		return -EBADMSG;
-	if (e->start_pending && !e->live && msg.generation == e->next_generation)
+	/* The agreed next generation's first round: kept until it starts
+	 * here, also while the old one still waits to end (a take-back that
+	 * waits for a write); dropped, it would never come again in this
+	 * session. */
+	if (e->start_pending && msg.generation == e->next_generation)
 		return msg.round == 1 ? keep_early(e, &msg) : -EBADMSG;
 	/* A round of a generation that has ended here, or a resent one we
 	 * have: of no use.  Dropping a message never costs exactness. */

@@ -132,6 +132,17 @@ struct edge {
 	uint64_t ended_applied;
 	edge_msg ended_msg;
 	bool no_history;         /* records lost (daemon start) */
+	/* A generation of before a restart that continues once the model
+	 * is attached (edge_restore): its engine state, Weight, counts and
+	 * our kept messages. */
+	uint8_t *resume;
+	size_t resume_len;
+	bool resume_live;        /* else an ended one's update to land */
+	float resume_weight;
+	edge_msg resume_sent[2];
+	uint32_t resume_ended_generation;
+	uint64_t resume_ended_applied;
+	uint8_t *saved;          /* edge_record_of's engine state */
 	bool answer_due;         /* the peer's ENDING waits for our end (a write) */
 	uint32_t disagreed;      /* an ended generation found one-sided */
 	uint8_t *early;          /* peer's next-round message, if it came early */
@@ -196,7 +207,8 @@ void edge_set_free(edge_set *s);
 /* One more edge (a configured peer), index s->n. */
 edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool lo);
 
-/* The model: its node gets one (disabled) engine edge per edge. */
+/* The model: its node gets one (disabled) engine edge per edge, and
+ * the generations edge_restore kept continue on theirs. */
 int edges_attach(edge_set *s, const edge_model *m);
 /* The node goes (not while busy): each live generation ends here with
  * the rounds applied so far (a completed update not yet applied is
@@ -211,11 +223,14 @@ void edges_detach(edge_set *s);
 bool edge_end_begin(edge *e, edge_end_why why);
 
 /* Where e's generation stands, for edgestate (key left to the caller;
- * the message points into e).  Not while busy. */
-void edge_record_of(const edge *e, edge_record *r);
-/* A restarted daemon: the generation of r ends here at the rounds it
- * had applied (the engine state is gone), with our message of that
- * round kept for a peer that lacks it. */
+ * the messages and the engine state point into e, valid until the next
+ * call).  Not while busy. */
+void edge_record_of(edge *e, edge_record *r);
+/* A restarted daemon: the live generation of r continues, from its
+ * engine state, once the model is attached (at once if it is, else at
+ * edges_attach): a restart is a reconnect.  Without that state, or when
+ * it does not fit the model, it ends here at the rounds it had applied,
+ * with our message of that round kept for a peer that lacks it. */
 int edge_restore(edge *e, const edge_record *r);
 size_t edges_end_begin(edge_set *s);
 size_t edges_ending(const edge_set *s);

@@ -35,7 +35,15 @@ static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 		m->last_sent = e->sent_round;
 		gen_tag(e->gen_seed, e->generation, m->gen_tag);
 	}
-	if (e->live)
+	/* A generation of before a restart that continues once the model
+	 * is attached (edge_restore) is live meanwhile, at the records'
+	 * counts: the peer keeps it (no model here: the edge is idle). */
+	bool resuming = !e->live && e->resume && e->resume_live;
+	if (resuming) {
+		m->ended_generation = e->resume_ended_generation;
+		m->ended_applied = e->resume_ended_applied;
+	}
+	if (e->live || resuming)
 		m->flags |= GSP_RESYNC_LIVE;
 	if (e->live && e->ending_self && ending) {
 		m->flags |= GSP_RESYNC_ENDING;
@@ -261,6 +269,16 @@ static void start_agreed(edge *e)
 	start_generation(e);
 }
 
+/* Whether this session's RESYNCs have been exchanged: a RESYNC we send
+ * after our first one says where we stand after deciding (decide), so
+ * none goes out before.  The peer, which has decided already, would
+ * read one of before as being about the generation it agreed to (and
+ * ends that one, at no rounds). */
+static bool decided(const edge *e)
+{
+	return e->state == EDGE_UP || e->state == EDGE_IDLE;
+}
+
 void edge__settle(edge *e)
 {
 	edge_set *s = e->set;
@@ -272,9 +290,10 @@ void edge__settle(edge *e)
 	/* An end that waited for a write answers the peer's ENDING now, as
 	 * edge__on_resync does at once otherwise: after the next generation
 	 * started, which the answer then names. */
-	if (e->answer_due && (!e->live || e->ending == TARGET_NONE)) {
+	if (e->answer_due && (!e->live || e->ending == TARGET_NONE) &&
+	    e->state != EDGE_WAIT_RESYNC) {
 		e->answer_due = false;
-		if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL)
+		if (decided(e))
 			(void)edge__send_resync(e, true);
 	}
 }
@@ -443,8 +462,9 @@ bool edge_end_begin(edge *e, edge_end_why why)
 	 * that a peer which lacked it (lost with a session) completes it
 	 * before it hears the count, and we need take nothing back.  A
 	 * session's first RESYNC never says ENDING: it continues the
-	 * generation first (decide). */
-	if (e->state != EDGE_DOWN && e->state != EDGE_WAIT_MODEL) {
+	 * generation first (decide), which then says it; before the peer's
+	 * first RESYNC came, nothing more goes out (decided). */
+	if (decided(e)) {
 		int k = edge__kept(e, e->end_count);
 		if (k >= 0)
 			(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
@@ -455,7 +475,17 @@ bool edge_end_begin(edge *e, edge_end_why why)
 
 /* ---- records for a restart -------------------------------------------- */
 
-void edge_record_of(const edge *e, edge_record *r)
+/* The engine edge holds an ended generation's last update, to land at
+ * the next apply. */
+static bool landing(const edge *e)
+{
+	gsp_edge_info info;
+	return e->set->attached && !e->live &&
+	       gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
+	       info.state == GSP_EDGE_COMPLETED;
+}
+
+void edge_record_of(edge *e, edge_record *r)
 {
 	const edge_msg *m = &e->ended_msg;
 	memset(r, 0, sizeof(*r));
@@ -464,8 +494,10 @@ void edge_record_of(const edge *e, edge_record *r)
 	r->ended_generation = e->ended_generation;
 	r->ended_applied = e->ended_applied;
 	memcpy(r->seed, e->gen_seed, sizeof(r->seed));
-	if (e->live) {
-		r->applied = edge__applied(e);
+	/* A live generation with rounds applied supersedes the ended one's
+	 * record; with none yet, that record and its message stay (a peer
+	 * still in the ended generation completes from it). */
+	if (e->live && (r->applied = edge__applied(e)) > 0) {
 		int k = edge__kept(e, r->applied);
 		m = k >= 0 ? &e->sent[k] : NULL;
 	}
@@ -473,6 +505,96 @@ void edge_record_of(const edge *e, edge_record *r)
 		r->msg = m->buf;
 		r->msg_len = (uint32_t)m->len;
 	}
+	/* All of a live generation, for it to continue; of an ended one
+	 * whose last update is still to land, for it to land. */
+	free(e->saved);
+	e->saved = NULL;
+	size_t len;
+	if ((!e->live && !landing(e)) ||
+	    gsp_node_edge_save(e->set->model.node, e->index, &e->saved, &len) != 0 ||
+	    len > EDGESTATE_MSG_MAX)
+		return;
+	r->engine = e->saved;
+	r->engine_len = (uint32_t)len;
+	r->weight = e->weight;
+	for (int k = 0; k < 2; k++)
+		if (e->sent[k].buf && e->sent[k].len <= EDGESTATE_MSG_MAX) {
+			r->kept[k] = e->sent[k].buf;
+			r->kept_len[k] = (uint32_t)e->sent[k].len;
+		}
+}
+
+/* A kept ROUND of r's message bytes (none if they do not decode). */
+static int copy_round(const uint8_t *msg, uint32_t len, uint32_t generation,
+		      edge_msg *ret)
+{
+	gsp_msg_round m;
+	*ret = (edge_msg){0};
+	if (!len || gsp_msg_round_decode(msg, len, &m) != 0 || m.generation != generation)
+		return 0;
+	if (!(ret->buf = malloc(len)))
+		return -ENOMEM;
+	memcpy(ret->buf, msg, len);
+	ret->len = len;
+	ret->round = m.round;
+	ret->degree = m.degree;
+	return 0;
+}
+
+static void drop_resume(edge *e)
+{
+	free(e->resume);
+	e->resume = NULL;
+	for (int k = 0; k < 2; k++)
+		edge__msg_free(&e->resume_sent[k]);
+}
+
+void edge__resume(edge *e)
+{
+	edge_set *s = e->set;
+	gsp_edge_info info;
+	int err = gsp_node_edge_load(s->model.node, e->index, e->resume, e->resume_len);
+	if (!err)
+		err = gsp_node_edge_info(s->model.node, e->index, &info);
+	if (err) {
+		gsp_warn("peer %s: generation %u cannot continue (%s): it ended at round "
+			 "%llu", e->name, e->generation, gsp_strerror(err),
+			 (unsigned long long)e->completed);
+		(void)gsp_node_edge_disable(s->model.node, e->index);
+		/* An ended generation's last update cannot land now. */
+		if (!e->resume_live && e->ended_generation == e->generation &&
+		    e->ended_applied)
+			edge__drop_landing(e);
+		drop_resume(e);
+		return;
+	}
+	if (!e->resume_live) {
+		/* An ended generation's last update: it lands at the next
+		 * apply (the engine edge stays disabled). */
+		drop_resume(e);
+		return;
+	}
+	/* The ended record edge_restore wrote for want of this goes. */
+	if (e->ended_generation == e->generation) {
+		edge__msg_free(&e->ended_msg);
+		e->ended_generation = e->resume_ended_generation;
+		e->ended_applied = e->resume_ended_applied;
+	}
+	for (int k = 0; k < 2; k++) {
+		edge__msg_free(&e->sent[k]);
+		e->sent[k] = e->resume_sent[k];
+		e->resume_sent[k] = (edge_msg){0};
+	}
+	free(e->resume);
+	e->resume = NULL;
+	e->live = true;
+	e->weight = e->resume_weight;
+	e->sent_round = info.round;
+	e->completed = info.state == GSP_EDGE_IN_FLIGHT ? info.round - 1 : info.round;
+	e->last_apply_step = s->steps;
+	s->dirty = true;
+	gsp_info("peer %s: generation %u of before the restart continues at round %llu",
+		 e->name, e->generation, (unsigned long long)e->completed);
 }
 
 int edge_restore(edge *e, const edge_record *r)
@@ -483,17 +605,11 @@ int edge_restore(edge *e, const edge_record *r)
 		g = r->generation;
 		a = r->applied;
 	}
-	gsp_msg_round msg;
-	edge_msg kept = {0};
-	if (r->msg_len && gsp_msg_round_decode(r->msg, r->msg_len, &msg) == 0 &&
-	    msg.generation == g && msg.round == a) {
-		if (!(kept.buf = malloc(r->msg_len)))
-			return -ENOMEM;
-		memcpy(kept.buf, r->msg, r->msg_len);
-		kept.len = r->msg_len;
-		kept.round = a;
-		kept.degree = msg.degree;
-	}
+	edge_msg kept;
+	if (copy_round(r->msg, r->msg_len, g, &kept) != 0)
+		return -ENOMEM;
+	if (kept.round != a)
+		edge__msg_free(&kept);
 	edge__msg_free(&e->ended_msg);
 	e->ended_msg = kept;
 	e->no_history = false;
@@ -502,6 +618,38 @@ int edge_restore(edge *e, const edge_record *r)
 	e->ended_generation = a ? g : 0;
 	e->ended_applied = a;
 	e->completed = e->sent_round = r->live ? r->applied : 0;
+	drop_resume(e);
+	if (r->engine_len) {
+		/* Until it continues, our RESYNC says it is live (fill_resync);
+		 * if it cannot, it stands ended at `applied`, and a peer that
+		 * meets us then ends it there too. */
+		for (int k = 0; k < 2; k++)
+			if (copy_round(r->kept[k], r->kept_len[k], r->generation,
+				       &e->resume_sent[k]) != 0) {
+				drop_resume(e);
+				return -ENOMEM;
+			}
+		if (!(e->resume = malloc(r->engine_len))) {
+			drop_resume(e);
+			return -ENOMEM;
+		}
+		memcpy(e->resume, r->engine, r->engine_len);
+		e->resume_len = r->engine_len;
+		e->resume_live = r->live;
+		e->resume_weight = r->weight;
+		e->resume_ended_generation = r->ended_generation;
+		e->resume_ended_applied = r->ended_applied;
+		/* Meanwhile our RESYNC says C = applied (at most what was
+		 * completed) and S, the last kept round: consistent with the
+		 * peer, which resends what we may lack. */
+		for (int k = 0; k < 2; k++)
+			if (e->resume_sent[k].round > e->sent_round)
+				e->sent_round = e->resume_sent[k].round;
+		if (e->set->attached)
+			edge__resume(e);
+		if (r->live)
+			return 0;
+	}
 	gsp_info("peer %s: generation %u of before the restart ends at round %llu",
 		 e->name, r->generation, (unsigned long long)(r->live ? r->applied : 0));
 	return 0;

@@ -33,6 +33,10 @@ void edge__take_back(edge *e);
  * here: the record says one round less, and it is reported. */
 void edge__drop_landing(edge *e);
 
+/* The generation edge_restore kept continues on the attached model's
+ * engine edge (or, if its state does not fit, stays ended). */
+void edge__resume(edge *e);
+
 void edge__msg_free(edge_msg *m);
 /* Which of e->sent holds our message of `round`, or -1. */
 int edge__kept(const edge *e, uint64_t round);

@@ -27,9 +27,14 @@ static void drop_kept(edge *e)
 		free(e->deferred[i]);
 	e->n_deferred = 0;
 	drop_early(e);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
 		edge__msg_free(&e->sent[k]);
+		edge__msg_free(&e->resume_sent[k]);
+	}
 	edge__msg_free(&e->ended_msg);
+	free(e->resume);
+	free(e->saved);
+	e->resume = e->saved = NULL;
 }
 
 void edge_set_free(edge_set *s)
@@ -74,6 +79,10 @@ int edges_attach(edge_set *s, const edge_model *m)
 		}
 		s->edge[i].rounds_completed = 0;
 	}
+	/* Generations of before a restart continue (edge_restore). */
+	for (size_t i = 0; i < s->n; i++)
+		if (s->edge[i].resume)
+			edge__resume(&s->edge[i]);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 
 static const char magic[] = "gossipd edges v2\n";
 static const char magic_v1[] = "gossipd edges v1\n";   /* no write count */
+static const char magic_v3[] = "gossipd edges v3\n";   /* generations' state */
 #define MAGIC_LEN (sizeof(magic) - 1)
 #define HEAD (GSP_KEY_BYTES + 4 + 1 + 8 + 4 + 8 + 32 + 4)
 
@@ -26,12 +27,56 @@ static uint8_t *put(uint8_t *p, uint64_t v, int n)
 	return p + n;
 }
 
+/* One length-prefixed blob at *pos (u32 length, at most
+ * EDGESTATE_MSG_MAX bytes). */
+static int get_blob(const uint8_t *buf, size_t len, size_t *pos,
+		    const uint8_t **ret, uint32_t *ret_len)
+{
+	if (len - *pos < 4)
+		return -EBADMSG;
+	uint32_t n = (uint32_t)get(buf + *pos, 4);
+	*pos += 4;
+	if (n > EDGESTATE_MSG_MAX || len - *pos < n)
+		return -EBADMSG;
+	*ret = n ? buf + *pos : NULL;
+	*ret_len = n;
+	*pos += n;
+	return 0;
+}
+
+/* v3's tail of a record: f32 weight, the engine state, two kept ROUNDs. */
+static int parse_state(const uint8_t *buf, size_t len, size_t *pos, edge_record *r)
+{
+	if (len - *pos < 4)
+		return -EBADMSG;
+	uint32_t w = (uint32_t)get(buf + *pos, 4);
+	memcpy(&r->weight, &w, 4);
+	*pos += 4;
+	if (!(r->weight >= 0.0f && r->weight <= 1.0f))
+		return -EBADMSG;
+	if (get_blob(buf, len, pos, &r->engine, &r->engine_len) != 0)
+		return -EBADMSG;
+	for (int k = 0; k < 2; k++)
+		if (get_blob(buf, len, pos, &r->kept[k], &r->kept_len[k]) != 0)
+			return -EBADMSG;
+	return 0;
+}
+
+static bool has_state(const edge_record *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].engine_len)
+			return true;
+	return false;
+}
+
 int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
 		    uint64_t *ret_writes)
 {
 	bool v1 = len >= MAGIC_LEN && memcmp(buf, magic_v1, MAGIC_LEN) == 0;
+	bool v3 = len >= MAGIC_LEN && memcmp(buf, magic_v3, MAGIC_LEN) == 0;
 	size_t pos = MAGIC_LEN + (v1 ? 0 : 8);
-	if (len < pos + 4 || (!v1 && memcmp(buf, magic, MAGIC_LEN) != 0))
+	if (len < pos + 4 || (!v1 && !v3 && memcmp(buf, magic, MAGIC_LEN) != 0))
 		return -EBADMSG;
 	uint64_t writes = v1 ? 0 : get(buf + MAGIC_LEN, 8);
 	uint64_t n = get(buf + pos, 4);
@@ -60,6 +105,11 @@ int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
 		r->live = live;
 		r->msg = r->msg_len ? buf + pos : NULL;
 		pos += r->msg_len;
+		r->weight = 0.0f;
+		r->engine = r->kept[0] = r->kept[1] = NULL;
+		r->engine_len = r->kept_len[0] = r->kept_len[1] = 0;
+		if (v3 && parse_state(buf, len, &pos, r) != 0)
+			return -EBADMSG;
 	}
 	if (pos != len)
 		return -EBADMSG;
@@ -68,21 +118,35 @@ int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
 	return (int)n;
 }
 
+static uint8_t *put_blob(uint8_t *p, const uint8_t *b, uint32_t n)
+{
+	p = put(p, n, 4);
+	if (n)
+		memcpy(p, b, n);
+	return p + n;
+}
+
 int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
 		     uint8_t **ret_buf, size_t *ret_len)
 {
 	if (n > EDGESTATE_MAX)
 		return -EINVAL;
+	/* v2 while no record carries a generation's state (older daemons
+	 * read it), else v3. */
+	bool v3 = has_state(r, n);
 	size_t len = MAGIC_LEN + 8 + 4;
 	for (size_t i = 0; i < n; i++) {
-		if (r[i].msg_len > EDGESTATE_MSG_MAX)
+		if (r[i].msg_len > EDGESTATE_MSG_MAX || r[i].engine_len > EDGESTATE_MSG_MAX ||
+		    r[i].kept_len[0] > EDGESTATE_MSG_MAX || r[i].kept_len[1] > EDGESTATE_MSG_MAX)
 			return -EINVAL;
 		len += HEAD + r[i].msg_len;
+		if (v3)
+			len += 16 + (size_t)r[i].engine_len + r[i].kept_len[0] + r[i].kept_len[1];
 	}
 	uint8_t *buf = malloc(len), *p = buf;
 	if (!buf)
 		return -ENOMEM;
-	memcpy(p, magic, MAGIC_LEN);
+	memcpy(p, v3 ? magic_v3 : magic, MAGIC_LEN);
 	p = put(p + MAGIC_LEN, writes, 8);
 	p = put(p, n, 4);
 	for (size_t i = 0; i < n; i++) {
@@ -97,6 +161,14 @@ int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
 		if (r[i].msg_len)
 			memcpy(p, r[i].msg, r[i].msg_len);
 		p += r[i].msg_len;
+		if (!v3)
+			continue;
+		uint32_t w;
+		memcpy(&w, &r[i].weight, 4);
+		p = put(p, w, 4);
+		p = put_blob(p, r[i].engine, r[i].engine_len);
+		for (int k = 0; k < 2; k++)
+			p = put_blob(p, r[i].kept[k], r[i].kept_len[k]);
 	}
 	*ret_buf = buf;
 	*ret_len = len;

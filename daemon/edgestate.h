@@ -18,6 +18,13 @@
  * message length, the message (our ROUND plaintext of the last counted
  * round; at most EDGESTATE_MSG_MAX bytes).  Little-endian.  A v1 file
  * (no write count) still parses, with writes 0.
+ *
+ * "gossipd edges v3\n" (written when some record carries a generation's
+ * state) adds to each record: u32 Weight (float bits), then three
+ * blobs, each a u32 length (at most EDGESTATE_MSG_MAX) and its bytes:
+ * the engine edge's state (gsp_node_edge_save: a live generation, or an
+ * ended one's update still to land; empty: none), our ROUNDs of rounds
+ * S-1 and S.  With it a restarted daemon continues the generation.
  */
 #ifndef GOSSIPD_EDGESTATE_H
 #define GOSSIPD_EDGESTATE_H
@@ -42,6 +49,14 @@ typedef struct edge_record {
 	uint8_t seed[32];
 	const uint8_t *msg;      /* into the parsed buffer, or the edge's */
 	uint32_t msg_len;
+	/* A live generation's whole state, so that it continues (v3): the
+	 * engine edge (gsp_node_edge_save), the generation's Weight (0:
+	 * auto) and our ROUNDs of rounds S-1 and S.  engine_len 0: none. */
+	float weight;
+	const uint8_t *engine;
+	uint32_t engine_len;
+	const uint8_t *kept[2];
+	uint32_t kept_len[2];
 } edge_record;
 
 /* Parses a file's bytes: the number of records (into out, room for

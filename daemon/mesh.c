@@ -222,15 +222,21 @@ void mesh_persist(mesh *m)
 		return;
 	edge_record *r = calloc(s->n ? s->n : 1, sizeof(*r));
 	int err = r ? 0 : -ENOMEM;
-	size_t total = 0;
+	size_t total = 0, state = 0;
 	for (size_t i = 0; !err && i < s->n; i++) {
 		edge_record_of(&s->edge[i], &r[i]);
 		memcpy(r[i].key, m->peers.peer[i].cfg.public_key, GSP_KEY_BYTES);
 		total += r[i].msg_len;
+		state += (size_t)r[i].engine_len + r[i].kept_len[0] + r[i].kept_len[1];
 	}
 	/* A file the next start could not read keeps nothing: past the cap,
-	 * the counts go without the messages (a peer one round behind then
-	 * cannot complete it, and counts it unreconciled). */
+	 * the generations' state goes (a restart then ends them at the
+	 * counts, as without it), and then the messages (a peer one round
+	 * behind then cannot complete it, and counts it unreconciled). */
+	for (size_t i = 0; r && total + state > EDGESTATE_FILE_MAX / 2 && i < s->n; i++) {
+		r[i].engine = r[i].kept[0] = r[i].kept[1] = NULL;
+		r[i].engine_len = r[i].kept_len[0] = r[i].kept_len[1] = 0;
+	}
 	for (size_t i = 0; r && total > EDGESTATE_FILE_MAX / 2 && i < s->n; i++) {
 		r[i].msg = NULL;
 		r[i].msg_len = 0;

@@ -74,6 +74,12 @@ static void exact_rollback(gsp_node *node, gsp__edge *edge)
 		node->params[i] += c * d[i];
 }
 
+static float *exact_edge_mem(const gsp_node *node, gsp__edge *edge, size_t *ret_floats)
+{
+	*ret_floats = node->layout->floats;
+	return edge->priv;
+}
+
 const gsp__method_ops gsp__exact_ops = {
 	.synchronous = false,
 	.edge_init = exact_edge_init,
@@ -83,4 +89,5 @@ const gsp__method_ops gsp__exact_ops = {
 	.commit = exact_commit,
 	.complete = exact_complete,
 	.rollback = exact_rollback,
+	.edge_mem = exact_edge_mem,
 };

@@ -183,6 +183,16 @@ GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
  * for a bad edge.  On failure nothing changes. */
 GSP_EXPORT int gsp_node_edge_rollback(gsp_node *node, size_t edge,
 				      uint64_t round) GSP_MUST_CHECK;
+/* One edge's whole state (round, counts, retained message, shared
+ * factors and pending update) as bytes in a new buffer, and back into an
+ * edge of a node of the same layout and method (a daemon restarted with
+ * its trainer alive continues the edge).  -ENOTSUP for the node-level
+ * (choco) methods; load: -EBADMSG when the bytes do not fit the node
+ * (the edge is then unchanged). */
+GSP_EXPORT int gsp_node_edge_save(const gsp_node *node, size_t edge,
+				  uint8_t **ret_buf, size_t *ret_len) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_edge_load(gsp_node *node, size_t edge, const uint8_t *buf,
+				  size_t len) GSP_MUST_CHECK;
 /* Changes an edge's mixing weight (degrees changed); both ends must. */
 GSP_EXPORT int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);
 GSP_EXPORT int gsp_node_edge_info(const gsp_node *node, size_t edge,

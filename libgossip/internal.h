@@ -67,6 +67,9 @@ typedef struct gsp__method_ops {
 	 * edge->applied_coef, from params (cannot fail; node.c checks that
 	 * edge->undoable).  NULL: the method cannot take rounds back. */
 	void (*rollback)(gsp_node *node, gsp__edge *edge);
+	/* The edge's method state as one block of floats (edge_state.c
+	 * saves and loads it); NULL: the state cannot be saved. */
+	float *(*edge_mem)(const gsp_node *node, gsp__edge *edge, size_t *ret_floats);
 } gsp__method_ops;
 
 struct gsp_node {

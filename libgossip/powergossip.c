@@ -21,6 +21,7 @@ typedef struct pg_edge {
 	float *vdiff;      /* pending difference of the uncompressed tensors */
 	uint64_t refills;  /* of the projection not yet committed */
 	float *mem;
+	size_t n_mem;      /* floats in mem */
 } pg_edge;
 
 static unsigned tensor_rank(const gsp_node *node, const gsp_tensor *t)
@@ -72,6 +73,7 @@ static int pg_edge_init(gsp_node *node, gsp__edge *edge)
 	pe->mem = calloc(floats ? floats : 1, sizeof(float));
 	if (!pe->f || !pe->mem)
 		return -ENOMEM;
+	pe->n_mem = floats;
 	float *p = pe->mem;
 	for (size_t i = 0; i < l->n; i++) {
 		const gsp_tensor *t = &l->t[i];
@@ -633,6 +635,40 @@ int gsp_node_edge_factors(const gsp_node *node, size_t edge, size_t tensor,
 	return 0;
 }
 
+/* Factors a, b, q of every compressed tensor and vdiff, one block.
+ * pg_commit swaps the factors' pointers: first they go back to where
+ * pg_edge_init put them (a, b, q in that order), so that the block
+ * means the same in any edge of the layout.  NULL without memory. */
+static float *pg_edge_mem(const gsp_node *node, gsp__edge *edge, size_t *ret_floats)
+{
+	const gsp_layout *l = node->layout;
+	pg_edge *pe = edge->priv;
+	float *p = pe->mem;
+	for (size_t i = 0; i < l->n; i++) {
+		const gsp_tensor *t = &l->t[i];
+		if (!t->compressed)
+			continue;
+		size_t big = (size_t)(t->m > t->k ? t->m : t->k) * tensor_rank(node, t);
+		pg_factor *f = &pe->f[i];
+		if (f->a != p || f->b != p + big) {
+			float *tmp = malloc(3 * big * sizeof(float));
+			if (!tmp)
+				return NULL;
+			memcpy(tmp, f->a, big * sizeof(float));
+			memcpy(tmp + big, f->b, big * sizeof(float));
+			memcpy(tmp + 2 * big, f->q, big * sizeof(float));
+			memcpy(p, tmp, 3 * big * sizeof(float));
+			free(tmp);
+			f->a = p;
+			f->b = p + big;
+			f->q = p + 2 * big;
+		}
+		p += 3 * big;
+	}
+	*ret_floats = pe->n_mem;
+	return pe->mem;
+}
+
 const gsp__method_ops gsp__powergossip_ops = {
 	.synchronous = false,
 	.node_init = pg_node_init,
@@ -644,4 +680,5 @@ const gsp__method_ops gsp__powergossip_ops = {
 	.commit = pg_commit,
 	.complete = pg_complete,
 	.rollback = pg_rollback,
+	.edge_mem = pg_edge_mem,
 };

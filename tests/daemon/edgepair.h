@@ -44,6 +44,7 @@ struct ep_end {
 	uint16_t close_reason;
 	char error[512];
 	uint32_t max_frame;
+	edge_model later;        /* ep_restart(..., false): for ep_attach */
 };
 
 typedef struct edgepair {
@@ -171,6 +172,59 @@ static inline void ep_reregister(ep_end *x, const gsp_config *cfg)
 	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
 	m.node = x->node;
 	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
+}
+
+static inline const uint8_t *ep_copy(const uint8_t *p, uint32_t len)
+{
+	uint8_t *c = len ? malloc(len) : NULL;
+	if (c)
+		memcpy(c, p, len);
+	return c;
+}
+
+/* The daemon at x is killed and restarts: a new edge set and engine node
+ * over the same parameters (the trainer's buffer survives).  With
+ * records, its edge reads what edge_record_of says now (the file);
+ * without, it starts with no history.  The model is attached again at
+ * once (attach, as when the trainer registers at once), or later by
+ * ep_attach. */
+static inline void ep_restart(ep_end *x, const gsp_config *cfg, bool records,
+			      bool attach)
+{
+	edge_record r;
+	edge_record_of(x->e, &r);
+	r.msg = ep_copy(r.msg, r.msg_len);
+	r.engine = ep_copy(r.engine, r.engine_len);
+	for (int k = 0; k < 2; k++)
+		r.kept[k] = ep_copy(r.kept[k], r.kept_len[k]);
+	if (x->session)
+		ep_end_session(x);
+	edge_model m = x->set.model;
+	bool lo = x->e->lo;
+	const char *name = x->e->name;
+	edge_set_free(&x->set);
+	gsp_node_free(x->node);
+	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
+	x->set.max_degree = 1;
+	x->set.max_round_change = 1000.0f;
+	x->e = edge_add(&x->set, &x->cfg, name, lo);
+	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
+	m.node = x->node;
+	x->later = m;
+	if (attach)
+		ck_assert_int_eq(edges_attach(&x->set, &m), 0);
+	if (records)
+		ck_assert_int_eq(edge_restore(x->e, &r), 0);
+	free((void *)r.msg);
+	free((void *)r.engine);
+	for (int k = 0; k < 2; k++)
+		free((void *)r.kept[k]);
+}
+
+/* The trainer registers again after ep_restart(..., false). */
+static inline void ep_attach(ep_end *x)
+{
+	ck_assert_int_eq(edges_attach(&x->set, &x->later), 0);
 }
 
 static inline void ep_init(edgepair *p, const char *spec, const gsp_config *cfg)

@@ -228,6 +228,99 @@ START_TEST(test_reset_continues_the_generation)
 }
 END_TEST
 
+/* After a restart: four more rounds reach round `upto` at a, nothing
+ * one-sided was found, the sum is where it was; the pair is freed. */
+static void rounds_go_on(edgepair *p, double sum0, uint64_t upto)
+{
+	for (int t = 0; t < 4; t++)
+		round_trip(p);
+	ck_assert_uint_ge(p->a.e->completed, upto);
+	ck_assert_uint_eq(p->a.counters.rounds_unreconciled +
+			  p->b.counters.rounds_unreconciled, 0);
+	assert_conserved(p, sum0);
+	ep_free(p);
+}
+
+/* Round 3 completed at b only; then both daemons are killed and restart
+ * with their records while the link is down (b after applying it).  Each
+ * generation continues from its engine state, as after a reset: a's round
+ * 3 completes from b's resent message, nothing is taken back, and the
+ * counts never differ (each restart used to end the generation at its
+ * own count: 2 at a, 3 at b, which moved the average). */
+static void restart_both(gsp_method method)
+{
+	edgepair p;
+	double sum0;
+	pair_up(&p, method, 2, "10x10,3", &sum0);
+	gsp_config c = config(method, 2);
+	round_trip(&p);
+	round_trip(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);     /* b completes round 3 */
+	ep_end_session(&p.a);                           /* a never hears b's */
+	ck_assert_int_ge(ep_step(&p.b), 0);             /* b applies it */
+	ep_restart(&p.a, &c, true, true);
+	ep_restart(&p.b, &c, true, true);
+	ep_session_up(&p, 9);
+	ep_pump(&p);
+	assert_conserved(&p, sum0);
+	ck_assert_uint_eq(p.a.e->generation, 1);
+	ck_assert_uint_eq(p.b.e->generation, 1);
+	ck_assert_uint_eq(p.a.e->continued, 1);
+	ck_assert_uint_eq(p.b.e->continued, 1);
+	ck_assert_uint_eq(p.a.counters.rounds_rolled_back + p.b.counters.rounds_rolled_back, 0);
+	rounds_go_on(&p, sum0, 6);
+}
+
+START_TEST(test_restart_of_both_ends_continues_powergossip)
+{
+	restart_both(GSP_METHOD_POWERGOSSIP);
+}
+END_TEST
+
+START_TEST(test_restart_of_both_ends_continues_exact)
+{
+	restart_both(GSP_METHOD_EXACT);
+}
+END_TEST
+
+/* a restarts with its records, and a session comes up before its
+ * trainer registers again: its RESYNC says the generation is live, so b
+ * keeps it (idle, no model at a); once the model is back, the next
+ * session continues it. */
+START_TEST(test_restart_before_the_trainer_registers_keeps_the_generation)
+{
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 2, "10x10,3", &sum0);
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 2);
+	round_trip(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ck_assert_int_eq(ep_deliver_one(&p.b), 0);     /* a completes round 2 */
+	ep_restart(&p.a, &c, true, false);
+	ck_assert(!p.a.e->live);
+	ep_session_up(&p, 9);
+	ep_pump(&p);
+	ck_assert_int_eq(p.b.e->state, EDGE_IDLE);
+	ck_assert(p.b.e->live);                         /* b keeps generation 1 */
+	ck_assert_uint_eq(p.b.e->generation, 1);
+	/* The trainer registers: the sessions start over (model changed). */
+	ep_attach(&p.a);
+	ck_assert(p.a.e->live);
+	ep_end_session(&p.a);
+	ep_session_up(&p, 10);
+	ep_pump(&p);
+	ck_assert_int_eq(p.a.e->state, EDGE_UP);
+	ck_assert_uint_eq(p.a.e->generation, 1);
+	ck_assert_uint_eq(p.b.e->generation, 1);
+	ck_assert_uint_ge(p.b.e->continued, 2);
+	assert_conserved(&p, sum0);
+	rounds_go_on(&p, sum0, 5);
+}
+END_TEST
+
 START_TEST(test_old_generation_round_is_dropped)
 {
 	edgepair p;
@@ -605,6 +698,9 @@ int main(void)
 	tcase_add_test(tc, test_session_end_while_busy_completes_the_round_first);
 	tcase_add_test(tc, test_reset_continues_the_generation);
 	tcase_add_test(tc, test_old_generation_round_is_dropped);
+	tcase_add_test(tc, test_restart_of_both_ends_continues_powergossip);
+	tcase_add_test(tc, test_restart_of_both_ends_continues_exact);
+	tcase_add_test(tc, test_restart_before_the_trainer_registers_keeps_the_generation);
 	tcase_add_test(tc, test_detach_takes_the_peers_round_back);
 	tcase_add_test(tc, test_behind_end_completes_from_the_ended_message);
 	tcase_add_test(tc, test_detach_ends_the_generation_with_the_peer);

@@ -203,6 +203,71 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* v3: records that carry a generation's state (engine bytes, Weight,
+ * two kept ROUNDs) beside ones that do not; parsed back, the same bytes;
+ * cut anywhere, or with a Weight outside [0, 1], refused. */
+START_TEST(test_state_round_trip)
+{
+	static const uint8_t engine[] = "GSE1 engine state \x00\xff bytes";
+	static const uint8_t k0[] = "kept round S-1", k1[] = "kept round S";
+	edge_record in[4];
+	size_t n = sample(in);
+	in[0].weight = 0.25f;
+	in[0].engine = engine;
+	in[0].engine_len = sizeof(engine);
+	in[0].kept[0] = k0;
+	in[0].kept_len[0] = sizeof(k0);
+	in[0].kept[1] = k1;
+	in[0].kept_len[1] = sizeof(k1);
+	in[3].engine = engine;             /* no kept messages */
+	in[3].engine_len = 3;
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(edgestate_encode(in, n, WRITES, &buf, &len), 0);
+	ck_assert(!memcmp(buf, "gossipd edges v3\n", MAGIC_LEN));
+	uint64_t writes = 0;
+	ck_assert_int_eq(edgestate_parse(buf, len, out, &writes), (int)n);
+	ck_assert_uint_eq(writes, WRITES);
+	for (size_t i = 0; i < n; i++) {
+		assert_same(&out[i], &in[i]);
+		ck_assert(out[i].weight == in[i].weight);
+		ck_assert_uint_eq(out[i].engine_len, in[i].engine_len);
+		if (in[i].engine_len)
+			ck_assert(!memcmp(out[i].engine, in[i].engine, in[i].engine_len));
+		else
+			ck_assert_ptr_null(out[i].engine);
+		for (int k = 0; k < 2; k++) {
+			ck_assert_uint_eq(out[i].kept_len[k], in[i].kept_len[k]);
+			if (in[i].kept_len[k])
+				ck_assert(!memcmp(out[i].kept[k], in[i].kept[k],
+						  in[i].kept_len[k]));
+		}
+	}
+	uint8_t *again;
+	size_t again_len;
+	ck_assert_int_eq(edgestate_encode(out, n, WRITES, &again, &again_len), 0);
+	ck_assert_uint_eq(again_len, len);
+	ck_assert(!memcmp(again, buf, len));
+	free(again);
+	for (size_t l = 0; l < len; l++)
+		ck_assert_int_eq(parse_exact(buf, l), -EBADMSG);
+	/* The first record's Weight: the 4 bytes after its message. */
+	size_t at = FIXED + HEAD + in[0].msg_len;
+	le(buf + at, 0x7fc00000u, 4);      /* NaN */
+	ck_assert_int_eq(parse_exact(buf, len), -EBADMSG);
+	le(buf + at, 0x3f800001u, 4);      /* just over 1 */
+	ck_assert_int_eq(parse_exact(buf, len), -EBADMSG);
+	le(buf + at, 0x3f800000u, 4);      /* 1 */
+	ck_assert_int_eq(parse_exact(buf, len), (int)n);
+	free(buf);
+	/* With no state anywhere: v2, which older daemons read. */
+	in[0].engine_len = in[3].engine_len = 0;
+	ck_assert_int_eq(edgestate_encode(in, n, WRITES, &buf, &len), 0);
+	ck_assert(!memcmp(buf, "gossipd edges v2\n", MAGIC_LEN));
+	free(buf);
+}
+END_TEST
+
 /* The encoder writes the layout of edgestate.h, byte for byte. */
 START_TEST(test_encode_layout)
 {
@@ -292,7 +357,7 @@ START_TEST(test_parse_refuses_bad_framing)
 		ck_assert_int_eq(parse(&w), -EBADMSG);
 		w.b[i] ^= 0x20;
 	}
-	memcpy(w.b, "gossipd edges v3\n", MAGIC_LEN);
+	memcpy(w.b, "gossipd edges v4\n", MAGIC_LEN);
 	ck_assert_int_eq(parse(&w), -EBADMSG);
 	free(w.b);
 
@@ -642,6 +707,7 @@ int main(void)
 	TCase *tc = tcase_create("edgestate");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_state_round_trip);
 	tcase_add_test(tc, test_encode_layout);
 	tcase_add_test(tc, test_parse_accepts_bounds);
 	tcase_add_test(tc, test_parse_refuses_bad_framing);

@@ -426,6 +426,11 @@ START_TEST(test_choco_not_supported)
 	ck_assert_int_eq(gsp_node_edge_info(node, 0, &info0), 0);
 	ck_assert_int_eq(gsp_node_edge_rollback(node, 0, 0), -ENOTSUP);
 	ck_assert_int_eq(gsp_node_edge_rollback(node, 1, 0), -EINVAL);
+	/* Nor can its edges' state be saved (gsp_node_edge_save). */
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(gsp_node_edge_save(node, 0, &buf, &len), -ENOTSUP);
+	ck_assert_int_eq(gsp_node_edge_load(node, 0, (const uint8_t *)"x", 1), -ENOTSUP);
 	ck_assert_int_eq(gsp_node_edge_info(node, 0, &info1), 0);
 	ck_assert(memcmp(&info0, &info1, sizeof(info0)) == 0);
 	ck_assert(memcmp(before, x, sizeof(x)) == 0);

@@ -1,0 +1,210 @@
+/* gsp_node_edge_save and gsp_node_edge_load: an edge's state, saved at
+ * any point of a round (idle, in flight, completed) and loaded into a
+ * fresh node over a copy of the parameters, goes on exactly as the
+ * original does (same messages, same parameters, bit for bit); bytes
+ * that do not fit the node are refused and change nothing.  PowerGossip
+ * warm and cold (whose factors' buffers swap every round) and exact
+ * gossip (that choco cannot save is test_rollback's
+ * test_choco_not_supported). */
+#include "internal.h"
+#include "testutil.h"
+
+typedef struct method_case {
+	const char *name;
+	gsp_method method;
+	unsigned rank;
+	bool warm;
+} method_case;
+
+static const method_case cases[] = {
+	{"pg rank 1 warm", GSP_METHOD_POWERGOSSIP, 1, true},
+	{"pg rank 3 warm", GSP_METHOD_POWERGOSSIP, 3, true},
+	{"pg rank 2 cold", GSP_METHOD_POWERGOSSIP, 2, false},
+	{"exact", GSP_METHOD_EXACT, 1, true},
+};
+#define N_CASES ((int)(sizeof(cases) / sizeof(*cases)))
+#define SPEC "6x5,4x7,3"
+
+/* One end: its parameters and node with one edge. */
+typedef struct end {
+	float *x;
+	gsp_node *node;
+} end;
+
+static gsp_config config(const method_case *mc)
+{
+	gsp_config cfg = config_of(mc->method, mc->rank, 0.8);
+	cfg.warm_start = mc->warm;
+	return cfg;
+}
+
+static end end_new(const method_case *mc, const gsp_layout *l, const float *x0,
+		   gsp_role role, int seed_no)
+{
+	size_t n = gsp_layout_floats(l);
+	end e = {.x = malloc(n * sizeof(float))};
+	ck_assert_ptr_nonnull(e.x);
+	memcpy(e.x, x0, n * sizeof(float));
+	gsp_config cfg = config(mc);
+	ck_assert_int_eq(gsp_node_new(l, e.x, &cfg, &e.node), 0);
+	uint8_t seed[GSP_SEED_BYTES];
+	cluster_seed(seed, seed_no);
+	ck_assert_int_eq(gsp_node_add_edge(e.node, 0.5f, role, seed, sizeof(seed)), 0);
+	return e;
+}
+
+static void end_free(end *e)
+{
+	gsp_node_free(e->node);
+	free(e->x);
+}
+
+static void deliver(const end *from, end *to)
+{
+	const void *msg;
+	size_t len;
+	uint64_t round;
+	ck_assert_int_eq(gsp_node_message(from->node, 0, &msg, &len, &round), 0);
+	ck_assert_int_eq(gsp_node_complete(to->node, 0, round, msg, len), 0);
+}
+
+/* A copy of `e` made from its saved edge: a fresh node (another seed,
+ * which the load replaces) over a copy of its parameters. */
+static end twin(const method_case *mc, const gsp_layout *l, const end *e)
+{
+	end t = end_new(mc, l, e->x, GSP_ROLE_LO, 99);
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(gsp_node_edge_save(e->node, 0, &buf, &len), 0);
+	ck_assert_int_eq(gsp_node_edge_load(t.node, 0, buf, len), 0);
+	free(buf);
+	return t;
+}
+
+static void assert_same(const end *a, const end *b, size_t n, const char *name)
+{
+	ck_assert_msg(!memcmp(a->x, b->x, n * sizeof(float)), "%s: parameters differ", name);
+	gsp_edge_info ia, ib;
+	ck_assert_int_eq(gsp_node_edge_info(a->node, 0, &ia), 0);
+	ck_assert_int_eq(gsp_node_edge_info(b->node, 0, &ib), 0);
+	ck_assert_int_eq(ia.state, ib.state);
+	ck_assert_uint_eq(ia.round, ib.round);
+	ck_assert_int_eq(ia.role, ib.role);
+	const void *ma, *mb;
+	size_t la, lb;
+	if (ia.round) {
+		ck_assert_int_eq(gsp_node_message(a->node, 0, &ma, &la, NULL), 0);
+		ck_assert_int_eq(gsp_node_message(b->node, 0, &mb, &lb, NULL), 0);
+		ck_assert_uint_eq(la, lb);
+		ck_assert_msg(!memcmp(ma, mb, la), "%s: messages differ", name);
+	}
+}
+
+/* Rounds at `lo` and its peer `hi`; at `point` (0 idle after a step's
+ * apply of round 2, 1 in flight, 2 completed) lo is saved and its twin
+ * goes on beside it with the same messages from hi. */
+START_TEST(test_continues)
+{
+	const method_case *mc = &cases[_i / 3];
+	int point = _i % 3;
+	gsp_layout *l;
+	ck_assert_int_eq(gsp_layout_parse(SPEC, &l), 0);
+	size_t n = gsp_layout_floats(l);
+	float *x0 = malloc(n * sizeof(float)), *y0 = malloc(n * sizeof(float));
+	gsp_fill_gaussian(x0, n, 31, 0);
+	gsp_fill_gaussian(y0, n, 31, 1);
+	end lo = end_new(mc, l, x0, GSP_ROLE_LO, 5), hi = end_new(mc, l, y0, GSP_ROLE_HI, 5);
+	for (int r = 0; r < 2; r++) {
+		ck_assert_int_eq(gsp_node_step(lo.node), 1);
+		ck_assert_int_eq(gsp_node_step(hi.node), 1);
+		deliver(&hi, &lo);
+		deliver(&lo, &hi);
+	}
+	if (point == 0)
+		ck_assert_int_eq(gsp_node_apply(lo.node), 1);
+	if (point >= 1) {
+		ck_assert_int_eq(gsp_node_step(lo.node), 1);
+		ck_assert_int_eq(gsp_node_step(hi.node), 1);
+	}
+	if (point == 2)
+		deliver(&hi, &lo);
+	end t = twin(mc, l, &lo);
+	assert_same(&lo, &t, n, mc->name);
+	/* The round under way ends at both, then three more. */
+	if (point == 1) {
+		deliver(&hi, &lo);
+		deliver(&hi, &t);
+	}
+	if (point >= 1)
+		deliver(&lo, &hi);
+	assert_same(&lo, &t, n, mc->name);
+	for (int r = 0; r < 3; r++) {
+		ck_assert_int_eq(gsp_node_step(lo.node), 1);
+		ck_assert_int_eq(gsp_node_step(t.node), 1);
+		ck_assert_int_eq(gsp_node_step(hi.node), 1);
+		deliver(&hi, &lo);
+		deliver(&hi, &t);
+		deliver(&lo, &hi);
+		assert_same(&lo, &t, n, mc->name);
+	}
+	end_free(&t);
+	end_free(&lo);
+	end_free(&hi);
+	free(x0);
+	free(y0);
+	gsp_layout_free(l);
+}
+END_TEST
+
+START_TEST(test_refuses_what_does_not_fit)
+{
+	const method_case *mc = &cases[_i];
+	gsp_layout *l, *other;
+	ck_assert_int_eq(gsp_layout_parse(SPEC, &l), 0);
+	ck_assert_int_eq(gsp_layout_parse("6x5,4x7,4", &other), 0);
+	size_t n = gsp_layout_floats(l);
+	float *x0 = calloc(n + 1, sizeof(float));
+	gsp_fill_gaussian(x0, n, 7, 0);
+	end a = end_new(mc, l, x0, GSP_ROLE_LO, 5);
+	ck_assert_int_eq(gsp_node_step(a.node), 1);
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(gsp_node_edge_save(a.node, 0, &buf, &len), 0);
+	end b = end_new(mc, l, x0, GSP_ROLE_HI, 6);
+	gsp_edge_info before, after;
+	ck_assert_int_eq(gsp_node_edge_info(b.node, 0, &before), 0);
+	/* Cut anywhere, or one byte more, or a bad magic. */
+	for (size_t k = 0; k < len; k++)
+		ck_assert_int_eq(gsp_node_edge_load(b.node, 0, buf, k), -EBADMSG);
+	uint8_t *more = malloc(len + 1);
+	memcpy(more, buf, len);
+	more[len] = 0;
+	ck_assert_int_eq(gsp_node_edge_load(b.node, 0, more, len + 1), -EBADMSG);
+	more[0] ^= 1;
+	ck_assert_int_eq(gsp_node_edge_load(b.node, 0, more, len), -EBADMSG);
+	free(more);
+	ck_assert_int_eq(gsp_node_edge_info(b.node, 0, &after), 0);
+	ck_assert(!memcmp(&before, &after, sizeof(before)));
+	/* Another layout: other sizes. */
+	end c = end_new(mc, other, x0, GSP_ROLE_LO, 5);
+	ck_assert_int_eq(gsp_node_edge_load(c.node, 0, buf, len), -EBADMSG);
+	ck_assert_int_eq(gsp_node_edge_load(c.node, 1, buf, len), -EINVAL);
+	free(buf);
+	end_free(&a);
+	end_free(&b);
+	end_free(&c);
+	free(x0);
+	gsp_layout_free(l);
+	gsp_layout_free(other);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("edge_state");
+	TCase *tc = tcase_create("edge_state");
+	tcase_add_loop_test(tc, test_continues, 0, 3 * N_CASES);
+	tcase_add_loop_test(tc, test_refuses_what_does_not_fit, 0, N_CASES);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
