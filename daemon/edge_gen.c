@@ -509,8 +509,12 @@ void edge_record_of(edge *e, edge_record *r)
 	 * whose last update is still to land, for it to land. */
 	free(e->saved);
 	e->saved = NULL;
-	size_t len;
+	size_t len, kept = 0;
+	for (int k = 0; k < 2; k++)
+		kept += e->sent[k].buf ? e->sent[k].len : 0;
 	if ((!e->live && !landing(e)) ||
+	    gsp_node_edge_state_size(e->set->model.node, e->index, &len) != 0 ||
+	    len + kept > EDGESTATE_STATE_MAX ||
 	    gsp_node_edge_save(e->set->model.node, e->index, &e->saved, &len) != 0 ||
 	    len > EDGESTATE_MSG_MAX)
 		return;

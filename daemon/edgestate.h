@@ -38,6 +38,14 @@
 #define EDGESTATE_MAX 4096
 #define EDGESTATE_MSG_MAX (64u << 20)
 #define EDGESTATE_FILE_MAX ((size_t)256 << 20)
+/* The most bytes of one edge's generation state (its engine state and
+ * its two kept ROUNDs) the records carry.  A larger one is not saved, and
+ * a restart then ends that generation at its counts: the records are
+ * written at every STEP, and exact gossip of a 1.86 M-float model kept
+ * about 37 MB per edge there, which made its steps 1.7x slower
+ * (docs/BENCHMARKS.md).  PowerGossip's state is its factors: a few
+ * hundred KB for that model. */
+#define EDGESTATE_STATE_MAX ((size_t)4 << 20)
 
 typedef struct edge_record {
 	uint8_t key[GSP_KEY_BYTES];

@@ -44,19 +44,45 @@ static float from_bits(uint64_t u)
 	return f;
 }
 
+/* The method's state block of an edge and the bytes the edge saves to. */
+static const float *state_of(const gsp_node *node, size_t edge, size_t *ret_floats,
+			     size_t *ret_len, int *ret_err)
+{
+	*ret_err = -EINVAL;
+	if (!node || edge >= node->n_edges)
+		return NULL;
+	*ret_err = -ENOTSUP;
+	if (!node->ops->edge_mem)
+		return NULL;
+	gsp__edge *e = &node->edges[edge];
+	const float *mem = node->ops->edge_mem(node, e, ret_floats);
+	*ret_err = mem ? 0 : -ENOMEM;
+	*ret_len = HEAD + e->msg_len + 8 + 4 * *ret_floats;
+	return mem;
+}
+
+int gsp_node_edge_state_size(const gsp_node *node, size_t edge, size_t *ret_len)
+{
+	size_t floats, len;
+	int err;
+	if (!ret_len)
+		return -EINVAL;
+	if (state_of(node, edge, &floats, &len, &err))
+		*ret_len = len;
+	return err;
+}
+
 int gsp_node_edge_save(const gsp_node *node, size_t edge, uint8_t **ret_buf,
 		       size_t *ret_len)
 {
-	if (!node || edge >= node->n_edges || !ret_buf || !ret_len)
+	size_t floats, len;
+	int err;
+	if (!ret_buf || !ret_len)
 		return -EINVAL;
-	if (!node->ops->edge_mem)
-		return -ENOTSUP;
-	gsp__edge *e = &node->edges[edge];
-	size_t floats;
-	const float *mem = node->ops->edge_mem(node, e, &floats);
+	const float *mem = state_of(node, edge, &floats, &len, &err);
 	if (!mem)
-		return -ENOMEM;
-	size_t len = HEAD + e->msg_len + 8 + 4 * floats;
+		return err;
+	gsp__edge *e = &node->edges[edge];
 	uint8_t *buf = malloc(len), *p = buf;
 	if (!buf)
 		return -ENOMEM;

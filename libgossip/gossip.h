@@ -193,6 +193,10 @@ GSP_EXPORT int gsp_node_edge_save(const gsp_node *node, size_t edge,
 				  uint8_t **ret_buf, size_t *ret_len) GSP_MUST_CHECK;
 GSP_EXPORT int gsp_node_edge_load(gsp_node *node, size_t edge, const uint8_t *buf,
 				  size_t len) GSP_MUST_CHECK;
+/* The bytes gsp_node_edge_save() would give for the edge, without making
+ * them (a caller with a budget asks first). */
+GSP_EXPORT int gsp_node_edge_state_size(const gsp_node *node, size_t edge,
+					size_t *ret_len) GSP_MUST_CHECK;
 /* Changes an edge's mixing weight (degrees changed); both ends must. */
 GSP_EXPORT int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);
 GSP_EXPORT int gsp_node_edge_info(const gsp_node *node, size_t edge,

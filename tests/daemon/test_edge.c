@@ -285,6 +285,36 @@ START_TEST(test_restart_of_both_ends_continues_exact)
 }
 END_TEST
 
+/* The records carry a generation's state only within
+ * EDGESTATE_STATE_MAX per edge: exact gossip of 1.1 M floats (4.4 MB of
+ * engine state, and as much in each ROUND) goes without it, its counts
+ * and message kept; PowerGossip of the same layout keeps its factors. */
+START_TEST(test_records_keep_state_within_the_budget)
+{
+	static const gsp_method methods[] = {GSP_METHOD_EXACT, GSP_METHOD_POWERGOSSIP};
+	for (int k = 0; k < 2; k++) {
+		edgepair p;
+		double sum0;
+		edge_record r;
+		pair_up(&p, methods[k], 2, "1100x1000", &sum0);
+		round_trip(&p);
+		round_trip(&p);
+		edge_record_of(p.a.e, &r);
+		ck_assert_uint_ge(r.applied, 1);
+		ck_assert_ptr_nonnull(r.msg);
+		if (methods[k] == GSP_METHOD_EXACT) {
+			ck_assert_ptr_null(r.engine);
+			ck_assert_uint_eq(r.engine_len + r.kept_len[0] + r.kept_len[1], 0);
+		} else {
+			ck_assert_ptr_nonnull(r.engine);
+			ck_assert_uint_le(r.engine_len + r.kept_len[0] + r.kept_len[1],
+					  EDGESTATE_STATE_MAX);
+		}
+		ep_free(&p);
+	}
+}
+END_TEST
+
 /* a restarts with its records, and a session comes up before its
  * trainer registers again: its RESYNC says the generation is live, so b
  * keeps it (idle, no model at a); once the model is back, the next
@@ -700,6 +730,7 @@ int main(void)
 	tcase_add_test(tc, test_old_generation_round_is_dropped);
 	tcase_add_test(tc, test_restart_of_both_ends_continues_powergossip);
 	tcase_add_test(tc, test_restart_of_both_ends_continues_exact);
+	tcase_add_test(tc, test_records_keep_state_within_the_budget);
 	tcase_add_test(tc, test_restart_before_the_trainer_registers_keeps_the_generation);
 	tcase_add_test(tc, test_detach_takes_the_peers_round_back);
 	tcase_add_test(tc, test_behind_end_completes_from_the_ended_message);

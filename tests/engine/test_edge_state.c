@@ -168,8 +168,13 @@ START_TEST(test_refuses_what_does_not_fit)
 	end a = end_new(mc, l, x0, GSP_ROLE_LO, 5);
 	ck_assert_int_eq(gsp_node_step(a.node), 1);
 	uint8_t *buf;
-	size_t len;
+	size_t len, size;
 	ck_assert_int_eq(gsp_node_edge_save(a.node, 0, &buf, &len), 0);
+	/* The size a caller with a budget asks for first is the saved one. */
+	ck_assert_int_eq(gsp_node_edge_state_size(a.node, 0, &size), 0);
+	ck_assert_uint_eq(size, len);
+	ck_assert_int_eq(gsp_node_edge_state_size(a.node, 1, &size), -EINVAL);
+	ck_assert_int_eq(gsp_node_edge_state_size(a.node, 0, NULL), -EINVAL);
 	end b = end_new(mc, l, x0, GSP_ROLE_HI, 6);
 	gsp_edge_info before, after;
 	ck_assert_int_eq(gsp_node_edge_info(b.node, 0, &before), 0);
