@@ -121,6 +121,7 @@ static int keep_and_send(edge *e)
 	e->sent[0] = e->sent[1];
 	e->sent[1] = (edge_msg){.buf = buf, .len = n, .round = round, .degree = degree};
 	e->sent_round = round;
+	e->sent_reached_at[round & 1] = s->averaging && s->reached ? round : 0;
 	s->dirty = true;         /* the records keep it (edgestate) */
 	/* An end that is ending its generation starts no round. */
 	return e->state == EDGE_UP && !e->ending_self ? edge__send(e, buf, n) : 0;
@@ -308,6 +309,8 @@ static int on_round(edge *e, const uint8_t *pt, size_t len)
 		return 0;
 	e->peer_averaging = msg.flags & GSP_ROUND_AVERAGING;
 	e->peer_reached = msg.flags & GSP_ROUND_REACHED;
+	e->peer_reached_at[msg.round & 1] =
+		e->peer_averaging && e->peer_reached ? msg.round : 0;
 	if (!may_complete(e, msg.round))
 		return 0;
 	if (msg.round != e->completed + 1)

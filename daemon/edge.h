@@ -159,6 +159,13 @@ struct edge {
 	uint64_t last_apply_step;
 	bool peer_averaging;     /* the peer's last ROUND: one of an AVERAGE, */
 	bool peer_reached;       /* which reached its target */
+	/* Per round parity, the round whose ROUND said AVERAGING and
+	 * REACHED, the peer's and ours (0: none).  Both ends' for the last
+	 * completed round: this AVERAGE's rounds on the edge are over at
+	 * both ends.  By round, not the latest: a peer's early ROUND of the
+	 * next round must not change what this end decides of this one. */
+	uint64_t peer_reached_at[2], sent_reached_at[2];
+	bool avg_held;           /* held out of projection for that */
 	bool straggler;          /* a STEP stopped waiting for it; cleared
 				  * once it applies within MaxStaleness
 				  * EDGE_PACE_ROUNDS times in a row */
@@ -284,10 +291,19 @@ bool edges_must_wait(const edge_set *s, bool sync, unsigned max_staleness);
  * edge that lags, until it keeps pace again. */
 unsigned edges_begin_wait(edge_set *s, unsigned max_staleness, unsigned max_wait);
 void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait);
-/* Whether every edge whose session works has a peer whose last ROUND
- * said its AVERAGE has reached its target (a peer not averaging yet has
- * not). */
-bool edges_peers_reached(const edge_set *s);
+/* AVERAGE: holds out of projection every edge whose session works and
+ * whose last completed round both ends' ROUNDs said AVERAGING and REACHED
+ * (both ends see the same two flags, so both stop that edge after the
+ * same round, and neither waits for a round of it again); returns how
+ * many such edges still go on.  A peer not averaging yet (still in its
+ * last STEPs) has not said so.  edges_avg_release lets them project
+ * again. */
+size_t edges_avg_settle(edge_set *s);
+void edges_avg_release(edge_set *s);
+/* edges_estimate over the edges an AVERAGE still runs (not held): a held
+ * edge's last measurement, one round after both ends said they reached,
+ * must not keep this end from saying so on the others. */
+double edges_estimate_going(const edge_set *s);
 /* The consensus estimate: the largest last difference norm (NaN before
  * any round). */
 double edges_estimate(const edge_set *s);

@@ -248,6 +248,9 @@ static void start_generation(edge *e)
 	e->start_pending = false;
 	e->completed = e->sent_round = 0;
 	e->peer_reached = e->peer_averaging = false;
+	memset(e->peer_reached_at, 0, sizeof(e->peer_reached_at));
+	memset(e->sent_reached_at, 0, sizeof(e->sent_reached_at));
+	e->avg_held = false;     /* the engine's reset let it go */
 	e->last_apply_step = s->steps;
 	s->dirty = true;
 	gsp_info("peer %s: edge generation %u up (%s)", e->name, e->generation,

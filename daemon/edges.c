@@ -292,30 +292,58 @@ void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait)
 	}
 }
 
-bool edges_peers_reached(const edge_set *s)
+size_t edges_avg_settle(edge_set *s)
 {
+	size_t going = 0;
 	for (size_t i = 0; i < s->n; i++) {
-		const edge *e = &s->edge[i];
-		/* A neighbour not averaging yet (still in its last STEPs) is
-		 * not done either: leaving now would leave its AVERAGE
-		 * waiting for rounds from us until its time limit. */
-		if (e->live && e->state == EDGE_UP && !e->ending_self &&
-		    !(e->peer_averaging && e->peer_reached))
-			return false;
+		edge *e = &s->edge[i];
+		if (!e->live || e->state != EDGE_UP || e->ending_self)
+			continue;
+		uint64_t r = e->completed;
+		bool over = r && e->peer_reached_at[r & 1] == r && e->sent_reached_at[r & 1] == r;
+		/* Held, this end projects no more rounds on it: its peer, which
+		 * decided the same, waits for none.  (Choco cannot hold an
+		 * edge: its rounds need every edge.) */
+		if (over && !e->avg_held &&
+		    gsp_node_edge_hold(s->model.node, e->index, true) == 0)
+			e->avg_held = true;
+		going += !over;
 	}
-	return true;
+	return going;
 }
 
-double edges_estimate(const edge_set *s)
+void edges_avg_release(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (e->avg_held && s->attached)
+			(void)gsp_node_edge_hold(s->model.node, e->index, false);
+		e->avg_held = false;
+	}
+}
+
+static double estimate_of(const edge_set *s, bool going_only)
 {
 	double est = NAN;
 	for (size_t i = 0; i < s->n; i++) {
 		const edge *e = &s->edge[i];
+		if (going_only && e->avg_held)
+			continue;
 		/* The last measurement stands after a neighbour leaves. */
 		if (e->rounds_completed && !(e->diff_norm <= est))
 			est = e->diff_norm;
 	}
 	return est;
+}
+
+double edges_estimate(const edge_set *s)
+{
+	return estimate_of(s, false);
+}
+
+double edges_estimate_going(const edge_set *s)
+{
+	return estimate_of(s, true);
 }
 
 uint64_t edge_staleness(const edge *e)

@@ -299,6 +299,9 @@ static int start(stepper *s, void *client, step_cb cb, bool average)
 	s->cb = cb;
 	memset(&s->result, 0, sizeof(s->result));
 	s->result.average = average;
+	/* Edges an AVERAGE held (one that ended on an error too) project
+	 * again. */
+	edges_avg_release(edges(s));
 	return 0;
 }
 
@@ -330,6 +333,7 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 static void average_finish(stepper *s)
 {
 	uv_timer_stop(&s->avg_timer);
+	edges_avg_release(edges(s));
 	/* The edges' callbacks meanwhile (a generation that ends or starts)
 	 * must not run the AVERAGE on from inside its end. */
 	s->state = STEP_RUN;
@@ -339,7 +343,9 @@ static void average_finish(stepper *s)
 	model_write_end(s->model);
 	s->result.avg.rounds = s->avg_rounds;
 	s->result.avg.estimate = edges_estimate(edges(s));
-	s->result.avg.reached = s->result.avg.estimate <= s->avg_target;
+	/* Reached: at the target, or every edge's rounds ended with both ends
+	 * saying so (a held edge's last measurement may be a round past). */
+	s->result.avg.reached = s->result.avg.estimate <= s->avg_target || s->avg_settled;
 	reply(s, r < 0 ? r : 0, NULL);
 }
 
@@ -356,16 +362,19 @@ static void average_advance(stepper *s)
 	/* A round that completes at once (an early message) goes on here,
 	 * not through the edges' callback. */
 	while (s->state == STEP_AVERAGE && !edges_in_flight(edges(s))) {
-		double est = edges_estimate(edges(s));
+		double est = edges_estimate_going(edges(s));
 		size_t up = edges_up(edges(s));
 		uint64_t now = uv_now(s->loop);
-		/* Reached here: our ROUNDs say so, and rounds go on until every
-		 * neighbour's say so too, so that none is left waiting for us
-		 * (the end of a run is the network's). */
+		/* Reached here: our ROUNDs say so.  An edge's rounds end once
+		 * both ends' ROUNDs of its last round said so; the others go on,
+		 * so that no neighbour is left waiting for us, and the AVERAGE
+		 * ends when all have (the end of a run is the network's). */
 		bool reached = s->avg_rounds > 0 && est <= s->avg_target;
 		edges(s)->averaging = true;
 		edges(s)->reached = reached;
-		bool done = (reached && edges_peers_reached(edges(s))) ||
+		size_t going = edges_avg_settle(edges(s));
+		s->avg_settled = up > 0 && going == 0;
+		bool done = s->avg_settled ||
 			    (s->avg_max_rounds && s->avg_rounds >= s->avg_max_rounds) ||
 			    (s->avg_deadline_ms && now >= s->avg_deadline_ms) ||
 			    (up == 0 && (s->avg_rounds > 0 || !s->avg_deadline_ms));
@@ -405,6 +414,7 @@ int step_average(stepper *s, void *client, const gsp_api_average *req, step_cb c
 	s->state = STEP_AVERAGE;
 	s->avg_target = req->target;
 	s->avg_rounds = 0;
+	s->avg_settled = false;
 	s->avg_max_rounds = req->max_rounds;
 	s->avg_deadline_ms = req->time_limit_ms ? uv_now(s->loop) + req->time_limit_ms : 0;
 	if (req->time_limit_ms)

@@ -70,6 +70,7 @@ typedef struct stepper {
 	double avg_target;
 	uint64_t avg_deadline_ms;
 	uint32_t avg_max_rounds, avg_rounds;
+	bool avg_settled;         /* every edge's AVERAGE rounds ended */
 	uv_timer_t avg_timer;
 } stepper;
 

@@ -168,6 +168,13 @@ GSP_EXPORT int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
  * the next apply, as it does at the other end.  gsp_node_edge_reset
  * brings the edge back. */
 GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
+/* Holds an edge out of projection (hold true) or lets it project again:
+ * gsp_node_step and gsp_node_project skip a held edge, which keeps its
+ * state, still completes a round in flight and applies its update (an
+ * AVERAGE whose rounds on this edge are over while others go on).
+ * gsp_node_edge_reset lets it go.  -ENOTSUP for the node-synchronous
+ * method (choco), whose rounds need every edge. */
+GSP_EXPORT int gsp_node_edge_hold(gsp_node *node, size_t edge, bool hold);
 /* Takes back an edge's rounds after `round` so that this end has applied
  * exactly the rounds 1..round of the edge's generation (the neighbour ended
  * the generation there): a COMPLETED update not yet applied is dropped, and

@@ -25,6 +25,7 @@ typedef struct gsp__edge {
 	gsp_role role;
 	gsp_edge_state state;
 	bool active;             /* inactive edges are skipped by every call */
+	bool held;               /* not projected (gsp_node_edge_hold) */
 	float weight;
 	uint64_t round;          /* last projected round */
 	uint64_t applied;        /* rounds 1..applied are in params */

@@ -226,7 +226,18 @@ int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
 	fresh.undoable = false;
 	fresh.msg_len = 0;
 	fresh.active = true;
+	fresh.held = false;
 	*e = fresh;
+	return 0;
+}
+
+int gsp_node_edge_hold(gsp_node *node, size_t edge, bool hold)
+{
+	if (!node || edge >= node->n_edges)
+		return -EINVAL;
+	if (node->ops->synchronous)
+		return -ENOTSUP;
+	node->edges[edge].held = hold;
 	return 0;
 }
 
@@ -343,7 +354,7 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 	if (do_project && (!sync || idle == live))
 		for (size_t i = 0; i < n; i++) {
 			gsp__edge *e = &node->edges[i];
-			if (!e->active || (only != SIZE_MAX && i != only))
+			if (!e->active || e->held || (only != SIZE_MAX && i != only))
 				continue;
 			if (e->state == GSP_EDGE_IDLE ||
 			    (applying && e->state == GSP_EDGE_COMPLETED))

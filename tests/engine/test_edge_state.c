@@ -156,6 +156,51 @@ START_TEST(test_continues)
 }
 END_TEST
 
+/* gsp_node_edge_hold: a held edge is not projected, keeps its state,
+ * applies a completed round and projects again once let go, its rounds
+ * going on where they were; a bad edge is -EINVAL. */
+START_TEST(test_hold)
+{
+	const method_case *mc = &cases[_i];
+	gsp_layout *l;
+	ck_assert_int_eq(gsp_layout_parse(SPEC, &l), 0);
+	size_t n = gsp_layout_floats(l);
+	float *x0 = malloc(n * sizeof(float)), *y0 = malloc(n * sizeof(float));
+	gsp_fill_gaussian(x0, n, 3, 0);
+	gsp_fill_gaussian(y0, n, 3, 1);
+	end lo = end_new(mc, l, x0, GSP_ROLE_LO, 5), hi = end_new(mc, l, y0, GSP_ROLE_HI, 5);
+	ck_assert_int_eq(gsp_node_step(lo.node), 1);
+	ck_assert_int_eq(gsp_node_step(hi.node), 1);
+	deliver(&hi, &lo);
+	deliver(&lo, &hi);
+	ck_assert_int_eq(gsp_node_edge_hold(lo.node, 0, true), 0);
+	ck_assert_int_eq(gsp_node_edge_hold(lo.node, 1, true), -EINVAL);
+	/* Held: the completed round applies, nothing is projected. */
+	float before = lo.x[0];
+	ck_assert_int_eq(gsp_node_step(lo.node), 0);
+	ck_assert(lo.x[0] != before);
+	gsp_edge_info info;
+	ck_assert_int_eq(gsp_node_edge_info(lo.node, 0, &info), 0);
+	ck_assert_int_eq(info.state, GSP_EDGE_IDLE);
+	ck_assert_uint_eq(info.round, 1);
+	ck_assert_int_eq(gsp_node_project(lo.node), 0);
+	/* Let go: round 2 with the peer, as if never held. */
+	ck_assert_int_eq(gsp_node_edge_hold(lo.node, 0, false), 0);
+	ck_assert_int_eq(gsp_node_step(lo.node), 1);
+	ck_assert_int_eq(gsp_node_step(hi.node), 1);
+	deliver(&hi, &lo);
+	deliver(&lo, &hi);
+	ck_assert_int_eq(gsp_node_edge_info(lo.node, 0, &info), 0);
+	ck_assert_uint_eq(info.round, 2);
+	ck_assert_int_eq(info.state, GSP_EDGE_COMPLETED);
+	end_free(&lo);
+	end_free(&hi);
+	free(x0);
+	free(y0);
+	gsp_layout_free(l);
+}
+END_TEST
+
 START_TEST(test_refuses_what_does_not_fit)
 {
 	const method_case *mc = &cases[_i];
@@ -210,6 +255,7 @@ int main(void)
 	TCase *tc = tcase_create("edge_state");
 	tcase_add_loop_test(tc, test_continues, 0, 3 * N_CASES);
 	tcase_add_loop_test(tc, test_refuses_what_does_not_fit, 0, N_CASES);
+	tcase_add_loop_test(tc, test_hold, 0, N_CASES);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

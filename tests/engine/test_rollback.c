@@ -426,6 +426,8 @@ START_TEST(test_choco_not_supported)
 	ck_assert_int_eq(gsp_node_edge_info(node, 0, &info0), 0);
 	ck_assert_int_eq(gsp_node_edge_rollback(node, 0, 0), -ENOTSUP);
 	ck_assert_int_eq(gsp_node_edge_rollback(node, 1, 0), -EINVAL);
+	/* Nor held out of projection: its rounds need every edge. */
+	ck_assert_int_eq(gsp_node_edge_hold(node, 0, true), -ENOTSUP);
 	/* Nor can its edges' state be saved (gsp_node_edge_save). */
 	uint8_t *buf;
 	size_t len;
