@@ -103,23 +103,56 @@ static void assert_same(const end *a, const end *b, size_t n, const char *name)
 /* Rounds at `lo` and its peer `hi`; at `point` (0 idle after a step's
  * apply of round 2, 1 in flight, 2 completed) lo is saved and its twin
  * goes on beside it with the same messages from hi. */
+/* The two ends of one edge over SPEC, from gaussian parameters of
+ * stream `fill` (pair_free frees it all). */
+typedef struct pair {
+	gsp_layout *l;
+	size_t n;
+	float *x0, *y0;
+	end lo, hi;
+} pair;
+
+static void pair_new(const method_case *mc, uint64_t fill, pair *p)
+{
+	ck_assert_int_eq(gsp_layout_parse(SPEC, &p->l), 0);
+	p->n = gsp_layout_floats(p->l);
+	p->x0 = malloc(p->n * sizeof(float));
+	p->y0 = malloc(p->n * sizeof(float));
+	gsp_fill_gaussian(p->x0, p->n, fill, 0);
+	gsp_fill_gaussian(p->y0, p->n, fill, 1);
+	p->lo = end_new(mc, p->l, p->x0, GSP_ROLE_LO, 5);
+	p->hi = end_new(mc, p->l, p->y0, GSP_ROLE_HI, 5);
+}
+
+static void pair_free(pair *p)
+{
+	end_free(&p->lo);
+	end_free(&p->hi);
+	free(p->x0);
+	free(p->y0);
+	gsp_layout_free(p->l);
+}
+
+/* A round at both ends: each steps, then each gets the other's message. */
+static void pair_round(pair *p)
+{
+	ck_assert_int_eq(gsp_node_step(p->lo.node), 1);
+	ck_assert_int_eq(gsp_node_step(p->hi.node), 1);
+	deliver(&p->hi, &p->lo);
+	deliver(&p->lo, &p->hi);
+}
+
 START_TEST(test_continues)
 {
 	const method_case *mc = &cases[_i / 3];
 	int point = _i % 3;
-	gsp_layout *l;
-	ck_assert_int_eq(gsp_layout_parse(SPEC, &l), 0);
-	size_t n = gsp_layout_floats(l);
-	float *x0 = malloc(n * sizeof(float)), *y0 = malloc(n * sizeof(float));
-	gsp_fill_gaussian(x0, n, 31, 0);
-	gsp_fill_gaussian(y0, n, 31, 1);
-	end lo = end_new(mc, l, x0, GSP_ROLE_LO, 5), hi = end_new(mc, l, y0, GSP_ROLE_HI, 5);
-	for (int r = 0; r < 2; r++) {
-		ck_assert_int_eq(gsp_node_step(lo.node), 1);
-		ck_assert_int_eq(gsp_node_step(hi.node), 1);
-		deliver(&hi, &lo);
-		deliver(&lo, &hi);
-	}
+	pair p;
+	pair_new(mc, 31, &p);
+	gsp_layout *l = p.l;
+	size_t n = p.n;
+	end lo = p.lo, hi = p.hi;
+	for (int r = 0; r < 2; r++)
+		pair_round(&p);
 	if (point == 0)
 		ck_assert_int_eq(gsp_node_apply(lo.node), 1);
 	if (point >= 1) {
@@ -148,11 +181,7 @@ START_TEST(test_continues)
 		assert_same(&lo, &t, n, mc->name);
 	}
 	end_free(&t);
-	end_free(&lo);
-	end_free(&hi);
-	free(x0);
-	free(y0);
-	gsp_layout_free(l);
+	pair_free(&p);
 }
 END_TEST
 
@@ -161,18 +190,10 @@ END_TEST
  * going on where they were; a bad edge is -EINVAL. */
 START_TEST(test_hold)
 {
-	const method_case *mc = &cases[_i];
-	gsp_layout *l;
-	ck_assert_int_eq(gsp_layout_parse(SPEC, &l), 0);
-	size_t n = gsp_layout_floats(l);
-	float *x0 = malloc(n * sizeof(float)), *y0 = malloc(n * sizeof(float));
-	gsp_fill_gaussian(x0, n, 3, 0);
-	gsp_fill_gaussian(y0, n, 3, 1);
-	end lo = end_new(mc, l, x0, GSP_ROLE_LO, 5), hi = end_new(mc, l, y0, GSP_ROLE_HI, 5);
-	ck_assert_int_eq(gsp_node_step(lo.node), 1);
-	ck_assert_int_eq(gsp_node_step(hi.node), 1);
-	deliver(&hi, &lo);
-	deliver(&lo, &hi);
+	pair p;
+	pair_new(&cases[_i], 3, &p);
+	end lo = p.lo;
+	pair_round(&p);
 	ck_assert_int_eq(gsp_node_edge_hold(lo.node, 0, true), 0);
 	ck_assert_int_eq(gsp_node_edge_hold(lo.node, 1, true), -EINVAL);
 	/* Held: the completed round applies, nothing is projected. */
@@ -186,18 +207,11 @@ START_TEST(test_hold)
 	ck_assert_int_eq(gsp_node_project(lo.node), 0);
 	/* Let go: round 2 with the peer, as if never held. */
 	ck_assert_int_eq(gsp_node_edge_hold(lo.node, 0, false), 0);
-	ck_assert_int_eq(gsp_node_step(lo.node), 1);
-	ck_assert_int_eq(gsp_node_step(hi.node), 1);
-	deliver(&hi, &lo);
-	deliver(&lo, &hi);
+	pair_round(&p);
 	ck_assert_int_eq(gsp_node_edge_info(lo.node, 0, &info), 0);
 	ck_assert_uint_eq(info.round, 2);
 	ck_assert_int_eq(info.state, GSP_EDGE_COMPLETED);
-	end_free(&lo);
-	end_free(&hi);
-	free(x0);
-	free(y0);
-	gsp_layout_free(l);
+	pair_free(&p);
 }
 END_TEST
 
