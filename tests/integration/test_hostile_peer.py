@@ -41,13 +41,19 @@ def linked(c, i):
 
 
 class HostilePeer(unittest.TestCase):
-    def test_replayed_hs_init_after_restart(self):
+    def linked_pair(self):
+        """Two nodes, node 0 dialing node 1 through a proxy that forwards
+        unchanged and keeps each connection's first frame; linked."""
         proxy = faultproxy.FaultProxy(mean_frames=0, max_resets=0)
         c = cluster.owned_by(self, cluster.Cluster(BUILD, 2, proxy=proxy))
         c.listen_only = {1}
         c.start()
         self.assertTrue(cluster.eventually(lambda: linked(c, 0) and linked(c, 1)),
                         c.tail_logs())
+        return c, proxy
+
+    def test_replayed_hs_init_after_restart(self):
+        c, proxy = self.linked_pair()
         captured = proxy.first_frames[(0, 1)][-1]
         self.assertEqual(len(captured), HS_INIT_FRAME)
         self.assertEqual(captured[4], 0x10)
@@ -100,12 +106,7 @@ class HostilePeer(unittest.TestCase):
         to the other node; a genuine one with one mac1 bit flipped) are
         refused before any Diffie-Hellman: no answer, hs_mac1_bad counts
         each, and neither hs_refused nor the live session moves."""
-        proxy = faultproxy.FaultProxy(mean_frames=0, max_resets=0)
-        c = cluster.owned_by(self, cluster.Cluster(BUILD, 2, proxy=proxy))
-        c.listen_only = {1}
-        c.start()
-        self.assertTrue(cluster.eventually(lambda: linked(c, 0) and linked(c, 1)),
-                        c.tail_logs())
+        c, proxy = self.linked_pair()
         captured = proxy.first_frames[(0, 1)][-1]      # node 0's, to node 1
         self.assertEqual(len(captured), HS_INIT_FRAME)
         self.assertEqual(captured[4:7], HS_INIT_TYPE_VERSION)
