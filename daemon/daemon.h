@@ -55,6 +55,8 @@ typedef struct gossipd {
 	api_server *api;
 	uv_signal_t sigterm, sigint, sighup;
 	bool stopping;
+	uv_timer_t park_timer;   /* a stop that keeps the generations waits
+				  * for the engine's write to end */
 	/* Rounds per second of each edge (status_rates_start). */
 	struct {
 		uv_timer_t timer;

@@ -94,8 +94,9 @@ void edge_session_down(edge *e)
 
 /* ---- rounds ----------------------------------------------------------- */
 
-/* Keeps our newly projected message (the two newest stay) and sends it. */
-static int keep_and_send(edge *e)
+/* Keeps our newly projected message (the two newest stay); it is sent
+ * once the records keep it (edge_release). */
+static int keep_round(edge *e)
 {
 	edge_set *s = e->set;
 	const void *msg;
@@ -124,7 +125,10 @@ static int keep_and_send(edge *e)
 	e->sent_reached_at[round & 1] = s->averaging && s->reached ? round : 0;
 	s->dirty = true;         /* the records keep it (edgestate) */
 	/* An end that is ending its generation starts no round. */
-	return e->state == EDGE_UP && !e->ending_self ? edge__send(e, buf, n) : 0;
+	e->unsent = e->state == EDGE_UP && !e->ending_self;
+	e->unsent_generation = e->generation;
+	e->unsent_round = round;
+	return 0;
 }
 
 int edge__kept(const edge *e, uint64_t round)
@@ -244,7 +248,7 @@ void edge_step_done(edge *e)
 		return;
 	/* Projected and not yet kept (it may even be completed already, by
 	 * a message that was waiting for us). */
-	if (info.round > e->sent_round && keep_and_send(e) != 0) {
+	if (info.round > e->sent_round && keep_round(e) != 0) {
 		if (e->state != EDGE_DOWN)
 			s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot send a ROUND");
 		return;
@@ -261,6 +265,24 @@ void edge_step_done(edge *e)
 		s->counters->rx_malformed++;
 		s->ops->close(s->ctx, e, GSP_BYE_MALFORMED, gsp_strerror(err));
 	}
+}
+
+void edge_release(edge *e)
+{
+	if (!e->unsent)
+		return;
+	e->unsent = false;
+	/* The message kept for it: a completion since may have ended the
+	 * generation (its message of the count it ended at is ended_msg). */
+	const edge_msg *m = NULL;
+	int k = e->generation == e->unsent_generation ? edge__kept(e, e->unsent_round) : -1;
+	if (k >= 0)
+		m = &e->sent[k];
+	else if (e->ended_generation == e->unsent_generation && e->ended_msg.buf &&
+		 e->ended_msg.round == e->unsent_round)
+		m = &e->ended_msg;
+	if (m && edge__send(e, m->buf, m->len) != 0 && e->state != EDGE_DOWN)
+		e->set->ops->close(e->set->ctx, e, GSP_BYE_INTERNAL, "cannot send a ROUND");
 }
 
 /* The peer's message for a round we have not projected yet. */

@@ -114,6 +114,12 @@ struct edge {
 	uint8_t gen_seed[GSP_SEED_BYTES];
 	uint64_t completed, sent_round;
 	edge_msg sent[2];        /* ours for rounds S-1 and S */
+	/* A step kept a new ROUND (of that generation and round): it goes
+	 * out only once the records keep it (edges_release), so that a
+	 * restart never finds the peer a round ahead of its file. */
+	bool unsent;
+	uint32_t unsent_generation;
+	uint64_t unsent_round;
 	float weight;            /* Weight as the generation started (0: auto) */
 	/* Ending the live generation at the peer's final count. */
 	edge_target ending;
@@ -198,6 +204,7 @@ struct edge_set {
 	unsigned max_degree;
 	float max_round_change;
 	bool dirty;              /* a count or generation changed (edgestate) */
+	bool releasing;          /* edges_release runs */
 	/* Writes into the trainer's buffer: how many the records count, and
 	 * whether one is under way (model_write_begin: only then may a round
 	 * be taken back by subtraction; one that waits for it sets
@@ -239,6 +246,13 @@ void edge_record_of(edge *e, edge_record *r);
  * it does not fit the model, it ends here at the rounds it had applied,
  * with our message of that round kept for a peer that lacks it. */
 int edge_restore(edge *e, const edge_record *r);
+/* Whether e's engine state and kept ROUNDs fit the records'
+ * EDGESTATE_STATE_MAX (the records then keep them, and a restart
+ * continues its generation). */
+bool edge_state_fits(const edge *e);
+/* Whether the records would let every live generation continue after a
+ * restart (each edge's state fits). */
+bool edges_resumable(const edge_set *s);
 size_t edges_end_begin(edge_set *s);
 size_t edges_ending(const edge_set *s);
 
@@ -249,11 +263,12 @@ void edge_session_down(edge *e);
  * (the caller closes the session as malformed). */
 int edge_frame(edge *e, const uint8_t *pt, size_t len);
 
-/* Per edge, after a step: keep and send what was projected and use an
- * early message; end a generation that waited for an apply and start
- * the next; after a step off the loop, use the frames that came
- * meanwhile. */
+/* Per edge, after a step: keep what was projected (edge_release sends
+ * it once the records keep it) and use an early message; end a
+ * generation that waited for an apply and start the next; after a step
+ * off the loop, use the frames that came meanwhile. */
 void edge_step_done(edge *e);
+void edge_release(edge *e);
 void edge_finish(edge *e);
 void edge_after_busy(edge *e);
 
@@ -263,6 +278,10 @@ void edge_after_busy(edge *e);
 void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
 		      uint32_t *ret_skipped);
 void edges_step_done(edge_set *s);
+/* Once the records are saved (or need not be): sends the ROUNDs the
+ * last steps kept.  The caller saves the records first: mesh_persist
+ * calls it. */
+void edges_release(edge_set *s);
 /* After a step that ran off the loop (busy again false): the frames that
  * arrived meanwhile. */
 void edges_after_busy(edge_set *s);

@@ -360,6 +360,13 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 		e->ending = TARGET_KNOWN;
 		e->target = 0;
 	}
+	/* Two rounds or more past ours: the peer completed a round whose
+	 * message from us we never projected, so our state is older than
+	 * what we sent (records that lag).  Nothing can complete those
+	 * rounds here: end where we are, and count it, rather than refuse
+	 * the peer's message at every session. */
+	if (e->ending == TARGET_KNOWN && e->target > e->completed + 1)
+		e->ending = TARGET_UNKNOWN;
 	gsp_debug("peer %s: generation %u ends at round %llu", e->name, e->generation,
 		  (unsigned long long)e->target);
 }
@@ -488,6 +495,16 @@ static bool landing(const edge *e)
 	       info.state == GSP_EDGE_COMPLETED;
 }
 
+bool edge_state_fits(const edge *e)
+{
+	size_t len, kept = 0;
+	for (int k = 0; k < 2; k++)
+		kept += e->sent[k].buf ? e->sent[k].len : 0;
+	return e->set->attached &&
+	       gsp_node_edge_state_size(e->set->model.node, e->index, &len) == 0 &&
+	       len + kept <= EDGESTATE_STATE_MAX;
+}
+
 void edge_record_of(edge *e, edge_record *r)
 {
 	const edge_msg *m = &e->ended_msg;
@@ -512,12 +529,8 @@ void edge_record_of(edge *e, edge_record *r)
 	 * whose last update is still to land, for it to land. */
 	free(e->saved);
 	e->saved = NULL;
-	size_t len, kept = 0;
-	for (int k = 0; k < 2; k++)
-		kept += e->sent[k].buf ? e->sent[k].len : 0;
-	if ((!e->live && !landing(e)) ||
-	    gsp_node_edge_state_size(e->set->model.node, e->index, &len) != 0 ||
-	    len + kept > EDGESTATE_STATE_MAX ||
+	size_t len;
+	if ((!e->live && !landing(e)) || !edge_state_fits(e) ||
 	    gsp_node_edge_save(e->set->model.node, e->index, &e->saved, &len) != 0 ||
 	    len > EDGESTATE_MSG_MAX)
 		return;

@@ -142,6 +142,26 @@ void edges_step_done(edge_set *s)
 	edges_cache(s);   /* STATUS's counts, also while the next step runs */
 }
 
+bool edges_resumable(const edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->edge[i].live && !edge_state_fits(&s->edge[i]))
+			return false;
+	return true;
+}
+
+void edges_release(edge_set *s)
+{
+	/* Sending calls nothing back into the edges; the guard is for the
+	 * link's error paths. */
+	if (s->releasing)
+		return;
+	s->releasing = true;
+	for (size_t i = 0; i < s->n; i++)
+		edge_release(&s->edge[i]);
+	s->releasing = false;
+}
+
 void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
 		      uint32_t *ret_skipped)
 {

@@ -1,5 +1,6 @@
 /* gossipd: options, configuration and keys, the libuv loop, signals
- * (SIGTERM/SIGINT: GOODBYE to peers and exit 0; SIGHUP: re-read peers),
+ * (SIGTERM/SIGINT: the edges' records saved, or the model detached,
+ * then GOODBYE to peers and exit 0; SIGHUP: re-read peers),
  * and the service manager's protocol (notify.h, never blocking): READY=1,
  * RELOADING=1, STOPPING=1 and WATCHDOG=1 from a loop timer. */
 #include <errno.h>
@@ -250,6 +251,37 @@ static void finish_shutdown(void *ctx)
 	uv_unref((uv_handle_t *)&force);
 }
 
+/* A stop that keeps the model's generations (a restart continues them,
+ * PROTOCOL.md 4.6): once no step runs and no write into the buffer is
+ * under way, the records are written a last time, and the peers get
+ * GOODBYE, which ends no generation. */
+static void on_park_timer(uv_timer_t *t)
+{
+	gossipd *d = t->data;
+	if (step_busy(&d->step) || d->mesh.edges.writing)
+		return;
+	uv_timer_stop(t);
+	uv_close((uv_handle_t *)t, NULL);
+	mesh_save_last(&d->mesh);
+	gsp_info("stopping: the edges' records are saved; their generations "
+		 "continue when gossipd starts again and the trainer registers");
+	finish_shutdown(d);
+}
+
+static void park(gossipd *d)
+{
+	/* The trainer's connection closes without a DETACH (owner none):
+	 * its client steps on offline and registers again at the next
+	 * start, as after a kill. */
+	d->model.owner = NULL;
+	peers_stop_begin(&d->mesh.peers);
+	api_stop(d);
+	step_halt(&d->step);
+	uv_timer_init(d->loop, &d->park_timer);
+	d->park_timer.data = d;
+	uv_timer_start(&d->park_timer, on_park_timer, 0, 5);
+}
+
 static void shutdown_daemon(gossipd *d)
 {
 	if (d->stopping)
@@ -262,9 +294,17 @@ static void shutdown_daemon(gossipd *d)
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 	uv_close((uv_handle_t *)&d->sighup, NULL);
-	/* The trainers go first: their model detaches, each edge ending its
-	 * generation with its peer (at most DetachWait), so a restart
-	 * loses no round; then the peers get GOODBYE. */
+	/* With a model whose generations the records can keep whole, they
+	 * stay for the next start (a restart loses neither a round nor the
+	 * warm start).  Otherwise the trainers go first: their model
+	 * detaches, each edge ending its generation with its peer (at most
+	 * DetachWait), so a restart loses no round; then the peers get
+	 * GOODBYE. */
+	if (d->model.registered && !d->step.detaching && !d->step.detach_pending &&
+	    mesh_resumable(&d->mesh)) {
+		park(d);
+		return;
+	}
 	peers_stop_begin(&d->mesh.peers);
 	api_stop(d);
 	step_detach(&d->step, d, finish_shutdown);

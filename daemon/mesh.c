@@ -215,11 +215,39 @@ int mesh_set_state_file(mesh *m, const char *path)
 	return rc;
 }
 
+static void save_records(mesh *m);
+
 void mesh_persist(mesh *m)
 {
 	edge_set *s = &m->edges;
-	if (!m->state_path[0] || !s->dirty || s->busy)
+	/* Not while a step runs off the loop, nor inside a write into the
+	 * buffer: a file saved there would count the write's rounds while
+	 * the buffer's undo section says the write is not over (a kill
+	 * then undoes it).  The write's end saves (model_write_end). */
+	if (s->busy || s->writing)
 		return;
+	if (m->state_path[0] && s->dirty)
+		save_records(m);
+	/* What the file keeps may go out now. */
+	edges_release(s);
+}
+
+bool mesh_resumable(const mesh *m)
+{
+	return m->state_path[0] && !m->state_failed && !m->state_dropped &&
+	       edges_resumable(&m->edges);
+}
+
+void mesh_save_last(mesh *m)
+{
+	m->edges.dirty = true;
+	mesh_persist(m);
+	m->state_path[0] = 0;
+}
+
+static void save_records(mesh *m)
+{
+	edge_set *s = &m->edges;
 	edge_record *r = calloc(s->n ? s->n : 1, sizeof(*r));
 	int err = r ? 0 : -ENOMEM;
 	size_t total = 0, state = 0;
@@ -233,6 +261,7 @@ void mesh_persist(mesh *m)
 	 * the generations' state goes (a restart then ends them at the
 	 * counts, as without it), and then the messages (a peer one round
 	 * behind then cannot complete it, and counts it unreconciled). */
+	m->state_dropped = r && total + state > EDGESTATE_FILE_MAX / 2;
 	for (size_t i = 0; r && total + state > EDGESTATE_FILE_MAX / 2 && i < s->n; i++) {
 		r[i].engine = r[i].kept[0] = r[i].kept[1] = NULL;
 		r[i].engine_len = r[i].kept_len[0] = r[i].kept_len[1] = 0;

@@ -22,6 +22,7 @@ typedef struct mesh {
 	bool has_pending;
 	char state_path[GSP_PATH_MAX];  /* edgestate file ("": none) */
 	bool state_failed;       /* a save failed (logged once) */
+	bool state_dropped;      /* the last save left out generations' state */
 } mesh;
 
 /* The peers of cfg and their edges.  -EINVAL with the reason in err. */
@@ -39,8 +40,15 @@ void mesh_idle(mesh *m);
  * restored (a restart).  0 or a negative errno. */
 int mesh_set_state_file(mesh *m, const char *path);
 /* Writes the records if a count or a generation changed (not while the
- * engine is busy). */
+ * engine is busy, nor inside a write into the buffer), then lets out the
+ * ROUNDs they keep (edges_release). */
 void mesh_persist(mesh *m);
+/* Whether a restart would continue every live generation: a state file
+ * that saves, and each edge's state within the records' budget. */
+bool mesh_resumable(const mesh *m);
+/* A stop that keeps the generations: writes the records a last time and
+ * writes no more (the teardown that follows must not end them there). */
+void mesh_save_last(mesh *m);
 
 peer *mesh_peer_of(mesh *m, const edge *e);
 edge *mesh_edge_of(mesh *m, const peer *p);

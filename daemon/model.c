@@ -174,13 +174,17 @@ bool model_write_begin(model *m, bool copy_later)
 void model_write_end(model *m)
 {
 	edge_set *s = &m->mesh->edges;
-	if (!s->writing)
-		return;
-	s->writing = false;
-	s->writes = m->write_seq;
-	s->dirty = true;
+	bool was = s->writing;
+	if (was) {
+		s->writing = false;
+		s->writes = m->write_seq;
+		s->dirty = true;
+	}
+	/* Also without a write: the ROUNDs a DRAIN kept go out after the
+	 * records keep them. */
 	mesh_persist(m->mesh);
-	undo_end(&m->undo);
+	if (was)
+		undo_end(&m->undo);
 }
 
 int model_register(model *m, void *owner, const char *trainer,

@@ -158,6 +158,10 @@ static void work_done(uv_work_t *req, int status)
 	int err = step_end(s, r);
 	edges_after_busy(edges(s));
 	edges_finish(edges(s));
+	if (s->halted) {
+		s->state = STEP_IDLE;
+		return;
+	}
 	step_state was = s->state;
 	if (s->detach_pending) {
 		s->detach_pending = false;
@@ -450,7 +454,7 @@ static void on_takeback_timer(uv_timer_t *t)
 void step_edges_changed(void *ctx)
 {
 	stepper *s = ctx;
-	if (!s->model->registered)
+	if (!s->model->registered || s->halted)
 		return;
 	/* Never from inside the edges' own calls: on the next turn. */
 	if (edges(s)->takeback_waiting && waits(s))
@@ -469,6 +473,26 @@ void step_edges_changed(void *ctx)
 	case STEP_WAIT:
 		if (!edges_must_wait(edges(s), s->sync, s->max_staleness))
 			run_step(s);
+		break;
+	default:
+		break;
+	}
+}
+
+void step_halt(stepper *s)
+{
+	s->halted = true;
+	s->client = NULL;
+	s->cb = NULL;
+	switch (s->state) {
+	case STEP_WAIT:
+		end_wait(s);
+		/* fall through */
+	case STEP_DRAIN:
+	case STEP_AVERAGE:
+		uv_timer_stop(&s->avg_timer);
+		uv_timer_stop(&s->wait_timer);
+		s->state = STEP_IDLE;
 		break;
 	default:
 		break;

@@ -56,6 +56,7 @@ typedef struct stepper {
 	step_state state;
 	bool sync;
 	bool detach_pending;     /* DETACH once the engine work ends */
+	bool halted;             /* step_halt: no more engine work */
 	bool detaching;          /* edges end their generations first */
 	unsigned detach_wait_ms; /* DetachWait: at most this long */
 	uv_timer_t detach_timer;
@@ -85,6 +86,10 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb);
 int step_average(stepper *s, void *client, const gsp_api_average *req, step_cb cb);
 /* The client went away: its callback is dropped (the request itself
  * ends as it would; nothing waits for the network on its behalf). */
+/* The daemon stops and keeps the generations: the request under way
+ * ends without a reply (its client is gone), and no engine work starts
+ * after the one running (step_busy says when it is over). */
+void step_halt(stepper *s);
 void step_forget(stepper *s, void *client);
 /* DETACH: once the engine work in progress ends, each edge ends its
  * generation with its peer, at the same round at both ends (at most

@@ -17,13 +17,24 @@
 #include <string.h>
 
 #include "edge.h"
+#include "edgestate.h"
 
 #define EP_QUEUE 64
+#define EP_FILES 8
 
 typedef struct ep_frame {
 	uint8_t *data;
 	size_t len;
+	unsigned persists;       /* the sender's records version when sent */
 } ep_frame;
+
+/* One version of an end's records file, as daemon/mesh.c writes it:
+ * edgestate_encode's bytes, with the write count they hold. */
+typedef struct ep_file {
+	uint8_t *buf;
+	size_t len;
+	uint64_t writes;
+} ep_file;
 
 typedef struct ep_end ep_end;
 struct ep_end {
@@ -44,6 +55,12 @@ struct ep_end {
 	uint16_t close_reason;
 	char error[512];
 	uint32_t max_frame;
+	/* The records as mesh_persist writes them (ep_persist), at the same
+	 * points: version `persists` is the newest, the EP_FILES newest are
+	 * kept; delivered: the newest version any delivered frame followed. */
+	ep_file files[EP_FILES];
+	unsigned persists, delivered;
+	float *undo;             /* the buffer's undo copy (PROTOCOL.md 5.4) */
 	edge_model later;        /* ep_restart(..., false): for ep_attach */
 };
 
@@ -60,6 +77,7 @@ static inline int ep_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
 	ck_assert_uint_lt(x->n_out, EP_QUEUE);
 	x->out[x->n_out].data = malloc(len);
 	memcpy(x->out[x->n_out].data, pt, len);
+	x->out[x->n_out].persists = x->persists;
 	x->out[x->n_out++].len = len;
 	return 0;
 }
@@ -90,9 +108,37 @@ static inline void ep_max_frame(void *ctx, edge *e, uint32_t max_body)
 	((ep_end *)ctx)->max_frame = max_body;
 }
 
+/* One more version of the records file, as mesh.c's save_records
+ * writes it. */
+static inline void ep_save(ep_end *x)
+{
+	edge_record r;
+	edge_record_of(x->e, &r);
+	ep_file *f = &x->files[++x->persists % EP_FILES];
+	free(f->buf);
+	f->buf = NULL;
+	ck_assert_int_eq(edgestate_encode(&r, 1, x->set.writes, &f->buf, &f->len), 0);
+	f->writes = x->set.writes;
+	x->set.dirty = false;
+}
+
+/* What mesh_persist does: the records, when something changed, no step
+ * runs off the loop and no write is under way; then the ROUNDs they
+ * keep go out. */
+static inline void ep_persist(ep_end *x)
+{
+	if (x->set.busy || x->set.writing)
+		return;
+	if (x->set.dirty)
+		ep_save(x);
+	edges_release(&x->set);
+}
+
 static inline void ep_changed(void *ctx)
 {
-	((ep_end *)ctx)->changes++;
+	ep_end *x = ctx;
+	x->changes++;
+	ep_persist(x);   /* mesh.c's edge_changed */
 }
 
 static inline uint16_t ep_degree(void *ctx)
@@ -158,6 +204,10 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 			.max_payload = 1 << 20};
 	memset(m.fingerprint, fp, sizeof(m.fingerprint));
 	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
+	x->undo = malloc(x->n_floats * sizeof(float));
+	memcpy(x->undo, x->params, x->n_floats * sizeof(float));
+	x->set.dirty = true;
+	ep_persist(x);
 }
 
 /* The trainer detaches and registers the same parameters again: a new
@@ -183,22 +233,20 @@ static inline const uint8_t *ep_copy(const uint8_t *p, uint32_t len)
 }
 
 /* The daemon at x is killed and restarts: a new edge set and engine node
- * over the same parameters (the trainer's buffer survives).  With
- * records, its edge reads what edge_record_of says now (the file);
- * without, it starts with no history.  The model is attached again at
- * once (attach, as when the trainer registers at once), or later by
- * ep_attach. */
-static inline void ep_restart(ep_end *x, const gsp_config *cfg, bool records,
-			      bool attach)
+ * over the same parameters (the trainer's buffer survives).  With a
+ * records file f (one of x->files), its edge reads it as the daemon does
+ * at start; without (NULL), it starts with no history.  undo: the kill
+ * came inside a write that f does not count, and the client put the
+ * parameters back from the undo copy (PROTOCOL.md 5.4).  The model is
+ * attached again at once (attach, as when the trainer registers at
+ * once), or later by ep_attach. */
+static inline void ep_restart_from(ep_end *x, const gsp_config *cfg, const ep_file *f,
+				   bool undo, bool attach)
 {
-	edge_record r;
-	edge_record_of(x->e, &r);
-	r.msg = ep_copy(r.msg, r.msg_len);
-	r.engine = ep_copy(r.engine, r.engine_len);
-	for (int k = 0; k < 2; k++)
-		r.kept[k] = ep_copy(r.kept[k], r.kept_len[k]);
 	if (x->session)
 		ep_end_session(x);
+	if (undo)
+		memcpy(x->params, x->undo, x->n_floats * sizeof(float));
 	edge_model m = x->set.model;
 	bool lo = x->e->lo;
 	const char *name = x->e->name;
@@ -213,12 +261,21 @@ static inline void ep_restart(ep_end *x, const gsp_config *cfg, bool records,
 	x->later = m;
 	if (attach)
 		ck_assert_int_eq(edges_attach(&x->set, &m), 0);
-	if (records)
-		ck_assert_int_eq(edge_restore(x->e, &r), 0);
-	free((void *)r.msg);
-	free((void *)r.engine);
-	for (int k = 0; k < 2; k++)
-		free((void *)r.kept[k]);
+	if (f && f->buf) {
+		edge_record *r = calloc(EDGESTATE_MAX, sizeof(*r));
+		ck_assert_int_eq(edgestate_parse(f->buf, f->len, r, &x->set.writes), 1);
+		ck_assert_int_eq(edge_restore(x->e, &r[0]), 0);
+		free(r);
+	}
+}
+
+/* Killed and restarted with its newest records (records), or none; a
+ * write under way is undone by the client. */
+static inline void ep_restart(ep_end *x, const gsp_config *cfg, bool records,
+			      bool attach)
+{
+	ep_restart_from(x, cfg, records ? &x->files[x->persists % EP_FILES] : NULL,
+			x->set.writing, attach);
 }
 
 /* The trainer registers again after ep_restart(..., false). */
@@ -239,6 +296,9 @@ static inline void ep_end_free(ep_end *x)
 {
 	ep_drop_queue(x);
 	edges_detach(&x->set);
+	for (int k = 0; k < EP_FILES; k++)
+		free(x->files[k].buf);
+	free(x->undo);
 	edge_set_free(&x->set);
 	gsp_node_free(x->node);
 	gsp_layout_free(x->layout);
@@ -271,6 +331,8 @@ static inline int ep_deliver_one(ep_end *x)
 	ep_frame f = x->out[0];
 	memmove(x->out, x->out + 1, (x->n_out - 1) * sizeof(*x->out));
 	x->n_out--;
+	if (f.persists > x->delivered)
+		x->delivered = f.persists;
 	int err = edge_frame(x->other->e, f.data, f.len);
 	if (err < 0 && getenv("EP_DEBUG"))
 		fprintf(stderr, "refused frame type %u (%zu bytes) in state %d: %d\n",
@@ -300,6 +362,7 @@ static inline void ep_write_begin(ep_end *x)
 	if (x->set.writing)
 		return;
 	x->set.writing = true;
+	memcpy(x->undo, x->params, x->n_floats * sizeof(float));
 	if (x->set.takeback_waiting) {
 		x->set.takeback_waiting = false;
 		edges_finish(&x->set);
@@ -308,10 +371,12 @@ static inline void ep_write_begin(ep_end *x)
 
 static inline void ep_write_end(ep_end *x)
 {
-	if (!x->set.writing)
-		return;
-	x->set.writing = false;
-	x->set.writes++;
+	if (x->set.writing) {
+		x->set.writing = false;
+		x->set.writes++;
+		x->set.dirty = true;
+	}
+	ep_persist(x);   /* model_write_end */
 }
 
 /* A STEP as step.c runs it on the loop. */
@@ -324,6 +389,7 @@ static inline int ep_step(ep_end *x)
 	if (r >= 0)
 		edges_step_done(&x->set);
 	ep_write_end(x);
+	ep_persist(x);   /* step_end's mesh_persist */
 	return r;
 }
 

@@ -54,6 +54,10 @@ typedef struct sim {
 	unsigned crashes;
 	unsigned alone[2];       /* generations ended here without the peer:
 				  * an expired DetachWait */
+	/* Each end's records version as the last action and this one began:
+	 * a kill may come inside the last action, after any of its writes
+	 * of the records. */
+	unsigned floor[2], began[2];
 } sim;
 
 static uint64_t next(sim *s)
@@ -111,6 +115,7 @@ static void offload_end(sim *s, int i)
 	s->busy[i] = false;
 	edges_step_done(&x->set);
 	ep_write_end(x);
+	ep_persist(x);   /* step_end's mesh_persist */
 	edges_after_busy(&x->set);
 	edges_finish(&x->set);
 }
@@ -197,20 +202,72 @@ static void after_action(sim *s)
  * trainer's parameters stay, with what it had applied). */
 static void crash(sim *s, int i)
 {
+	ep_end *x = end_of(s, i);
 	say(s, "daemon killed and restarted at", i);
 	s->crashes++;
-	ep_restart(end_of(s, i), &s->cfg, false, true);
+	ep_restart(x, &s->cfg, false, true);
+	/* Its records are gone. */
+	for (int k = 0; k < EP_FILES; k++) {
+		free(x->files[k].buf);
+		x->files[k] = (ep_file){0};
+	}
 }
 
-/* The daemon at i is killed and restarts with its edges' records (the
- * edgestate file, written after every STEP, every projected round and
- * every generation change: what the record says now is what the file
- * says), its model attached again at once (the trainer registers
- * again). */
+/* Whether the daemon at x can have been killed with records version v
+ * on disk: v is kept, and the buffer then held what v counts or one
+ * write more, which the undo copy undoes (*ret_undo). */
+static bool may_die_at(const ep_end *x, unsigned v, bool *ret_undo)
+{
+	if (v == 0 || x->persists - v >= EP_FILES)
+		return false;
+	uint64_t w = x->files[v % EP_FILES].writes;
+	*ret_undo = x->set.writing || w < x->set.writes;
+	return x->set.writing ? w == x->set.writes : w + 1 >= x->set.writes;
+}
+
+/* The daemon at i is killed and restarts with its edges' records; its
+ * trainer registers again at once or later.  The kill
+ * comes at any point since the last action began: the file is then any
+ * version written since (no older than what a delivered frame followed),
+ * the frames sent before it may reach the peer (they were in the
+ * kernel), and a write the file does not count is undone by the client
+ * (PROTOCOL.md 5.4). */
 static void restart(sim *s, int i)
 {
+	ep_end *x = end_of(s, i);
+	unsigned lo = s->floor[i] > x->delivered ? s->floor[i] : x->delivered;
+	unsigned options[EP_FILES], n = 0;
+	bool undo = false;
+	for (unsigned v = lo; v <= x->persists; v++)
+		if (may_die_at(x, v, &undo))
+			options[n++] = v;
+	ck_assert_uint_gt(n, 0);
+	unsigned v = options[pick(s, n)];
+	(void)may_die_at(x, v, &undo);
+	unsigned sendable = 0;
+	while (sendable < x->n_out && x->out[sendable].persists <= v)
+		sendable++;
+	unsigned k = pick(s, sendable + 1);
+	if (s->trace)
+		printf("       (records version %u of %u%s; %u of %u frames reach the peer)\n",
+		       v, x->persists, undo ? ", a write undone" : "", k, x->n_out);
 	say(s, "daemon killed and restarted with its records at", i);
-	ep_restart(end_of(s, i), &s->cfg, true, true);
+	while (k-- && x->session && x->n_out)
+		(void)ep_deliver_one(x);
+	/* Its trainer registers at once, or later (an action of its own). */
+	ep_restart_from(x, &s->cfg, &x->files[v % EP_FILES], undo, pick(s, 2));
+	/* The versions after v were never written. */
+	x->persists = x->delivered = s->began[i] = v;
+}
+
+/* The trainer of a restarted daemon registers again: its sessions start
+ * over, as at any REGISTER (GOODBYE "model changed"). */
+static void registers(sim *s, int i)
+{
+	say(s, "the trainer registers again at", i);
+	ep_attach(end_of(s, i));
+	if (end_of(s, i)->session)
+		ep_end_session(end_of(s, i));
 }
 
 static void session_up(sim *s)
@@ -224,21 +281,32 @@ static bool quiet(const sim *s)
 	return !s->busy[0] && !s->busy[1];
 }
 
+/* The end at i can take a trainer's request or a fault: no step off
+ * the loop, no DETACH under way, its model attached. */
+static bool free_at(const sim *s, int i)
+{
+	return !s->busy[i] && !s->detaching[i] && end_of((sim *)s, i)->set.attached;
+}
+
 /* One random action that is possible now. */
 static void act(sim *s)
 {
+	for (int k = 0; k < 2; k++) {
+		s->floor[k] = s->began[k];
+		s->began[k] = end_of(s, k)->persists;
+	}
 	for (;;) {
 		int i = (int)pick(s, 2);
 		ep_end *x = end_of(s, i);
 		switch (pick(s, s->faults ? 13 : 8)) {
 		case 0: case 1:
-			if (!s->busy[i] && !s->detaching[i]) {
+			if (free_at(s, i)) {
 				step_on_loop(s, i);
 				return;
 			}
 			break;
 		case 2:
-			if (!s->busy[i] && !s->detaching[i]) {
+			if (free_at(s, i)) {
 				offload_begin(s, i);
 				return;
 			}
@@ -266,7 +334,7 @@ static void act(sim *s)
 			}
 			break;
 		case 9:
-			if (!s->busy[i] && !s->detaching[i] && (s->faults & FAULT_DETACH)) {
+			if (free_at(s, i) && (s->faults & FAULT_DETACH)) {
 				detach_begin(s, i);
 				return;
 			}
@@ -276,21 +344,26 @@ static void act(sim *s)
 			}
 			break;
 		case 10:
-			if (!s->busy[i] && !s->detaching[i] && x->e->live &&
+			if (free_at(s, i) && x->e->live &&
 			    !x->e->ending_self && (s->faults & FAULT_REMOVE)) {
 				removal(s, i);
 				return;
 			}
 			break;
 		case 11:
-			if (!s->busy[i] && !s->detaching[i] && (s->faults & FAULT_CRASH)) {
+			if (free_at(s, i) && (s->faults & FAULT_CRASH)) {
 				crash(s, i);
 				return;
 			}
 			break;
 		case 12:
-			if (!s->busy[i] && !s->detaching[i] && (s->faults & FAULT_RESTART)) {
+			if (free_at(s, i) && (s->faults & FAULT_RESTART)) {
 				restart(s, i);
+				return;
+			}
+			/* A restarted daemon's trainer registers again. */
+			if (!x->set.attached && !s->busy[i]) {
+				registers(s, i);
 				return;
 			}
 			break;
@@ -303,9 +376,12 @@ static void act(sim *s)
  * does, without projecting more), until nothing changes. */
 static void settle(sim *s)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (s->busy[i])
 			offload_end(s, i);
+		if (!end_of(s, i)->set.attached)
+			registers(s, i);
+	}
 	for (int k = 0; k < 8; k++) {
 		if (!s->p.a.session)
 			ep_session_up(&s->p, (uint8_t)(77 + k));

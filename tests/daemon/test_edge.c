@@ -273,6 +273,47 @@ static void restart_both(gsp_method method)
 	rounds_go_on(&p, sum0, 6);
 }
 
+/* A daemon restarted from records two rounds older than what it had sent
+ * (records that lagged its ROUNDs; the daemon saves them first, but a
+ * file from elsewhere may): the peer has completed rounds this end cannot
+ * complete again.  The generation ends at this end's count, the loss is
+ * counted, and the edge carries rounds again (it used to refuse the
+ * peer's kept message as malformed at every session). */
+START_TEST(test_records_two_rounds_behind_end_and_count_it)
+{
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 2, "10x10,3", &sum0);
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 2);
+	round_trip(&p);
+	const ep_file *f = &p.a.files[p.a.persists % EP_FILES];
+	ep_file old = {.buf = malloc(f->len), .len = f->len, .writes = f->writes};
+	memcpy(old.buf, f->buf, f->len);
+	round_trip(&p);
+	round_trip(&p);
+	/* Restarted before its trainer registers: the peer, a live end
+	 * that finds the counts do not fit, ends the generation at its own
+	 * count (3); then a continues from the file (C 0, S 1). */
+	ep_restart_from(&p.a, &c, &old, false, false);
+	free(old.buf);
+	ep_session_up(&p, 9);
+	ep_pump(&p);
+	ck_assert(!p.b.e->live);
+	ep_attach(&p.a);
+	ep_end_session(&p.a);
+	ep_session_up(&p, 10);
+	ep_pump(&p);
+	ck_assert_int_eq(p.a.closes + p.b.closes, 0);
+	ck_assert_uint_ge(p.a.counters.rounds_unreconciled + p.b.counters.rounds_unreconciled, 1);
+	ck_assert(!p.a.e->live || p.a.e->generation > 1);
+	uint64_t before = p.a.e->rounds_completed;
+	for (int t = 0; t < 4; t++)
+		round_trip(&p);
+	ck_assert_uint_ge(p.a.e->rounds_completed, before + 3);
+	ep_free(&p);
+}
+END_TEST
+
 START_TEST(test_restart_of_both_ends_continues_powergossip)
 {
 	restart_both(GSP_METHOD_POWERGOSSIP);
@@ -728,6 +769,7 @@ int main(void)
 	tcase_add_test(tc, test_session_end_while_busy_completes_the_round_first);
 	tcase_add_test(tc, test_reset_continues_the_generation);
 	tcase_add_test(tc, test_old_generation_round_is_dropped);
+	tcase_add_test(tc, test_records_two_rounds_behind_end_and_count_it);
 	tcase_add_test(tc, test_restart_of_both_ends_continues_powergossip);
 	tcase_add_test(tc, test_restart_of_both_ends_continues_exact);
 	tcase_add_test(tc, test_records_keep_state_within_the_budget);

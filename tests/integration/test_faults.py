@@ -338,7 +338,8 @@ class Faults(unittest.TestCase):
         self.assertTrue(all(a >= 4 for a in again), again)
         self.assert_conserved(drift, s0, s1)
 
-    def sigkill_restart(self, tag, steps, env=None, inside_write=False):
+    def sigkill_restart(self, tag, steps, env=None, inside_write=False,
+                        sig=signal.SIGKILL):
         """Daemon 1 killed with SIGKILL and restarted twice (every daemon
         with env in its environment), its
         trainer stepping on meanwhile (offline) and registering again by
@@ -347,6 +348,7 @@ class Faults(unittest.TestCase):
         Returns (kills, offline steps, reconnects, drift, rms0, rms1,
         daemon 1's counters at the end)."""
         c = cluster.owned_by(self, cluster.Cluster(BUILD, 4, node_conf=conf(4)))
+        self.last_cluster = c
         c.start(extra_env=env)
         procs = [self.trainer(c, i, tag, "--steps", str(steps), "--compute-ms", "3",
                               "--wait-edges", "2") for i in range(4)]
@@ -356,7 +358,9 @@ class Faults(unittest.TestCase):
             if inside_write:
                 self.assertTrue(self.wait_writing(c, tag, procs[1].pid),
                                 "no write seen before kill %d" % (kills + 1))
-            c.stop(1, signal.SIGKILL)
+            rc, _ = c.stop(1, sig)
+            if sig == signal.SIGTERM:
+                self.assertEqual(rc, 0, c.tail_logs())
             kills += 1
             # The daemon stays away until both neighbours have seen its
             # links go (its trainer steps offline meanwhile).
@@ -393,6 +397,28 @@ class Faults(unittest.TestCase):
               "reconnects %d; rms spread %.3g -> %.3g; drift %.3g" % (
                   kills, offline, reconnects, s0, s1, drift))
         self.assertGreaterEqual(reconnects, kills)
+        self.assert_conserved(drift, s0, s1)
+
+    def test_daemon_sigterm_restart(self):
+        """Daemon 1 stopped with SIGTERM and started again twice, its
+        trainer stepping on meanwhile: the stop saves the edges' records
+        and keeps the generations, so each edge continues its generation 1
+        (same seeds, warm start kept) instead of starting a new one."""
+        kills, offline, reconnects, drift, s0, s1, _ = self.sigkill_restart(
+            "term", 1500, sig=signal.SIGTERM)
+        c = self.last_cluster
+        logs = [c.log(i) for i in range(4)]
+        kept = logs[1].count("their generations continue when gossipd starts again")
+        resumed = logs[1].count("generation 1 of before the restart continues")
+        new_gens = sum(log.count("edge generation 2 up") for log in logs)
+        print("daemon SIGTERM and restart x%d: trainer 1 offline steps %d, "
+              "reconnects %d, records kept %d, generations continued %d, new %d; "
+              "rms spread %.3g -> %.3g; drift %.3g" % (
+                  kills, offline, reconnects, kept, resumed, new_gens, s0, s1, drift))
+        self.assertGreaterEqual(reconnects, kills)
+        self.assertEqual(kept, kills)
+        self.assertEqual(resumed, 2 * kills)     # both its edges, each time
+        self.assertEqual(new_gens, 0)
         self.assert_conserved(drift, s0, s1)
 
     def test_daemon_sigkill_inside_a_write(self):
