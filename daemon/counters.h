@@ -24,6 +24,7 @@ typedef struct counters {
 	uint64_t rounds_unreconciled;   /* edge, model: may have landed at one end only */
 	uint64_t writes_redone;         /* model: a killed daemon's write, redone */
 	uint64_t writes_undone;         /* model: a killed daemon's write, undone */
+	uint64_t records_saved;         /* mesh: the edges' records written */
 } counters;
 
 #endif

@@ -272,6 +272,8 @@ static void save_records(mesh *m)
 	}
 	if (!err)
 		err = edgestate_save(m->state_path, r, s->n, s->writes);
+	if (!err)
+		s->counters->records_saved++;
 	free(r);
 	s->dirty = false;
 	if (err && !m->state_failed)

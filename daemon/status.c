@@ -232,7 +232,8 @@ char *status_json(const gossipd *d)
 	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu,"
 	    "\"rounds_refused\":%llu,\"rounds_rolled_back\":%llu,"
 	    "\"rounds_unreconciled\":%llu,\"writes_redone\":%llu,"
-	    "\"writes_undone\":%llu,\"sessions_rekeyed\":%llu},"
+	    "\"writes_undone\":%llu,\"sessions_rekeyed\":%llu,"
+	    "\"records_saved\":%llu},"
 	    "\"edges\":[",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed,
@@ -247,7 +248,8 @@ char *status_json(const gossipd *d)
 	    (unsigned long long)c->rounds_unreconciled,
 	    (unsigned long long)c->writes_redone,
 	    (unsigned long long)c->writes_undone,
-	    (unsigned long long)c->sessions_rekeyed);
+	    (unsigned long long)c->sessions_rekeyed,
+	    (unsigned long long)c->records_saved);
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {

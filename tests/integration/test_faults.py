@@ -421,6 +421,28 @@ class Faults(unittest.TestCase):
         self.assertEqual(new_gens, 0)
         self.assert_conserved(drift, s0, s1)
 
+    def test_records_saved_once_per_step(self):
+        """The edges' records (what a restart continues from) are written
+        at most about once per STEP, at the end of its write, and not
+        again for each message that comes between steps: 300 steps on a
+        4-ring, counted by STATUS records_saved while the trainers stay
+        registered."""
+        c = self.cluster(4)
+        procs = [self.trainer(c, i, "saves", "--steps", "300", "--compute-ms", "3",
+                              "--wait-edges", "2", "--hold-ms", "4000") for i in range(4)]
+        self.assertTrue(cluster.eventually(
+            lambda: all(self.steps(c, i) >= 300 for i in range(4)), 60))
+        st = [cluster.status(c.sockets[i]) for i in range(4)]
+        saved = [s["counters"]["records_saved"] for s in st]
+        steps = [s["model"]["steps"] for s in st]
+        rounds = [sum(e.get("rounds", 0) for e in s["edges"]) for s in st]
+        self.finish(c, procs)
+        print("records saved %s for steps %s (edge rounds %s)" % (saved, steps, rounds))
+        for n, k in zip(saved, steps):
+            # Once per step, plus the sessions' and generations' start.
+            self.assertLessEqual(n, k + 10)
+            self.assertGreaterEqual(n, k // 2)
+
     def test_daemon_sigkill_inside_a_write(self):
         """As above, but each SIGKILL lands while daemon 1 writes its
         trainer's parameters: a step's updates applied, its records not

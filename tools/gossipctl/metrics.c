@@ -183,6 +183,7 @@ static const struct {
 	{ "writes_redone", "Writes into the parameters a killed gossipd left, undone by the trainer's client and redone at REGISTER (its records counted them)." },
 	{ "writes_undone", "Writes into the parameters a killed gossipd left, undone by the trainer's client (its records did not count them)." },
 	{ "sessions_rekeyed", "Sessions this node initiated and replaced with a new handshake (RekeyAfterSeconds)." },
+	{ "records_saved", "Times the edges' records (the state file a restart continues from) were written." },
 };
 
 /* "gossipd_" + name with every character outside [a-zA-Z0-9_] replaced by
