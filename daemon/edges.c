@@ -86,14 +86,33 @@ int edges_attach(edge_set *s, const edge_model *m)
 	return 0;
 }
 
+static void land_ended(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		gsp_edge_info info;
+		if (s->edge[i].live && gsp_node_edge_info(s->model.node, i, &info) == 0 &&
+		    info.state == GSP_EDGE_COMPLETED &&
+		    gsp_node_edge_rollback(s->model.node, i, info.round - 1) < 0)
+			return;   /* nothing lands then: as without a write */
+	}
+	if (gsp_node_apply(s->model.node) < 0)
+		gsp_warn("DETACH: the last update of an ended generation could not land");
+}
+
 void edges_detach(edge_set *s)
 {
 	if (!s->attached)
 		return;
-	/* The client unmaps the buffer at DETACH: a round completed since
-	 * the last STEP cannot land any more.  This end's count is what it
-	 * applied, and the peer takes back what it applied beyond that
-	 * (PROTOCOL.md 4.6). */
+	/* The client unmaps the buffer at DETACH.  Inside its write (a
+	 * DETACH's), the last update of a generation that ended at a count
+	 * including it (the peer ended it after we completed that round)
+	 * lands first.  A live edge ends below at what it applied (its
+	 * RESYNC offered no more), so its update completed and not applied
+	 * is dropped before that apply; the peer takes back what it applied
+	 * beyond our count (PROTOCOL.md 4.6).  Without a write under way
+	 * nothing lands. */
+	if (s->writing)
+		land_ended(s);
 	edges_cache(s);   /* the engine's last counts */
 	s->takeback_waiting = false;   /* each live edge ends below */
 	for (size_t i = 0; i < s->n; i++) {

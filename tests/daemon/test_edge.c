@@ -576,6 +576,37 @@ START_TEST(test_both_ends_ending_meet_at_the_smaller_count)
 }
 END_TEST
 
+/* b applies round 2 and ends the generation (removal); a had completed
+ * round 2 and not applied it, so the end counts it at both ends.  a's
+ * trainer then DETACHes without a STEP or DRAIN: the update lands inside
+ * the DETACH's write.  (It used to be dropped with the model, counted
+ * one-sided, and the average moved.) */
+START_TEST(test_detach_lands_what_the_end_counts)
+{
+	edgepair p;
+	double sum0;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	pair_up(&p, GSP_METHOD_EXACT, 1, "20", &sum0);
+	round_trip(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ep_pump(&p);                                  /* both complete 2 */
+	ck_assert_int_ge(ep_step(&p.b), 0);           /* b applies 2 */
+	ck_assert(!edge_end_begin(p.b.e, END_REMOVED));
+	ep_pump(&p);
+	ck_assert(!p.a.e->live && !p.b.e->live);
+	ck_assert_uint_eq(p.a.e->ended_applied, 2);
+	ck_assert_uint_eq(p.b.e->ended_applied, 2);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);   /* to land */
+	ep_write_begin(&p.a);                         /* the DETACH's write */
+	ep_reregister(&p.a, &c);
+	ep_write_end(&p.a);
+	ck_assert_uint_eq(p.a.counters.rounds_unreconciled, 0);
+	assert_conserved(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
 START_TEST(test_one_sided_ends_are_reported)
 {
 	/* Both ends end on their own while the link is down (DetachWait
@@ -779,6 +810,7 @@ int main(void)
 	tcase_add_test(tc, test_detach_ends_the_generation_with_the_peer);
 	tcase_add_test(tc, test_removal_ends_the_generation_with_the_peer);
 	tcase_add_test(tc, test_both_ends_ending_meet_at_the_smaller_count);
+	tcase_add_test(tc, test_detach_lands_what_the_end_counts);
 	tcase_add_test(tc, test_one_sided_ends_are_reported);
 	tcase_add_test(tc, test_fingerprint_mismatch_closes);
 	tcase_add_test(tc, test_round_before_model_is_malformed);
