@@ -505,6 +505,22 @@ int api_start(gossipd *d)
 	return 0;
 }
 
+void api_stop_keeping_model(gossipd *d)
+{
+	api_server *srv = d->api;
+	/* The trainer's connection stays open (a copy, until the process
+	 * exits), so that its client, which waits for EOF, does not write
+	 * the buffer while the step under way still does. */
+	for (api_client *c = srv ? srv->clients : NULL; c; c = c->next)
+		if (d->model.registered && d->model.owner == c) {
+			int hold = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+			if (hold >= 0)
+				model_hold_connection(&d->model, hold);
+		}
+	d->model.owner = NULL;   /* closing it detaches nothing */
+	api_stop(d);
+}
+
 void api_stop(gossipd *d)
 {
 	api_server *srv = d->api;

@@ -18,5 +18,9 @@
 int api_start(gossipd *d);
 /* Closes every client (detaching the model) and the socket. */
 void api_stop(gossipd *d);
+/* The same, for a stop that keeps the model's generations: its
+ * trainer's connection closes without a DETACH, and its socket stays
+ * open (model_hold_connection) until the process exits. */
+void api_stop_keeping_model(gossipd *d);
 
 #endif

@@ -270,12 +270,13 @@ static void on_park_timer(uv_timer_t *t)
 
 static void park(gossipd *d)
 {
-	/* The trainer's connection closes without a DETACH (owner none):
-	 * its client steps on offline and registers again at the next
+	/* The trainer's connection closes without a DETACH, its EOF at
+	 * exit: its client steps on offline and registers again at the next
 	 * start, as after a kill. */
-	d->model.owner = NULL;
 	peers_stop_begin(&d->mesh.peers);
-	api_stop(d);
+	if (step_busy(&d->step))
+		gsp_info("stopping: waiting for the step under way to end");
+	api_stop_keeping_model(d);
 	step_halt(&d->step);
 	uv_timer_init(d->loop, &d->park_timer);
 	d->park_timer.data = d;
