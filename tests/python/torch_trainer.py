@@ -62,10 +62,17 @@ def main(sock, index, steps, out):
     res["average"] = list(g.average(1e-7, time_limit_ms=20000))
     res["final"] = g.client.flat.tolist()
     res["estimates"] = estimates
+    # DETACH itself may write the buffer (a round a neighbour's end counts
+    # lands, one it ended before is taken back: DAEMON.md), so the model
+    # must keep what DETACH left, not what AVERAGE returned.  This view
+    # keeps the mapping readable after DETACH.
+    view = g.client.flat
     g.detach()
     res["outside_after_detach"] = not any(in_range(p, rng) for p in model.parameters())
     flat = torch.cat([p.detach().flatten() for p in model.parameters()])
-    res["kept_values"] = flat.tolist() == res["final"]
+    res["detached"] = view.tolist()
+    res["kept_values"] = flat.tolist() == res["detached"]
+    del view
     with torch.no_grad():
         res["loss1"] = loss_fn(model(x), y).item()
     with open(out, "w") as f:
