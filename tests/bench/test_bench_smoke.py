@@ -65,14 +65,17 @@ class BenchSmoke(unittest.TestCase):
                 "--no-plots", "--csv", self.csv] + list(extra)
 
     def test_run_counts_bytes_and_cleans_up(self):
-        p = subprocess.Popen(self.cmd("--systems", "gossipd-powergossip-r1,ddp-allreduce"),
+        p = subprocess.Popen(self.cmd("--systems",
+                                      "gossipd-powergossip-r1,gossipd-choco-topk,ddp-allreduce",
+                                      "--choco-fraction", "0.02"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = p.communicate(timeout=150)
         self.assertEqual(p.returncode, 0, err[-3000:])
         self.assertEqual(ours(p.pid), [], "namespaces left after exit")
         with open(self.csv) as f:
             rows = {r["system"]: r for r in csv.DictReader(f)}
-        self.assertEqual(set(rows), {"gossipd-powergossip-r1", "ddp-allreduce"})
+        self.assertEqual(set(rows), {"gossipd-powergossip-r1", "gossipd-choco-topk",
+                                     "ddp-allreduce"})
         for name, r in rows.items():
             self.assertEqual(r["error"], "", name)
             self.assertEqual(r["steps"], "8", name)
@@ -103,6 +106,13 @@ class BenchSmoke(unittest.TestCase):
         self.assertTrue(1.0 <= float(g["wire_payload_ratio"]) < 1.1, g["wire_payload_ratio"])
         self.assertTrue(0.99 <= float(g["interface_wire_ratio"]) < 1.5,
                         g["interface_wire_ratio"])
+        # Choco top-k: 2 % of each tensor as (index, value) pairs, per edge
+        # round (tools/bench/payload.py), as the daemons counted it
+        c = rows["gossipd-choco-topk"]
+        self.assertEqual((c["choco_fraction"], c["daemon_threads"]), ("0.02", "1"))
+        self.assertTrue(0.9 <= float(c["payload_bytes_per_step"]) /
+                        float(c["payload_min_bytes"]) <= 1.25,
+                        (c["payload_bytes_per_step"], c["payload_min_bytes"]))
         # all-reduce of a 1.86 M-parameter model against rank-1 messages
         self.assertGreater(float(rows["ddp-allreduce"]["bytes_per_node_step"]),
                            50 * float(g["bytes_per_node_step"]))
