@@ -192,8 +192,9 @@ static int complete(edge *e, uint64_t round, uint16_t degree,
 	}
 	if (gsp_node_edge_set_weight(node, e->index, w) != 0)
 		return -EINVAL;
-	if (gsp_node_message(node, e->index, &mine, &mlen, NULL) == 0 && mlen == len &&
-	    s->model.method <= GSP_METHOD_EXACT) {
+	if (!edges_measure_estimate(s)) {
+		e->diff_norm = NAN;
+	} else if (gsp_node_message(node, e->index, &mine, &mlen, NULL) == 0 && mlen == len) {
 		double num, den;
 		diff_norms(mine, payload, len, &num, &den);
 		if (!within_bound(s, num, den, len)) {

@@ -324,8 +324,12 @@ void edges_avg_release(edge_set *s);
  * must not keep this end from saying so on the others. */
 double edges_estimate_going(const edge_set *s);
 /* The consensus estimate: the largest last difference norm (NaN before
- * any round). */
+ * any round, and always NaN for a method whose messages are not the
+ * projected model: Choco's are compressed differences from its public
+ * copy, whose difference says nothing of the models'). */
 double edges_estimate(const edge_set *s);
+/* Whether the registered model's method measures that estimate. */
+bool edges_measure_estimate(const edge_set *s);
 uint64_t edge_staleness(const edge *e);
 uint32_t edges_max_staleness(const edge_set *s);
 /* Refreshes every edge's cache of its engine edge (STATUS). */

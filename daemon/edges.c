@@ -375,6 +375,11 @@ static double estimate_of(const edge_set *s, bool going_only)
 	return est;
 }
 
+bool edges_measure_estimate(const edge_set *s)
+{
+	return s->model.method <= GSP_METHOD_EXACT;
+}
+
 double edges_estimate(const edge_set *s)
 {
 	return estimate_of(s, false);
