@@ -28,6 +28,7 @@ typedef struct parser {
 	section sec;
 	int err;
 	unsigned err_line;
+	unsigned gamma_line;    /* the last Gamma = line */
 	char *msg;
 	size_t msg_len;
 } parser;
@@ -182,6 +183,7 @@ static int node_key(parser *p, const char *name, const char *v)
 			       ? fail(p, -EINVAL, "Rank must be 1..1024, not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "Gamma")) {
+		p->gamma_line = p->line;
 		if (!strcmp(v, "auto")) {
 			c->gamma_auto = true;
 			return 1;
@@ -369,6 +371,14 @@ static int finish(parser *p)
 	if (c->gamma_auto && !c->nodes) {
 		p->line = 0;
 		return fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");
+	}
+	if (c->gamma_auto && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
+		/* auto is exact gossip's step for the graph; Choco's must suit
+		 * its compression, and auto's diverges (BENCHMARKS.md). */
+		p->line = p->gamma_line;
+		return fail(p, -EINVAL, "Gamma = auto is exact gossip's step for the graph; "
+			    "a choco method needs a number chosen for its compression "
+			    "(docs/BENCHMARKS.md, the Choco gamma grid)");
 	}
 	return 1;
 }

@@ -69,6 +69,18 @@ def ring(n):
 
 TOPOLOGIES = ("ring", "torus", "complete", "exponential")
 
+# gossipd refuses Gamma = auto for a choco method (it is exact gossip's
+# step for the graph, and Choco diverged there): the tools' "auto" gives
+# Choco this one, the best point of top-k's grid and a stable one for sign
+# (docs/BENCHMARKS.md, "Choco: a gamma grid").
+CHOCO_GAMMA = "0.1"
+
+
+def gamma_for(method, gamma):
+    """The Gamma line's value for a Method (a name without the tools'
+    "gossipd-" prefix): gamma, but CHOCO_GAMMA for a choco method's auto."""
+    return CHOCO_GAMMA if gamma == "auto" and method.startswith("choco-") else gamma
+
 
 def torus_shape(n):
     """The most nearly square a x b = n with 2 <= a <= b, as

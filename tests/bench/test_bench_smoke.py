@@ -62,6 +62,8 @@ class BenchSmoke(unittest.TestCase):
     def cmd(self, *extra):
         return [TOOL, "--build", BUILD, "--nodes", "2", "--rate", "100mbit",
                 "--steps", "8", "--eval-every", "4", "--quiet-wait", "0",
+                # Choco's AVERAGE runs to its limit (it has no estimate)
+                "--average-time-ms", "3000",
                 "--no-plots", "--csv", self.csv] + list(extra)
 
     def test_run_counts_bytes_and_cleans_up(self):
@@ -110,6 +112,9 @@ class BenchSmoke(unittest.TestCase):
         # round (tools/bench/payload.py), as the daemons counted it
         c = rows["gossipd-choco-topk"]
         self.assertEqual((c["choco_fraction"], c["daemon_threads"]), ("0.02", "1"))
+        # gossipd refuses Gamma = auto for Choco: the harness' own default
+        self.assertEqual((c["gamma"], g["gamma"]), ("0.1", "auto"))
+        self.assertEqual(c["average_reached"], "0")
         self.assertTrue(0.9 <= float(c["payload_bytes_per_step"]) /
                         float(c["payload_min_bytes"]) <= 1.25,
                         (c["payload_bytes_per_step"], c["payload_min_bytes"]))

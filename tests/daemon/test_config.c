@@ -105,6 +105,11 @@ START_TEST(test_errors_name_the_line)
 		 "test.conf:3: PublicKey listed twice"},
 		{"[Peer]\nPublicKey = " KEY_A "\nWeight = 2\n", "test.conf:3: Weight"},
 		{"[Node]\nGamma = auto\n", "test.conf: Gamma = auto needs Nodes"},
+		/* Method after Gamma: the error still names Gamma's line */
+		{"[Node]\nNodes = 4\nGamma = auto\nMethod = choco-sign\n",
+		 "test.conf:3: Gamma = auto is exact gossip's step for the graph; a choco method"},
+		{"[Node]\nMethod = choco-topk\nNodes = 4\nGamma = auto\n",
+		 "test.conf:4: Gamma = auto is exact gossip's step"},
 		{"[Node]\nLogLevel = loud\n", "test.conf:2: LogLevel"},
 		{"[Node]\nRekeyAfterSeconds = 0\n", "test.conf:2: RekeyAfterSeconds must be 1..86400"},
 		{"[Node]\nRekeyAfterSeconds = 86401\n", "test.conf:2: RekeyAfterSeconds"},
