@@ -44,6 +44,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->max_staleness = 4;
 	cfg->max_wait_ms = GSP_DAEMON_DEFAULT_MAX_WAIT_MS;
 	cfg->detach_wait_ms = GSP_DAEMON_DEFAULT_DETACH_WAIT_MS;
+	cfg->drain_wait_ms = GSP_DAEMON_DEFAULT_DRAIN_WAIT_MS;
 	cfg->max_round_change = GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE;
 	cfg->rekey_after_s = GSP_DAEMON_DEFAULT_REKEY_AFTER_S;
 	cfg->log_level = GSP_LOG_INFO;
@@ -229,6 +230,10 @@ static int node_key(parser *p, const char *name, const char *v)
 	if (!strcmp(name, "DetachWait"))
 		return parse_uint(v, 3600000, &c->detach_wait_ms)
 			       ? fail(p, -EINVAL, "DetachWait must be 0..3600000 (ms), not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "DrainWait"))
+		return parse_uint(v, 3600000, &c->drain_wait_ms)
+			       ? fail(p, -EINVAL, "DrainWait must be 0..3600000 (ms), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "RekeyAfterSeconds"))
 		return parse_uint(v, GSP_DAEMON_MAX_REKEY_AFTER_S, &c->rekey_after_s) ||

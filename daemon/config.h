@@ -64,6 +64,7 @@ typedef struct gsp_daemon_config {
 	unsigned max_staleness;
 	unsigned max_wait_ms;           /* STEP waits at most this for a lagging edge */
 	unsigned detach_wait_ms;        /* DETACH waits at most this for the peers */
+	unsigned drain_wait_ms;         /* DRAIN waits at most this for rounds */
 	float max_round_change;         /* a received round's bound; 0: none */
 	unsigned rekey_after_s;         /* a session is replaced this old */
 	gsp_log_level log_level;
@@ -84,6 +85,10 @@ typedef struct gsp_daemon_config {
  * again until it keeps pace. */
 #define GSP_DAEMON_DEFAULT_MAX_WAIT_MS 50
 #define GSP_DAEMON_DEFAULT_DETACH_WAIT_MS 2000
+/* How long an asynchronous DRAIN waits, at most, for rounds in flight
+ * (a straggler's it does not wait for); then their edges are stragglers
+ * and it returns.  DRAIN with SYNC waits for every round. */
+#define GSP_DAEMON_DEFAULT_DRAIN_WAIT_MS 2000
 /* The most a neighbour's ROUND message may differ from ours, in units of
  * our own message's norm (or of sqrt(its length), if that is larger): a
  * listed peer cannot push arbitrary values into the model. */

@@ -297,6 +297,12 @@ int edges_answer_early(edge_set *s);
 
 /* Edges whose round is out on the network. */
 size_t edges_in_flight(const edge_set *s);
+/* Whether a DRAIN waits: for a round in flight, with sync on any edge,
+ * else on one that is not a straggler. */
+bool edges_drain_waits(const edge_set *s, bool sync);
+/* DrainWait (waited_ms) is over: the edges a DRAIN waits for become
+ * stragglers. */
+void edges_drain_expired(edge_set *s, unsigned waited_ms);
 size_t edges_up(const edge_set *s);
 /* Whether a STEP must wait: with sync for any round in flight, else for
  * an edge in flight that has not applied for max_staleness steps and is

@@ -280,6 +280,28 @@ size_t edges_in_flight(const edge_set *s)
 	return n;
 }
 
+bool edges_drain_waits(const edge_set *s, bool sync)
+{
+	for (size_t i = 0; s->attached && i < s->n; i++)
+		if (in_flight(&s->edge[i]) && (sync || !s->edge[i].straggler))
+			return true;
+	return false;
+}
+
+void edges_drain_expired(edge_set *s, unsigned waited_ms)
+{
+	for (size_t i = 0; s->attached && i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (!in_flight(e) || e->straggler)
+			continue;
+		e->straggler = true;
+		e->on_time = 0;
+		gsp_info("peer %s: straggler: a DRAIN waited DrainWait (%u ms) for "
+			 "its round; it lands at a later request, or DETACH ends "
+			 "the generation where both ends are", e->name, waited_ms);
+	}
+}
+
 size_t edges_up(const edge_set *s)
 {
 	size_t n = 0;

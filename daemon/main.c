@@ -381,6 +381,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	step_init(&d.step, d.loop, &d.model, d.cfg.max_staleness, d.cfg.max_wait_ms);
 	d.step.detach_wait_ms = d.cfg.detach_wait_ms;
+	d.step.drain_wait_ms = d.cfg.drain_wait_ms;
 	mesh_set_changed(&d.mesh, step_edges_changed, &d.step);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);

@@ -257,8 +257,13 @@ static void run_step(stepper *s)
 
 /* ---- STEP and DRAIN --------------------------------------------------- */
 
-/* DRAIN: answer rounds neighbours already sent, wait for every round in
- * flight, apply; start nothing new. */
+/* DRAIN: answer rounds neighbours already sent, wait for the rounds in
+ * flight, apply; start nothing new.  Asynchronous, it waits for no
+ * straggler's round and at most DrainWait for the others' (then their
+ * edges are stragglers: a neighbour paused at a barrier holds no one);
+ * with SYNC, for every round.  A round left in flight lands at a later
+ * request, or DETACH ends its generation at the count both ends
+ * applied. */
 static void drain_advance(stepper *s)
 {
 	/* Applying only once everything is in keeps the order of the sums
@@ -268,11 +273,14 @@ static void drain_advance(stepper *s)
 	s->state = STEP_RUN;
 	write_if_needed(s);
 	int r = edges_answer_early(edges(s));
-	if (r >= 0 && edges_in_flight(edges(s))) {
+	if (r >= 0 && edges_drain_waits(edges(s), s->sync)) {
 		model_write_end(s->model);
 		s->state = STEP_DRAIN;
+		if (!s->sync && !uv_is_active((uv_handle_t *)&s->wait_timer))
+			uv_timer_start(&s->wait_timer, on_wait_timer, s->drain_wait_ms, 0);
 		return;
 	}
+	uv_timer_stop(&s->wait_timer);
 	if (r >= 0)
 		r = gsp_node_apply(s->model->node);
 	edges_finish(edges(s));
@@ -284,10 +292,16 @@ static void drain_advance(stepper *s)
 }
 
 /* MaxWait is over: the lagging edges become stragglers, the STEP goes
- * on without them. */
+ * on without them.  DrainWait is over: so do the edges the DRAIN waits
+ * for. */
 static void on_wait_timer(uv_timer_t *t)
 {
 	stepper *s = t->data;
+	if (s->state == STEP_DRAIN) {
+		edges_drain_expired(edges(s), s->drain_wait_ms);
+		drain_advance(s);
+		return;
+	}
 	if (s->state != STEP_WAIT)
 		return;
 	run_step(s);
@@ -314,11 +328,11 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 	int err = start(s, client, cb, false);
 	if (err)
 		return err;
+	s->sync = flags & GSP_STEP_SYNC;
 	if (flags & GSP_STEP_DRAIN) {
 		drain_advance(s);
 		return 0;
 	}
-	s->sync = flags & GSP_STEP_SYNC;
 	if (!edges_must_wait(edges(s), s->sync, s->max_staleness)) {
 		run_step(s);
 		return 0;

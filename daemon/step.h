@@ -26,7 +26,8 @@ typedef enum step_state {
 	STEP_WAIT,               /* a STEP waits for rounds in flight (at
 				  * most MaxWait unless SYNC) */
 	STEP_RUN,                /* a STEP's engine work runs off the loop */
-	STEP_DRAIN,              /* a DRAIN waits for every round in flight */
+	STEP_DRAIN,              /* a DRAIN waits for rounds in flight (at
+				  * most DrainWait unless SYNC) */
 	STEP_AVERAGE,            /* an AVERAGE waits for its round */
 	STEP_AVERAGE_RUN,        /* an AVERAGE round runs off the loop */
 	STEP_REPLY,              /* done: the reply is on its way */
@@ -59,6 +60,7 @@ typedef struct stepper {
 	bool halted;             /* step_halt: no more engine work */
 	bool detaching;          /* edges end their generations first */
 	unsigned detach_wait_ms; /* DetachWait: at most this long */
+	unsigned drain_wait_ms;  /* DrainWait: an asynchronous DRAIN's bound */
 	uv_timer_t detach_timer;
 	uv_timer_t takeback_timer;   /* a take-back while a request waits */
 	void *detach_client;

@@ -166,10 +166,12 @@ extern "C" {
 /* gsp_client_step() flags. */
 #define GSP_CLIENT_STEP_SYNC 0x1u  /* wait until every connected edge's
 				      round in flight has completed */
-#define GSP_CLIENT_STEP_DRAIN 0x2u /* settle before leaving: wait for every
-				      round in flight, answer rounds a
-				      neighbour already sent, apply, and
-				      start no new round */
+#define GSP_CLIENT_STEP_DRAIN 0x2u /* settle before leaving: answer rounds
+				      a neighbour already sent, wait for
+				      the rounds in flight (not a
+				      straggler's, at most the daemon's
+				      DrainWait; with SYNC every one),
+				      apply, and start no new round */
 
 typedef struct gsp_client gsp_client;
 
@@ -330,7 +332,8 @@ GSP_EXPORT int gsp_client_register(gsp_client *c, const gsp_tensor *tensors,
 /* One gossip step, typically right after the optimizer step: the daemon
  * applies every completed edge update into the buffer and projects the
  * next round.  flags: 0, GSP_CLIENT_STEP_SYNC (reproducible runs, tests)
- * or GSP_CLIENT_STEP_DRAIN (the last step of a run).  On success
+ * or GSP_CLIENT_STEP_DRAIN (the last step of a run; with SYNC as well in
+ * a synchronous run, to wait for every round).  On success
  * *ret_stats (may be NULL) gets the step's statistics.  While the daemon
  * is away a step without DRAIN returns 0 at once with ret_stats->offline
  * set (see Restarts).  Errors: -EINVAL for unknown flags; the daemon's

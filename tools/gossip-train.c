@@ -478,7 +478,9 @@ static int finish(trainer *t)
 	/* The model the last epoch measured (nothing touched it since). */
 	r.test_accuracy = o->epochs ? t->accuracy : test_accuracy(t);
 	if (t->client) {
-		err = gsp_client_step(t->client, GSP_CLIENT_STEP_DRAIN, &t->last);
+		err = gsp_client_step(t->client, GSP_CLIENT_STEP_DRAIN |
+					      (o->sync ? GSP_CLIENT_STEP_SYNC : 0),
+				      &t->last);
 		if (err < 0)
 			return -trainer_link_fail(PROG, t->client, "drain", err);
 		/* Bytes of training, the rounds DRAIN settled included. */

@@ -33,6 +33,7 @@ START_TEST(test_valid)
 		"Nodes = 8\n"
 		"WarmStart = off\n"
 		"RekeyAfterSeconds = 5\n"
+		"DrainWait = 0\n"
 		"LogLevel = debug\n"
 		"\n"
 		"[Peer]\n"
@@ -53,13 +54,14 @@ START_TEST(test_valid)
 	ck_assert(!cfg.engine.warm_start);
 	ck_assert_int_eq(cfg.log_level, GSP_LOG_DEBUG);
 	ck_assert_uint_eq(cfg.rekey_after_s, 5);
+	ck_assert_uint_eq(cfg.drain_wait_ms, 0);
 	ck_assert_uint_eq(cfg.n_peers, 2);
 	ck_assert_str_eq(cfg.peers[0].endpoint, "127.0.0.1:7001");
-	ck_assert_uint_eq(cfg.peers[0].line, 15);
+	ck_assert_uint_eq(cfg.peers[0].line, 16);
 	ck_assert_str_eq(cfg.peers[1].endpoint, "");
 	ck_assert_uint_eq(cfg.peers[1].public_key[0], 32);
 	ck_assert(cfg.peers[1].weight == 0.25f);
-	ck_assert_uint_eq(cfg.peers[1].line, 18);
+	ck_assert_uint_eq(cfg.peers[1].line, 19);
 	gsp_daemon_config_clear(&cfg);
 	gsp_daemon_config_clear(NULL);
 }
@@ -76,6 +78,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(cfg.engine.rank, 4);
 	ck_assert_uint_eq(cfg.max_staleness, 4);
 	ck_assert_uint_eq(cfg.rekey_after_s, 120);
+	ck_assert_uint_eq(cfg.drain_wait_ms, 2000);
 	ck_assert_str_eq(cfg.listen, "127.0.0.1:0");
 	ck_assert_str_eq(cfg.socket_path, "gossipd.sock");
 	gsp_daemon_config_clear(&cfg);
@@ -111,6 +114,8 @@ START_TEST(test_errors_name_the_line)
 		{"[Node]\nMethod = choco-topk\nNodes = 4\nGamma = auto\n",
 		 "test.conf:4: Gamma = auto is exact gossip's step"},
 		{"[Node]\nLogLevel = loud\n", "test.conf:2: LogLevel"},
+		{"[Node]\nDrainWait = 3600001\n", "test.conf:2: DrainWait must be 0..3600000"},
+		{"[Node]\n\nDrainWait = -1\n", "test.conf:3: DrainWait"},
 		{"[Node]\nRekeyAfterSeconds = 0\n", "test.conf:2: RekeyAfterSeconds must be 1..86400"},
 		{"[Node]\nRekeyAfterSeconds = 86401\n", "test.conf:2: RekeyAfterSeconds"},
 		{"[Node]\nRekeyAfterSeconds = 2m\n", "test.conf:2: RekeyAfterSeconds"},

@@ -299,6 +299,14 @@ static void edge_up_by_hand(void)
 	ck_assert(e->live);
 }
 
+/* A 64-float model registered and the one peer's edge up. */
+static edge *registered_with_an_edge(client *c)
+{
+	ck_assert_int_eq(do_register(c, 64, true, NULL), 0);
+	edge_up_by_hand();
+	return &ms.edges.edge[0];
+}
+
 START_TEST(test_detach_during_a_waiting_step_ends_it)
 {
 	client c = {0};
@@ -362,9 +370,7 @@ START_TEST(test_lagging_edge_is_waited_for_once_then_a_straggler)
 {
 	client c = {0};
 	st.max_wait_ms = 50;
-	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
-	edge_up_by_hand();
-	edge *e = &ms.edges.edge[0];
+	edge *e = registered_with_an_edge(&c);
 	/* Round 1 goes out and never comes back; STEPs 2..4 do not wait. */
 	for (int i = 1; i <= 4; i++) {
 		ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
@@ -392,6 +398,48 @@ START_TEST(test_lagging_edge_is_waited_for_once_then_a_straggler)
 }
 END_TEST
 
+/* A DRAIN waits for a round in flight at most DrainWait (a neighbour
+ * paused at a barrier holds no one), then the edge is a straggler, which
+ * no later DRAIN waits for; with SYNC a DRAIN waits for every round. */
+START_TEST(test_drain_waits_at_most_drain_wait_then_a_straggler)
+{
+	client c = {0};
+	st.drain_wait_ms = 60;
+	edge *e = registered_with_an_edge(&c);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	run_until_calls(&c, 1);                  /* round 1 out, never back */
+	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
+	uv_update_time(loop);
+	uint64_t t0 = uv_now(loop);
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_DRAIN);
+	run_until_calls(&c, 2);
+	ck_assert_int_eq(c.last.err, 0);
+	ck_assert_uint_ge(uv_now(loop) - t0, 55);
+	ck_assert(e->straggler);
+	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);   /* left to DETACH */
+	/* A straggler's round: the next DRAIN does not wait for it. */
+	uv_update_time(loop);
+	t0 = uv_now(loop);
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_REPLY);
+	run_until_calls(&c, 3);
+	ck_assert_uint_lt(uv_now(loop) - t0, 55);
+	/* With SYNC it waits for it, past DrainWait. */
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN | GSP_STEP_SYNC, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_DRAIN);
+	uv_update_time(loop);
+	t0 = uv_now(loop);
+	while (uv_now(loop) - t0 < 150) {
+		uv_run(loop, UV_RUN_NOWAIT);
+		usleep(5000);
+		uv_update_time(loop);
+	}
+	ck_assert_int_eq(c.calls, 3);
+	ck_assert_int_eq(st.state, STEP_DRAIN);
+}
+END_TEST
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -413,6 +461,7 @@ int main(void)
 	tcase_add_test(t1, test_detach_during_drain_and_average_ends_them);
 	tcase_add_test(t1, test_average_time_limit_ends_it);
 	tcase_add_test(t1, test_lagging_edge_is_waited_for_once_then_a_straggler);
+	tcase_add_test(t1, test_drain_waits_at_most_drain_wait_then_a_straggler);
 	suite_add_tcase(s, t1);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -24,12 +24,22 @@ BUILD = None
 DATA = "random:64x64"
 FAST_MS = 5            # a fast trainer's compute per step
 STEPS = 120
+STOP_S = 10            # SIGSTOP, and a pause at a barrier, as the issue asks
+PAUSE_S = 10
+RESUME_STEPS = 4000    # the others step through the stop and after it
 
 
 def floats(path):
     with open(path, "rb") as f:
         b = f.read()
     return struct.unpack("<%df" % (len(b) // 4), b)
+
+
+def drain_seconds(out):
+    m = re.search(r"^drain seconds ([0-9.]+)$", out, re.M)
+    if not m:
+        raise AssertionError("no drain timing in: %r" % out[-500:])
+    return float(m.group(1))
 
 
 def rate(out):
@@ -123,34 +133,106 @@ class Stragglers(unittest.TestCase):
         self.assertLess(max(seen["slow"]), 0.5 * min(seen["fast"]))
         self.assertLess(drift, 1e-5)
 
+    def edges_of(self, c, i):
+        return {e["peer"]: e for e in cluster.status(c.sockets[i])["edges"]}
+
     def test_stopped_trainer_stops_no_one(self):
+        """Trainer 3 stopped with SIGSTOP for STOP_S: the others step on at
+        their free rate meanwhile (counted by their daemons), its
+        neighbours mark its edges stragglers, and once it resumes its
+        edges continue: the same generation, rounds again."""
         c = self.cluster()
         free = self.free_rate(c)
-        stopped = []
+        seen = {}
 
-        def pause(procs):
+        def steps(i):
+            return cluster.status(c.sockets[i])["model"].get("steps", 0)
+
+        def stop_and_resume(procs):
             # Once trainer 3 has stepped (its edges are up and gossiping).
-            self.assertTrue(cluster.eventually(
-                lambda: cluster.status(c.sockets[3])["model"].get("steps", 0) >= 3, 30))
+            self.assertTrue(cluster.eventually(lambda: steps(3) >= 3, 30))
+            before = self.edges_of(c, 3)
             os.kill(procs[3].pid, signal.SIGSTOP)
-            stopped.append(time.monotonic())
+            t0 = time.monotonic()
+            s0 = [steps(i) for i in range(3)]
+            self.assertTrue(cluster.eventually(lambda: any(
+                e["straggler"] for i in (0, 2)
+                for e in cluster.status(c.sockets[i])["edges"]), STOP_S))
+            seen["straggler"] = [e["straggler"] for i in (0, 2)
+                                 for e in cluster.status(c.sockets[i])["edges"]]
+            time.sleep(max(0.0, STOP_S - (time.monotonic() - t0)))
+            s1 = [steps(i) for i in range(3)]
+            t1 = time.monotonic()
+            mid = self.edges_of(c, 3)
+            os.kill(procs[3].pid, signal.SIGCONT)
+            seen["rates"] = [(b - a) / (t1 - t0) for a, b in zip(s0, s1)]
+            # Its edges continue while the others still step.
+            self.assertTrue(cluster.eventually(lambda: all(
+                e["rounds"] >= mid[k]["rounds"] + 10
+                for k, e in self.edges_of(c, 3).items()), 20),
+                "trainer 3's edges did not continue: %s" % self.edges_of(c, 3))
+            after = self.edges_of(c, 3)
+            seen["rounds"] = [(mid[k]["rounds"], after[k]["rounds"]) for k in after]
+            seen["generations"] = [(before[k]["generation"], after[k]["generation"])
+                                   for k in after]
+            seen["steps_left"] = [RESUME_STEPS - steps(i) for i in range(3)]
 
         def args(i):
-            return ["--steps", str(STEPS), "--compute-ms", str(FAST_MS)]
-        # The others finish their steps while trainer 3 is stopped; then
-        # it resumes and its edges carry on.
-        def resume_later(procs):
-            pause(procs)
-            threading.Timer(3.0, lambda: procs[3].poll() is None and
-                            os.kill(procs[3].pid, signal.SIGCONT)).start()
-        outs, drift = self.run_ring(c, args, "stop", pause=resume_later)
-        kept = [rate(outs[i]) / free[i] for i in range(3)]
-        print("trainer stopped 3 s: the others keep %s of their free rate; "
-              "drift %.2g" % (", ".join("%.0f %%" % (100 * k) for k in kept), drift))
+            if i == 3:
+                return ["--steps", str(STEPS), "--compute-ms", str(FAST_MS)]
+            # Enough steps to outlast the stop and the resumption.
+            return ["--steps", str(RESUME_STEPS), "--compute-ms", str(FAST_MS)]
+        outs, drift = self.run_ring(c, args, "stop", pause=stop_and_resume)
+        kept = [r / f for r, f in zip(seen["rates"], free)]
+        print("trainer stopped %d s: the others kept %s of their free rate "
+              "while it was; its edges' rounds at SIGCONT and after %s, "
+              "generations %s; drift %.2g" % (
+                  STOP_S, ", ".join("%.0f %%" % (100 * k) for k in kept),
+                  seen["rounds"], seen["generations"], drift))
         for k in kept:
             self.assertGreaterEqual(k, 0.8)
+        self.assertTrue(any(seen["straggler"]), seen["straggler"])
+        for g0, g1 in seen["generations"]:
+            self.assertEqual(g0, g1, "a new generation after the stop")
+        for left in seen["steps_left"]:
+            self.assertGreater(left, 0, "the others had finished: nothing "
+                               "shows its edges continue with them")
         self.assertLess(drift, 1e-5)
 
+    def test_paused_trainer_costs_the_others_drain_nothing(self):
+        """Trainer 3 finishes its steps and then waits PAUSE_S at a barrier
+        (an evaluation, a checkpoint) before its DRAIN: the others' own
+        DRAINs do not wait for it, and the average is conserved once it
+        drains too."""
+        c = self.cluster()
+
+        def args(i):
+            if i == 3:
+                return ["--steps", "20", "--compute-ms", str(FAST_MS),
+                        "--pause-ms", str(PAUSE_S * 1000)]
+            return ["--steps", str(STEPS), "--compute-ms", str(FAST_MS)]
+        t0 = time.monotonic()
+        done = {}
+
+        def watch(procs):
+            def wait(i):
+                procs[i].wait()
+                done[i] = time.monotonic() - t0
+            ts = [threading.Thread(target=wait, args=(i,)) for i in range(3)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(PAUSE_S + 60)
+        outs, drift = self.run_ring(c, args, "pause", pause=watch)
+        drains = [drain_seconds(o) for o in outs]
+        print("trainer 3 paused %d s before its DRAIN: the others' DRAINs took "
+              "%s s, they exited after %s s; drift %.2g" % (
+                  PAUSE_S, ", ".join("%.3f" % d for d in drains[:3]),
+                  ", ".join("%.1f" % done[i] for i in range(3)), drift))
+        for i in range(3):
+            self.assertLess(drains[i], 2.0, "trainer %d's DRAIN waited" % i)
+            self.assertLess(done[i], PAUSE_S, "trainer %d waited for the pause" % i)
+        self.assertLess(drift, 1e-5)
 
 if __name__ == "__main__":
     BUILD = sys.argv.pop(1)

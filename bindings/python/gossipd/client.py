@@ -521,13 +521,18 @@ class Client:
             self._last = self._decode(P.decode_step_ok, reply)
             return StepResult(self._last, False, self.offline_steps, self.reconnects)
 
-    def drain(self):
-        """STEP with DRAIN, once at the end of a run: settles every edge
-        without starting new rounds, so each round lands at both ends or
-        at neither.  Returns a StepResult.  While the daemon is away it
-        raises why (DaemonNotRunning, ConnectionLost, Timeout) after one
-        reconnect attempt; the client stays offline."""
-        return self.step(P.STEP_DRAIN)
+    def drain(self, *, sync=False):
+        """STEP with DRAIN, once at the end of a run: answers the rounds
+        neighbours already sent and waits for the rounds in flight,
+        starting no new one.  It does not wait for a straggler's round, and
+        for the others at most the daemon's DrainWait (2 s by default), so
+        a neighbour paused at a barrier holds no one; a round left in
+        flight lands at a later request, or DETACH ends it at both ends.
+        sync=True waits for every round (a synchronous run).  Returns a
+        StepResult.  While the daemon is away it raises why
+        (DaemonNotRunning, ConnectionLost, Timeout) after one reconnect
+        attempt; the client stays offline."""
+        return self.step(P.STEP_DRAIN, sync=sync)
 
     def average(self, target, time_limit_ms=0, max_rounds=0):
         """Gossip-only rounds until the consensus estimate is <= target,

@@ -124,8 +124,8 @@ class Attachment:
         StepResult (offline=True while the daemon is away)."""
         return self.client.step(flags, sync=sync)
 
-    def drain(self):
-        return self.client.drain()
+    def drain(self, *, sync=False):
+        return self.client.drain(sync=sync)
 
     def average(self, target, time_limit_ms=0, max_rounds=0):
         return self.client.average(target, time_limit_ms, max_rounds)
