@@ -280,6 +280,13 @@ size_t edges_in_flight(const edge_set *s)
 	return n;
 }
 
+/* No request waits for e until it keeps pace again (edges_step_begin). */
+static void become_straggler(edge *e)
+{
+	e->straggler = true;
+	e->on_time = 0;
+}
+
 bool edges_drain_waits(const edge_set *s, bool sync)
 {
 	for (size_t i = 0; s->attached && i < s->n; i++)
@@ -294,8 +301,7 @@ void edges_drain_expired(edge_set *s, unsigned waited_ms)
 		edge *e = &s->edge[i];
 		if (!in_flight(e) || e->straggler)
 			continue;
-		e->straggler = true;
-		e->on_time = 0;
+		become_straggler(e);
 		gsp_info("peer %s: straggler: a DRAIN waited DrainWait (%u ms) for "
 			 "its round; it lands at a later request, or DETACH ends "
 			 "the generation where both ends are", e->name, waited_ms);
@@ -344,8 +350,7 @@ void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait)
 		e->waited_ms += elapsed;
 		if (e->waited_ms < max_wait)
 			continue;
-		e->straggler = true;
-		e->on_time = 0;
+		become_straggler(e);
 		gsp_info("peer %s: straggler: %llu steps behind, waited for %llu ms; "
 			 "STEPs go on without waiting for it", e->name,
 			 (unsigned long long)edge_staleness(e),

@@ -398,6 +398,11 @@ START_TEST(test_lagging_edge_is_waited_for_once_then_a_straggler)
 }
 END_TEST
 
+static void on_past(uv_timer_t *t)
+{
+	*(bool *)t->data = true;
+}
+
 /* A DRAIN waits for a round in flight at most DrainWait (a neighbour
  * paused at a barrier holds no one), then the edge is a straggler, which
  * no later DRAIN waits for; with SYNC a DRAIN waits for every round. */
@@ -428,13 +433,15 @@ START_TEST(test_drain_waits_at_most_drain_wait_then_a_straggler)
 	/* With SYNC it waits for it, past DrainWait. */
 	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN | GSP_STEP_SYNC, on_done), 0);
 	ck_assert_int_eq(st.state, STEP_DRAIN);
-	uv_update_time(loop);
-	t0 = uv_now(loop);
-	while (uv_now(loop) - t0 < 150) {
-		uv_run(loop, UV_RUN_NOWAIT);
-		usleep(5000);
-		uv_update_time(loop);
-	}
+	static uv_timer_t past;           /* fires well after DrainWait */
+	static bool over;
+	over = false;
+	uv_timer_init(loop, &past);
+	past.data = &over;
+	uv_timer_start(&past, on_past, 150, 0);
+	while (!over)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&past, NULL);
 	ck_assert_int_eq(c.calls, 3);
 	ck_assert_int_eq(st.state, STEP_DRAIN);
 }

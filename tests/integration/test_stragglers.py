@@ -35,18 +35,21 @@ def floats(path):
     return struct.unpack("<%df" % (len(b) // 4), b)
 
 
-def drain_seconds(out):
-    m = re.search(r"^drain seconds ([0-9.]+)$", out, re.M)
+def timing(out, pattern):
+    """The groups of the trainer's output line that matches pattern."""
+    m = re.search(pattern, out, re.M)
     if not m:
-        raise AssertionError("no drain timing in: %r" % out[-500:])
-    return float(m.group(1))
+        raise AssertionError("no %r in: %r" % (pattern, out[-500:]))
+    return [float(g) for g in m.groups()]
+
+
+def drain_seconds(out):
+    return timing(out, r"^drain seconds ([0-9.]+)$")[0]
 
 
 def rate(out):
-    m = re.search(r"^steps (\d+) seconds ([0-9.]+)$", out, re.M)
-    if not m:
-        raise AssertionError("no step timing in: %r" % out[-500:])
-    return int(m.group(1)) / float(m.group(2))
+    steps, seconds = timing(out, r"^steps (\d+) seconds ([0-9.]+)$")
+    return steps / seconds
 
 
 class Stragglers(unittest.TestCase):
