@@ -18,10 +18,16 @@
  * average).  Then liveness: with faults over, rounds resume at both ends.
  * A failing seed prints the command that replays it with its trace.
  *
+ * --sabotage is the checker's own test (tests/daemon/test_sim_replay.py):
+ * it plants a bug in the simulated daemon, not in the checker.  In one
+ * schedule in 8, chosen from the seed, one end loses the update of one
+ * round its STEP applied, and nothing reports it; the checker must find
+ * the drift and the replay must repeat it.
+ *
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
  *                        [--faults none|all|reset,detach,remove,timeout,restart,crash]
  *                        [--method exact|powergossip]
- *                        [--expect-violations] [--trace]
+ *                        [--expect-violations] [--sabotage] [--trace]
  * Exit 0 when every schedule holds but where a crash or an expired
  * DetachWait may cost a round (or, with --expect-violations and --faults
  * crash, when such schedules do move the average: the checker's own
@@ -58,6 +64,12 @@ typedef struct sim {
 	 * a kill may come inside the last action, after any of its writes
 	 * of the records. */
 	unsigned floor[2], began[2];
+	/* --sabotage: the planted bug (sabotage_plan). */
+	bool sab_armed;          /* this schedule has it */
+	int sab_end;             /* at this end */
+	unsigned sab_from;       /* the first STEP from this action on that
+				  * applies a round loses its update */
+	unsigned sab_action;     /* the action it did so in (0: not yet) */
 } sim;
 
 static uint64_t next(sim *s)
@@ -79,6 +91,52 @@ static ep_end *end_of(sim *s, int i)
 	return i ? &s->p.b : &s->p.a;
 }
 
+/* --sabotage, the checker's own test.  The bug is planned from the seed
+ * by a stream of its own (splitmix64), so a schedule's actions are the
+ * same with and without it, and a replay of the seed plants it again. */
+static void sabotage_plan(sim *s, uint64_t seed)
+{
+	uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	s->sab_armed = z % 8 == 0;
+	s->sab_end = (int)((z >> 8) & 1);
+	s->sab_from = 1 + (unsigned)((z >> 16) % (s->steps / 4 + 1));
+}
+
+/* The engine's part of a STEP at end i: apply the completed round, project
+ * the next.  Sabotaged (once per planned schedule), the end then puts its
+ * parameters back as they were before the apply, as a daemon bug that
+ * loses an update would: the edge counts the round as applied, the peer
+ * applied its half, and nothing is reported. */
+static void engine_step(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	gsp_edge_info info;
+	if (!s->sab_armed || s->sab_action || i != s->sab_end || s->actions < s->sab_from ||
+	    gsp_node_edge_count(x->node) == 0 ||
+	    gsp_node_edge_info(x->node, x->e->index, &info) != 0 ||
+	    info.state != GSP_EDGE_COMPLETED) {
+		ck_assert_int_ge(gsp_node_step(x->node), 0);
+		return;
+	}
+	size_t bytes = x->n_floats * sizeof(float);
+	float *before = malloc(bytes);
+	ck_assert_ptr_nonnull(before);
+	memcpy(before, x->params, bytes);
+	ck_assert_int_ge(gsp_node_step(x->node), 0);
+	double lost = 0;
+	for (size_t k = 0; k < x->n_floats; k++)
+		lost += (double)x->params[k] - before[k];
+	memcpy(x->params, before, bytes);
+	free(before);
+	s->sab_action = s->actions;
+	if (s->trace)
+		printf("       (sabotage: action %u, the step at %c, loses the update of round %"
+		       PRIu64 ", sum %.3g)\n", s->actions, i ? 'b' : 'a', info.round, lost);
+}
+
 static void say(sim *s, const char *what, int i)
 {
 	s->actions++;
@@ -86,11 +144,19 @@ static void say(sim *s, const char *what, int i)
 		printf("  %4u %s%s\n", s->actions, what, i < 0 ? "" : i ? " b" : " a");
 }
 
-/* A STEP as step.c runs it on the loop. */
+/* A STEP as step.c runs it on the loop (edgepair.h's ep_step, with the
+ * engine's part in engine_step). */
 static void step_on_loop(sim *s, int i)
 {
+	ep_end *x = end_of(s, i);
+	uint32_t applied, skipped;
 	say(s, "step", i);
-	ck_assert_int_ge(ep_step(end_of(s, i)), 0);
+	ep_write_begin(x);
+	edges_step_begin(&x->set, 4, &applied, &skipped);
+	engine_step(s, i);
+	edges_step_done(&x->set);
+	ep_write_end(x);
+	ep_persist(x);   /* step_end's mesh_persist */
 }
 
 /* An offloaded STEP: begin and the engine's work now, the end busy until
@@ -104,7 +170,7 @@ static void offload_begin(sim *s, int i)
 	edges_step_begin(&x->set, 4, &applied, &skipped);
 	x->set.busy = true;
 	s->busy[i] = true;
-	ck_assert_int_ge(gsp_node_step(x->node), 0);
+	engine_step(s, i);
 }
 
 static void offload_end(sim *s, int i)
@@ -420,10 +486,12 @@ static void settle(sim *s)
  * peer (a DETACH whose DetachWait passed) while the peer ended it too.
  * A restart with records costs nothing: it must hold. */
 static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned faults,
-	       bool trace, double *ret_drift)
+	       bool sabotage, bool trace, double *ret_drift, bool *ret_sabotaged)
 {
 	sim s = {.rng = seed * 0x9e3779b97f4a7c15ull + 1, .faults = faults,
 		 .trace = trace, .steps = steps, .cfg = *cfg};
+	if (sabotage)
+		sabotage_plan(&s, seed);
 	ep_init(&s.p, "24x16,5", cfg);
 	double sum0 = ep_sum(&s.p);
 	double scale = 0;
@@ -437,6 +505,7 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	settle(&s);
 	double drift = fabs(ep_sum(&s.p) - sum0) / scale;
 	*ret_drift = drift;
+	*ret_sabotaged = s.sab_action != 0;
 	/* The protocol's documented cost: an end that lost its records, or
 	 * both ends ending a generation without hearing each other. */
 	int rc = drift > 1e-6 ? (s.crashes || s.alone[0] || s.alone[1] ? 3 : 1) : 0;
@@ -467,7 +536,7 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 static unsigned long long seeds = 1000, first = 1, steps = 200;
 static unsigned faults;
 static const char *faults_name = "none";
-static bool expect, trace, one;
+static bool expect, sabotage, trace, one;
 static gsp_config cfg;
 static const char *prog;
 static int result;
@@ -478,19 +547,23 @@ static int result;
 /* The schedules, inside one Check test (edgepair.h asserts with Check). */
 START_TEST(test_schedules)
 {
-	unsigned long long moved = 0, stuck = 0, reported = 0, first_bad = 0;
+	unsigned long long moved = 0, stuck = 0, reported = 0, first_bad = 0, sabotaged = 0;
 	unsigned long long bad[BAD_SHOWN];
 	unsigned n_bad = 0;
-	double worst = 0;
+	double worst = 0, first_bad_drift = 0;
 	for (unsigned long long k = first; k < first + seeds; k++) {
 		double drift;
+		bool sab;
 		if (trace)
 			printf("seed %llu:\n", k);
-		int rc = run(k, &cfg, (unsigned)steps, faults, trace, &drift);
+		int rc = run(k, &cfg, (unsigned)steps, faults, sabotage, trace, &drift, &sab);
 		if (drift > worst)
 			worst = drift;
-		if (rc && !first_bad)
+		if (rc && !first_bad) {
 			first_bad = k;
+			first_bad_drift = drift;
+		}
+		sabotaged += sab;
 		if ((rc == 1 || rc == 2) && n_bad < BAD_SHOWN)
 			bad[n_bad++] = k;
 		moved += rc == 1;
@@ -508,10 +581,15 @@ START_TEST(test_schedules)
 			printf(" %llu", bad[k]);
 		printf("%s\n", moved + stuck > n_bad ? " ..." : "");
 	}
-	if (first_bad)
-		printf("replay: %s --seed %llu --steps %llu --faults %s --method %s --trace\n",
+	if (sabotage)
+		printf("sabotage: %llu schedules lost an update\n", sabotaged);
+	if (first_bad) {
+		/* In full, so that a replay can be compared bit for bit. */
+		printf("replay seed %llu: drift %.17g\n", first_bad, first_bad_drift);
+		printf("replay: %s --seed %llu --steps %llu --faults %s --method %s%s --trace\n",
 		       prog, first_bad, steps, faults_name,
-		       gsp_method_name(cfg.method));
+		       gsp_method_name(cfg.method), sabotage ? " --sabotage" : "");
+	}
 	/* --expect-violations (with --faults crash, the checker's own
 	 * test): the drift is seen. */
 	if (expect)
@@ -574,6 +652,8 @@ int main(int argc, char **argv)
 				goto usage;
 		} else if (!strcmp(a, "--expect-violations"))
 			expect = true;
+		else if (!strcmp(a, "--sabotage"))
+			sabotage = true;
 		else if (!strcmp(a, "--trace"))
 			trace = true;
 		else
@@ -598,6 +678,6 @@ int main(int argc, char **argv)
 	return failed || result ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|reset,detach,remove] "
-		"[--method M] [--expect-violations] [--trace]\n", argv[0]);
+		"[--method M] [--expect-violations] [--sabotage] [--trace]\n", argv[0]);
 	return 2;
 }
