@@ -390,7 +390,7 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 	if (GSP_PROTO_MINOR(msg.version) < GSP_PROTO_VERSION_MINOR) {
 		char text[128];
 		snprintf(text, sizeof(text), "peer speaks protocol %u.%u; edges need %u.%u "
-			 "(RESYNC with ended generations)", GSP_PROTO_MAJOR(msg.version),
+			 "(RESYNC with ended generations and weights)", GSP_PROTO_MAJOR(msg.version),
 			 GSP_PROTO_MINOR(msg.version), GSP_PROTO_VERSION_MAJOR,
 			 GSP_PROTO_VERSION_MINOR);
 		s->counters->version_mismatch++;

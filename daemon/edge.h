@@ -120,7 +120,11 @@ struct edge {
 	bool unsent;
 	uint32_t unsent_generation;
 	uint64_t unsent_round;
-	float weight;            /* Weight as the generation started (0: auto) */
+	/* The generation's weight (0: Metropolis-Hastings by degrees),
+	 * agreed from the two ends' Weights when it was agreed on.
+	 * offered_weight: what this session's first RESYNC offered. */
+	float weight;
+	float offered_weight;
 	/* Ending the live generation at the peer's final count. */
 	edge_target ending;
 	uint64_t target;
@@ -132,6 +136,7 @@ struct edge {
 	 * one has ended. */
 	bool start_pending;
 	uint32_t next_generation;
+	float next_weight;
 	/* The last generation that ended here with rounds applied, and our
 	 * message of its last applied round (a behind peer completes it). */
 	uint32_t ended_generation;
@@ -337,6 +342,10 @@ double edges_estimate(const edge_set *s);
 /* Whether the registered model's method measures that estimate. */
 bool edges_measure_estimate(const edge_set *s);
 uint64_t edge_staleness(const edge *e);
+/* The generation's tag (PROTOCOL.md 4.6; RESYNC gen_tag): the same at both
+ * ends of a generation, and kept by a continuation (same seeds); zeros
+ * before the first generation. */
+void edge_generation_tag(const edge *e, uint8_t out[GSP_GEN_TAG_BYTES]);
 uint32_t edges_max_staleness(const edge_set *s);
 /* Refreshes every edge's cache of its engine edge (STATUS). */
 void edges_cache(edge_set *s);

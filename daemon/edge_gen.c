@@ -23,6 +23,13 @@ static void gen_tag(const uint8_t seed[GSP_SEED_BYTES], uint32_t gen,
 	crypto_generichash(out, GSP_GEN_TAG_BYTES, in, sizeof(in), seed, GSP_SEED_BYTES);
 }
 
+void edge_generation_tag(const edge *e, uint8_t out[GSP_GEN_TAG_BYTES])
+{
+	memset(out, 0, GSP_GEN_TAG_BYTES);
+	if (e->generation)
+		gen_tag(e->gen_seed, e->generation, out);
+}
+
 /* Where this end stands, as its RESYNC says it (ENDING only when
  * `ending`: not in a session's first RESYNC, see edge_end_begin). */
 static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
@@ -33,8 +40,8 @@ static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 	if (e->generation) {
 		m->last_completed = e->completed;
 		m->last_sent = e->sent_round;
-		gen_tag(e->gen_seed, e->generation, m->gen_tag);
 	}
+	edge_generation_tag(e, m->gen_tag);
 	/* A generation of before a restart that continues once the model
 	 * is attached (edge_restore) is live meanwhile, at the records'
 	 * counts: the peer keeps it (no model here: the edge is idle). */
@@ -51,12 +58,17 @@ static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 	}
 	if (e->no_history)
 		m->flags |= GSP_RESYNC_NO_HISTORY;
+	m->weight = e->cfg->weight;
 }
 
 int edge__send_resync(edge *e, bool ending)
 {
 	gsp_msg_resync m;
 	fill_resync(e, &m, ending);
+	/* The session's first RESYNC (none goes out before the peer's came,
+	 * see decided()) is the one the peer decides on. */
+	if (e->state == EDGE_WAIT_RESYNC)
+		e->offered_weight = m.weight;
 	uint8_t buf[64];
 	size_t n;
 	int err = gsp_msg_resync_encode(&m, buf, sizeof(buf), &n);
@@ -234,7 +246,7 @@ static void start_generation(edge *e)
 		gsp_sim_edge_seed(key, me < them ? me : them, me < them ? them : me, seed);
 		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
 	}
-	e->weight = e->cfg->weight;
+	e->weight = e->next_weight;
 	float w = e->weight > 0 ? e->weight : 1.0f / (1.0f + s->ops->degree(s->ctx));
 	int err = gsp_node_edge_reset(s->model.node, e->index, w, role, seed, sizeof(seed));
 	if (err) {
@@ -388,6 +400,21 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 	return a > b ? a : b;
 }
 
+/* A new generation's weight from the two ends' offers (0: none): the
+ * smaller Weight configured, or none; the same at both ends, so a Weight
+ * configured at one end only, or changed at one end first, never mixes
+ * the two ends by different weights. */
+static float agree_weight(edge *e, float theirs)
+{
+	float ours = e->offered_weight;
+	if (ours == theirs)
+		return ours;
+	float w = ours > 0 && (theirs == 0 || ours < theirs) ? ours : theirs;
+	gsp_warn("peer %s: Weight differs (ours %g, theirs %g): the next generation "
+		 "uses %g at both ends", e->name, (double)ours, (double)theirs, (double)w);
+	return w;
+}
+
 /* The session's first RESYNC: continue, or agree on a new generation. */
 static void decide(edge *e, const gsp_msg_resync *m)
 {
@@ -411,6 +438,7 @@ static void decide(edge *e, const gsp_msg_resync *m)
 		uint32_t g = max_u32(max_u32(e->generation, m->generation),
 				     max_u32(e->ended_generation, m->ended_generation)) + 1;
 		e->next_generation = g ? g : 1;
+		e->next_weight = agree_weight(e, m->weight);
 		e->start_pending = true;
 	}
 	e->state = both ? EDGE_UP : EDGE_IDLE;

@@ -248,7 +248,7 @@ int gsp_msg_round_decode(const uint8_t *buf, size_t len, gsp_msg_round *ret)
 
 /* ---- RESYNC ------------------------------------------------------------- */
 
-#define RESYNC_BYTES (1 + 1 + 4 + 8 + 8 + GSP_GEN_TAG_BYTES + 4 + 8 + 8)
+#define RESYNC_BYTES (1 + 1 + 4 + 8 + 8 + GSP_GEN_TAG_BYTES + 4 + 8 + 8 + 4)
 
 static bool resync_ok(const gsp_msg_resync *m)
 {
@@ -257,6 +257,9 @@ static bool resync_ok(const gsp_msg_resync *m)
 	if ((m->flags & GSP_RESYNC_ENDING)
 		    ? !(m->flags & GSP_RESYNC_LIVE) || m->ending_applied > m->last_completed
 		    : m->ending_applied != 0)
+		return false;
+	/* NaN fails both comparisons. */
+	if (!(m->weight >= 0.0f && m->weight <= 1.0f))
 		return false;
 	if (m->ended_generation > m->generation ||
 	    (m->ended_generation == 0 && m->ended_applied != 0))
@@ -290,6 +293,7 @@ int gsp_msg_resync_encode(const gsp_msg_resync *msg, uint8_t *buf, size_t cap,
 	wr_u32(&w, msg->ended_generation);
 	wr_u64(&w, msg->ended_applied);
 	wr_u64(&w, msg->ending_applied);
+	wr_f32(&w, msg->weight);
 	*ret_len = RESYNC_BYTES;
 	return 0;
 }
@@ -314,6 +318,7 @@ int gsp_msg_resync_decode(const uint8_t *buf, size_t len, gsp_msg_resync *ret)
 	m.ended_generation = rd_u32(&r);
 	m.ended_applied = rd_u64(&r);
 	m.ending_applied = rd_u64(&r);
+	m.weight = rd_f32(&r);
 	if (!rd_done(&r) || !resync_ok(&m))
 		return -EBADMSG;
 	*ret = m;

@@ -79,7 +79,7 @@ extern "C" {
 /* ---- versions and limits ---------------------------------------------- */
 
 #define GSP_PROTO_VERSION_MAJOR 1
-#define GSP_PROTO_VERSION_MINOR 3
+#define GSP_PROTO_VERSION_MINOR 4
 #define GSP_PROTO_VERSION \
 	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
 #define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
@@ -318,7 +318,10 @@ typedef struct gsp_msg_round {
  * lost its edge records (a restart) and cannot say what it applied in
  * generations it does not name.  ENDING (with LIVE): the sender is ending
  * its live generation at ending_applied rounds at most (<= last_completed;
- * 0 without ENDING); it can still take back one round. */
+ * 0 without ENDING); it can still take back one round.  weight: the
+ * sender's configured Weight for this edge (0: none, Metropolis-Hastings
+ * by degrees), which a generation agreed on in this session starts with
+ * (PROTOCOL.md 4.6, "Weights"); finite, in [0, 1]. */
 #define GSP_RESYNC_LIVE 0x01
 #define GSP_RESYNC_NO_HISTORY 0x02
 #define GSP_RESYNC_ENDING 0x04
@@ -331,6 +334,7 @@ typedef struct gsp_msg_resync {
 	uint32_t ended_generation;
 	uint64_t ended_applied;
 	uint64_t ending_applied;
+	float weight;
 } gsp_msg_resync;
 
 /* PING and PONG (a PONG echoes the PING's fields). */

@@ -110,6 +110,14 @@ static inline void wr_f64(wr *w, double v)
 	w->p += 8;
 }
 
+static inline void wr_f32(wr *w, float v)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	wr_u32(w, bits);
+}
+
 static inline void wr_bytes(wr *w, const void *src, size_t n)
 {
 	if (n)
@@ -172,6 +180,15 @@ static inline double rd_f64(rd *r)
 {
 	uint64_t bits = rd_u64(r);
 	double v;
+
+	memcpy(&v, &bits, sizeof(v));
+	return v;
+}
+
+static inline float rd_f32(rd *r)
+{
+	uint32_t bits = rd_u32(r);
+	float v;
 
 	memcpy(&v, &bits, sizeof(v));
 	return v;

@@ -787,6 +787,56 @@ START_TEST(test_degree_change_mid_round_keeps_the_weights_equal)
 }
 END_TEST
 
+/* The live generation's weight, as the engine mixes with it. */
+static float weight_of(const ep_end *x)
+{
+	return ep_info(x).weight;
+}
+
+START_TEST(test_weights_are_agreed_per_generation)
+{
+	/* a configures Weight 0.3 for the edge, b none (Metropolis-Hastings
+	 * would give 1/2): both ends mix generation 1 by 0.3.  Then a reload
+	 * at b alone sets 0.1: the live generation keeps 0.3 at both ends
+	 * through a reconnect, and the next one (a's trainer registers
+	 * again) starts with 0.1 at both.  The pair's sum holds throughout. */
+	edgepair p;
+	gsp_config c = config(GSP_METHOD_EXACT, 1);
+	ep_init(&p, "32", &c);
+	p.a.cfg.weight = 0.3f;
+	up(&p);
+	double sum0 = ep_sum(&p);
+	ck_assert_float_eq(weight_of(&p.a), 0.3f);
+	ck_assert_float_eq(weight_of(&p.b), 0.3f);
+	round_trip(&p);
+	round_trip(&p);
+	assert_conserved(&p, sum0);
+	p.b.cfg.weight = 0.1f;
+	ep_end_session(&p.a);
+	ep_session_up(&p, 23);
+	ep_pump(&p);
+	ck_assert_uint_eq(p.a.e->generation, 1);
+	ck_assert_uint_eq(p.b.e->generation, 1);
+	round_trip(&p);
+	ck_assert_float_eq(weight_of(&p.a), 0.3f);
+	ck_assert_float_eq(weight_of(&p.b), 0.3f);
+	assert_conserved(&p, sum0);
+	ep_reregister(&p.a, &c);
+	ep_session_up(&p, 24);
+	ep_pump(&p);
+	for (int t = 0; t < 3; t++)
+		round_trip(&p);
+	ck_assert_uint_eq(p.a.e->generation, 2);
+	ck_assert_uint_eq(p.b.e->generation, 2);
+	ck_assert(p.a.e->live && p.b.e->live);
+	ck_assert_float_eq(weight_of(&p.a), 0.1f);
+	ck_assert_float_eq(weight_of(&p.b), 0.1f);
+	assert_conserved(&p, sum0);
+	ck_assert_uint_eq(p.a.counters.rounds_unreconciled + p.b.counters.rounds_unreconciled, 0);
+	ep_free(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("daemon-edge");
@@ -820,6 +870,7 @@ int main(void)
 	tcase_add_test(tc, test_round_from_zeros_passes_the_bound);
 	tcase_add_test(tc, test_impossible_degree_is_malformed);
 	tcase_add_test(tc, test_degree_change_mid_round_keeps_the_weights_equal);
+	tcase_add_test(tc, test_weights_are_agreed_per_generation);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

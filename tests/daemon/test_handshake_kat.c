@@ -32,13 +32,13 @@ static const gsp_msg_ping PING = {
 
 /* Whole messages, clear bytes first (at our protocol version). */
 static const char INIT_HEX[] =
-	"1003017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
+	"1004017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
 	"8a1b14793ea81dad9ab39a7fc32049e4a9fd6d637491e6a715d1e80d3fcc17c8"
-	"c566bca44e8d35243651be526f8e4c3dc5aef65cb58d91cb59db71c02e6d33a9"
-	"4dea157d40d9082250d72fbc917262aa58d27b3c6c58c14d4bd55d27b7f20f";
+	"c566bc4e6d6148752a58f269af2f31a6f00f725cb58d91cb59db71c02e6d33b9"
+	"4ddf03bfe7b30290a8d75d83149fb16ee8660c9eb40d2d80ed2c032a4c738a";
 static const char RESP_HEX[] =
-	"110301ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
-	"ff3e6bd44488b53f77b4f54be757b9f80c6ffb";
+	"110401ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
+	"ff3e6b98cb5681eea718530d9a94382698e73b";
 /* The initiator's second transport frame: its length header, then the
  * sealed PING. */
 static const char FRAME_HEX[] =

@@ -129,7 +129,8 @@ static bool eq_resync(const void *pa, const void *pb)
 	       a->ending_applied == b->ending_applied &&
 	       a->last_completed == b->last_completed &&
 	       a->last_sent == b->last_sent &&
-	       memcmp(a->gen_tag, b->gen_tag, sizeof(a->gen_tag)) == 0;
+	       memcmp(a->gen_tag, b->gen_tag, sizeof(a->gen_tag)) == 0 &&
+	       memcmp(&a->weight, &b->weight, sizeof(a->weight)) == 0;
 }
 
 static bool eq_ping(const void *pa, const void *pb)
@@ -319,6 +320,7 @@ static const gsp_msg_resync resync_sample = {
 	.last_sent = 42,
 	.gen_tag = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
 		     12 },
+	.weight = 0.25f,
 };
 
 static const gsp_msg_ping ping_sample = {
@@ -685,7 +687,7 @@ START_TEST(test_sizes)
 
 	ck_assert_uint_eq(encode_case(find(GSP_HS_INIT), buf), 127);
 	ck_assert_uint_eq(encode_case(find(GSP_HS_RESP), buf), 51);
-	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 58);
+	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 62);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_PING), buf), 17);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_ROUND), buf),
 			  GSP_MSG_ROUND_HEAD + sizeof(payload_sample));
@@ -724,6 +726,8 @@ START_TEST(test_byte_layout)
 	ck_assert_mem_eq(buf + 38, resync_tail, 12);
 	static const uint8_t resync_ending[8] = {0};
 	ck_assert_mem_eq(buf + 50, resync_ending, 8);
+	static const uint8_t resync_weight[4] = {0x00, 0x00, 0x80, 0x3e}; /* 0.25f */
+	ck_assert_mem_eq(buf + 58, resync_weight, 4);
 
 	encode_case(find(GSP_MSG_MODEL), buf);
 	static const uint8_t model_head[18] = {
@@ -929,6 +933,31 @@ START_TEST(test_resync_rules)
 	ck_assert(eq_resync(&m, &d));
 	m.last_completed = 0;
 	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), -EINVAL);
+	/* The weight: 0 (none) or a mixing weight in (0, 1]; never negative,
+	 * above 1, or not finite. */
+	static const float bad_weight[] = {-0.25f, 1.0000001f, 2.0f, INFINITY,
+					   -INFINITY, NAN};
+	static const float good_weight[] = {0.0f, -0.0f, 1e-30f, 0.5f, 1.0f};
+	for (size_t k = 0; k < sizeof(good_weight) / sizeof(good_weight[0]); k++) {
+		m = resync_sample;
+		m.weight = good_weight[k];
+		ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), 0);
+		ck_assert_int_eq(gsp_msg_resync_decode(buf, len, &d), 0);
+		ck_assert(eq_resync(&m, &d));
+	}
+	for (size_t k = 0; k < sizeof(bad_weight) / sizeof(bad_weight[0]); k++) {
+		m = resync_sample;
+		m.weight = bad_weight[k];
+		ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len),
+				 -EINVAL);
+		m.weight = 0.5f;
+		ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &len), 0);
+		uint32_t bits;
+		memcpy(&bits, &bad_weight[k], 4);
+		for (int b = 0; b < 4; b++)
+			buf[58 + b] = (uint8_t)(bits >> (8 * b));
+		ck_assert_int_eq(gsp_msg_resync_decode(buf, len, &d), -EBADMSG);
+	}
 }
 END_TEST
 
