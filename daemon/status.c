@@ -6,7 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "status.h"
+
+/* The generation tag's first bytes in the status: enough to tell two
+ * generations (or seeds) apart, and no key material (a keyed hash). */
+#define STATUS_TAG_BYTES 8
 
 typedef struct sbuf {
 	char *p;
@@ -176,6 +182,12 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	    (unsigned long long)e->resyncs, (unsigned long long)e->continued,
 	    (unsigned long long)e->retransmits, (unsigned long long)e->rollbacks);
 	put_num(b, p->stats.rtt_ns ? p->stats.rtt_ns / 1e6 : NAN);
+	uint8_t tag[GSP_GEN_TAG_BYTES];
+	char tag_hex[2 * STATUS_TAG_BYTES + 1];
+	edge_generation_tag(e, tag);
+	sodium_bin2hex(tag_hex, sizeof(tag_hex), tag, STATUS_TAG_BYTES);
+	put(b, ",\"generation_tag\":\"%s\",\"weight\":", tag_hex);
+	put_num(b, d->model.registered && e->live ? info.weight : NAN);
 	size_t i = (size_t)(e - d->mesh.edges.edge);
 	put(b, ",\"rounds_per_s\":");
 	put_num(b, i < GSP_MAX_PEERS ? d->rates.per_s[i] : NAN);

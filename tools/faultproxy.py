@@ -42,6 +42,15 @@ first_frames[(src, dst)] lists, in order, the first frame (length prefix
 included) that each connection of a link forwarded from the dialing
 daemon: its HS_INIT, for tests that replay one.
 
+Two more faults, each on demand:
+
+- handshake_resets=N: the first N connections of every link are reset
+  inside the handshake, at a random byte of the dialer's HS_INIT or of
+  the answer (counted in handshake_cuts), whatever mean_frames says;
+- blackhole(a, b): the links between nodes a and b stop forwarding,
+  existing connections and new ones alike, without closing anything
+  (a network that drops every packet), until blackhole(a, b, False).
+
 gossipcluster.Cluster(..., proxy=proxy) points every Endpoint at the
 proxy.  As a program (manual experiments, e.g. with tools/gossip-cluster):
 
@@ -57,6 +66,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 LINGER_RST = struct.pack("ii", 1, 0)
 MAX_PAUSE = 0.005        # seconds between the cut and the RST, at most
@@ -78,9 +88,10 @@ class _Cutter:
     where to cut.  feed(data) returns how many bytes of data to forward
     and whether to reset after them."""
 
-    def __init__(self, proxy, rng):
+    def __init__(self, proxy, rng, cut_first=False):
         self.proxy = proxy
         self.rng = rng
+        self.cut_first = cut_first   # reset inside the first frame
         self.header = b""        # partial length prefix
         self.body_left = 0       # body bytes of the current frame to come
         self.pos = 0             # stream offset of the next byte fed
@@ -109,7 +120,13 @@ class _Cutter:
             self.body_left = length
             if not length:
                 self.proxy.frames += 1       # malformed; the daemon says so
-            if self.proxy._decide(self.rng):
+            if self.cut_first:
+                self.cut_first = False
+                self.proxy.handshake_cuts += 1
+                self.kind = "inside"
+                self.cut_at = max(frame_start + self.rng.randint(1, 3 + max(length, 1)),
+                                  start)
+            elif self.proxy._decide(self.rng):
                 if self.rng.random() < self.proxy.inside_fraction and length:
                     self.kind = "inside"
                     cut = frame_start + self.rng.randint(1, 3 + length)
@@ -138,8 +155,14 @@ class FaultProxy:
     cap; inside_fraction: the share of resets that cut inside a frame."""
 
     def __init__(self, seed=1, mean_frames=50, max_resets=100,
-                 inside_fraction=0.5, host="127.0.0.1", connect_wait=0.0):
+                 inside_fraction=0.5, host="127.0.0.1", connect_wait=0.0,
+                 handshake_resets=0):
         self.seed = seed
+        self.handshake_resets = handshake_resets
+        self.handshake_cuts = 0      # resets inside a handshake (above)
+        self.blocked = set()         # links that forward nothing (blackhole)
+        self.link_conns = {}         # (src, dst) -> connections accepted
+        self.accept_times = {}       # (src, dst) -> [time.monotonic() of each]
         # Seconds to keep trying the daemon behind a link before giving
         # up on a connection (0: one try).  While a cluster starts, a
         # dial may reach the proxy before the daemon behind listens; with
@@ -195,6 +218,8 @@ class FaultProxy:
         self.link_bytes[(src, dst)] = [0, 0]
         self.link_errors[(src, dst)] = 0
         self.first_frames[(src, dst)] = []
+        self.link_conns[(src, dst)] = 0
+        self.accept_times[(src, dst)] = []
         self._listeners.append(lsock)
         asyncio.run_coroutine_threadsafe(
             self._serve(lsock, (src, dst), (target_host, target_port)), self.loop)
@@ -213,6 +238,15 @@ class FaultProxy:
         an error: what was in flight then is not in sent()."""
         return self.link_errors.get((a, b), 0) + self.link_errors.get((b, a), 0)
 
+    def blackhole(self, a, b, on=True):
+        """Stops (on) or resumes forwarding on both links between nodes
+        a and b: their connections stay open, nothing goes through."""
+        for link in ((a, b), (b, a)):
+            if on:
+                self.blocked.add(link)
+            else:
+                self.blocked.discard(link)
+
     def stats(self):
         return {"resets": self.resets, "inside": self.resets_inside,
                 "between": self.resets_between, "frames": self.frames,
@@ -222,10 +256,13 @@ class FaultProxy:
     def summary(self):
         how = ("1 in %s frames, cap %d" % (self.mean_frames, self.max_resets)
                if self.mean_frames and self.max_resets else "resets off")
-        return ("resets %d (inside %d, between %d) of %d frames forwarded, "
-                "%d connections (seed %s, %s)" % (
+        if self.handshake_resets:
+            how += ", the first %d connections of each link cut in the handshake" % (
+                self.handshake_resets)
+        return ("resets %d (inside %d, between %d; in a handshake %d) of %d frames "
+                "forwarded, %d connections (seed %s, %s)" % (
                     self.resets, self.resets_inside, self.resets_between,
-                    self.frames, self.connections, self.seed, how))
+                    self.handshake_cuts, self.frames, self.connections, self.seed, how))
 
     def close(self):
         """Stops listening, resets every connection, ends the thread.
@@ -258,6 +295,8 @@ class FaultProxy:
             except (OSError, asyncio.CancelledError):
                 return
             self.connections += 1
+            self.link_conns[link] += 1
+            self.accept_times[link].append(time.monotonic())
             client.setblocking(False)
             loop.create_task(self._handle(client, link, target))
 
@@ -274,14 +313,21 @@ class FaultProxy:
             for s in conn.socks:
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             n = self.connections
+            # Within the first handshake_resets of the link: one
+            # direction's first frame is cut (HS_INIT or the answer).
+            cut = [False, False]
+            if self.link_conns[link] <= self.handshake_resets:
+                cut[random.Random("%s:%s:%s:%d:hs" % (
+                    self.seed, link[0], link[1], n)).randrange(2)] = True
             conn.tasks = [
                 loop.create_task(self._pump(conn, client, upstream, link, 0,
                                             random.Random("%s:%s:%s:%d:fwd" % (
                                                 self.seed, link[0], link[1], n)),
-                                            self.first_frames[link])),
+                                            self.first_frames[link], cut[0])),
                 loop.create_task(self._pump(conn, upstream, client, link, 1,
                                             random.Random("%s:%s:%s:%d:rev" % (
-                                                self.seed, link[0], link[1], n)))),
+                                                self.seed, link[0], link[1], n)),
+                                            None, cut[1])),
             ]
             await asyncio.gather(*conn.tasks, return_exceptions=True)
         finally:
@@ -308,16 +354,20 @@ class FaultProxy:
             upstream.close()
             await asyncio.sleep(0.02)
 
-    async def _pump(self, conn, src, dst, link, way, rng, first=None):
+    async def _pump(self, conn, src, dst, link, way, rng, first=None,
+                    cut_first=False):
         """Forwards src to dst (way 0: from the dialing end, 1: back),
         counting the bytes; appends the first whole frame forwarded to
-        the list first, if given."""
+        the list first, if given; cut_first: resets inside the first
+        frame.  Reads nothing while the link is blackholed."""
         loop = asyncio.get_running_loop()
-        cutter = _Cutter(self, rng)
+        cutter = _Cutter(self, rng, cut_first)
         head = b""
         try:
             while not conn.dead:
+                await self._unblocked(conn, link)
                 data = await loop.sock_recv(src, 65536)
+                await self._unblocked(conn, link)
                 if not data:
                     # An orderly close goes through as one.
                     try:
@@ -346,6 +396,11 @@ class FaultProxy:
             if not conn.dead:
                 self.link_errors[link] += 1
             self._abort(conn)
+
+    async def _unblocked(self, conn, link):
+        """Waits while the link is blackholed."""
+        while link in self.blocked and not conn.dead:
+            await asyncio.sleep(0.01)
 
     async def _reset(self, conn, link, kind, rng):
         conn.dead = True
@@ -407,6 +462,8 @@ def main(argv=None):
                     help="a reset about once per N frames (0: never)")
     ap.add_argument("--max-resets", type=int, default=100)
     ap.add_argument("--inside-fraction", type=float, default=0.5)
+    ap.add_argument("--handshake-resets", type=int, default=0,
+                    help="reset the first N connections of each link in the handshake")
     ap.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     ap.add_argument("--connect-wait", type=float, default=0.0,
                     help="seconds to keep trying a daemon that does not listen yet")
@@ -417,7 +474,7 @@ def main(argv=None):
                     help="listen on port LISTEN, forward to TARGET")
     a = ap.parse_args(argv)
     proxy = FaultProxy(a.seed, a.mean_frames, a.max_resets, a.inside_fraction, a.host,
-                       a.connect_wait)
+                       a.connect_wait, a.handshake_resets)
     try:
         for k, m in enumerate(a.maps):
             listen, _, target = m.partition(":")

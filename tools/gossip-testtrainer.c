@@ -42,6 +42,7 @@ typedef struct opts {
 	uint32_t average_rounds;
 	unsigned hold_ms;
 	unsigned pause_ms;
+	const char *stop_file;
 	const char *dump;
 	const char *dump_initial;
 	unsigned long long dump_every;
@@ -65,6 +66,8 @@ static void usage(FILE *f)
 "  --node-index I            data stream: the data of gossip-sim's node I\n"
 "                            for the same --data and --seed (default 0)\n"
 "  --steps N                 STEP calls (default 10)\n"
+"  --stop-file FILE          end the steps early once FILE exists (looked\n"
+"                            for before each STEP; --steps stays the cap)\n"
 "  --sync                    STEP with the SYNC flag (wait for every edge)\n"
 "  --compute-ms MS           sleep MS before each STEP (a trainer's compute);\n"
 "                            the step loop's wall time is printed at the end\n"
@@ -109,6 +112,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"seed", required_argument, 0, 's'},
 		{"node-index", required_argument, 0, 'i'},
 		{"steps", required_argument, 0, 'n'},
+		{"stop-file", required_argument, 0, 'F'},
 		{"sync", no_argument, 0, 'y'},
 		{"compute-ms", required_argument, 0, 'C'},
 		{"average", required_argument, 0, 'a'},
@@ -157,6 +161,9 @@ static int parse_args(int argc, char **argv, opts *o)
 			if (gsp_cli_uint(optarg, UINT64_MAX, &v))
 				return die("bad --steps", optarg);
 			o->steps = v;
+			break;
+		case 'F':
+			o->stop_file = optarg;
 			break;
 		case 'y':
 			o->sync = true;
@@ -364,7 +371,10 @@ static int run(const opts *o, const gsp_layout *layout)
 
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (unsigned long long s = 0; s < o->steps; s++) {
+	unsigned long long s;
+	for (s = 0; s < o->steps; s++) {
+		if (o->stop_file && access(o->stop_file, F_OK) == 0)
+			break;
 		if (o->compute_ms)
 			usleep(o->compute_ms * 1000u);
 		err = gsp_client_step(c, o->sync ? GSP_CLIENT_STEP_SYNC : 0, &st);
@@ -393,7 +403,7 @@ static int run(const opts *o, const gsp_layout *layout)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("steps %llu seconds %.6f\n", o->steps,
+	printf("steps %llu seconds %.6f\n", s,
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	printf("client offline_steps %llu reconnects %u reattached %llu\n",
 	       (unsigned long long)st.offline_steps, st.reconnects, reattached);

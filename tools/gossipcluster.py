@@ -248,9 +248,10 @@ class Cluster:
             host, port = self.proxy.link(i, j, self.host(j), port)
         return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
 
-    def write_config(self, i, extra_peers=(), node_conf=None, drop_peers=()):
+    def write_config(self, i, extra_peers=(), node_conf=None, drop_peers=(), weights=None):
         """Writes node i's config: its neighbours (less drop_peers) as
-        [Peer]s, then extra_peers ((public key, endpoint) pairs)."""
+        [Peer]s, with a Weight for those in weights ({peer: w}), then
+        extra_peers ((public key, endpoint) pairs)."""
         path = os.path.join(self.dir, "n%d.conf" % i)
         with open(path, "w") as f:
             f.write("[Node]\nListenAddress = %s:%d\nPrivateKeyFile = %s\n"
@@ -265,6 +266,8 @@ class Cluster:
                 f.write("[Peer]\nPublicKey = %s\n" % self.keys[j][1])
                 if i not in self.listen_only:
                     f.write("Endpoint = %s\n" % self.endpoint(i, j))
+                if weights and j in weights:
+                    f.write("Weight = %r\n" % weights[j])
                 if self.sim_seed is not None:
                     f.write("Index = %d\n" % j)
             for pub, endpoint in extra_peers:

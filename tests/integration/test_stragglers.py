@@ -10,6 +10,7 @@ usage: test_stragglers.py BUILD_DIR [unittest options]
 import os
 import re
 import signal
+import subprocess
 import threading
 import struct
 import sys
@@ -111,10 +112,20 @@ class Stragglers(unittest.TestCase):
 
     def test_lag_is_reported(self):
         """The slow trainer's edges show it: rounds per second (over the
-        daemon's last second) well below the fast edges', and the straggler
-        state at its neighbours."""
+        daemon's last second) well below the fast edges', and at a
+        neighbour the straggler state and a staleness above 0, in
+        `gossipctl edges` and `gossipctl metrics`."""
         c = self.cluster()
         seen = {}
+
+        slow_key = c.keys[3][1]
+
+        def gossipctl(*args):
+            out = subprocess.run([c.bin("tools", "gossipctl", "gossipctl"), *args,
+                                  "--socket", c.sockets[0]], capture_output=True,
+                                 text=True, timeout=10)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return out.stdout
 
         def sample(procs):
             # A second into the run, with every edge gossiping.
@@ -123,6 +134,17 @@ class Stragglers(unittest.TestCase):
             slow = [e["rounds_per_s"] for e in cluster.status(c.sockets[3])["edges"]]
             fast = [e["rounds_per_s"] for e in cluster.status(c.sockets[1])["edges"]]
             seen.update(slow=slow, fast=fast)
+            # What an operator sees at node 0, a neighbour of the slow
+            # node: its edge a straggler, lagging, in gossipctl's table and
+            # in the metrics (the state comes and goes as the slow trainer
+            # steps: looked at until seen, while the trainers run).
+            line = re.compile(r"^%s.*\bstraggler\b" % re.escape(slow_key[:8]), re.M)
+            seen["edges"] = cluster.eventually(lambda: line.search(gossipctl("edges")), 10)
+            metric = 'gossipd_edge_straggler{peer="%s"} 1' % slow_key
+            seen["metrics"] = cluster.eventually(lambda: metric in gossipctl("metrics"), 10)
+            stale = re.compile(r'^gossipd_edge_staleness\{peer="%s"\} ([1-9]\d*)$'
+                               % re.escape(slow_key), re.M)
+            seen["stale"] = cluster.eventually(lambda: stale.search(gossipctl("metrics")), 10)
 
         def args(i):
             if i == 3:
@@ -131,6 +153,9 @@ class Stragglers(unittest.TestCase):
         _, drift = self.run_ring(c, args, "lag", pause=sample)
         print("straggler 10x: rounds/s at its edges %s, at a fast node's %s" % (
             seen["slow"], seen["fast"]))
+        self.assertTrue(seen["edges"], "gossipctl edges never showed the straggler")
+        self.assertTrue(seen["metrics"], "gossipd_edge_straggler never 1 for it")
+        self.assertTrue(seen["stale"], "gossipd_edge_staleness never above 0 for it")
         self.assertEqual(len(seen["slow"]), 2)
         self.assertGreater(min(seen["fast"]), 0)
         self.assertLess(max(seen["slow"]), 0.5 * min(seen["fast"]))
