@@ -244,34 +244,47 @@ class Faults(unittest.TestCase):
         return self.finish(c, procs)
 
     def sighup_cycles(self, c, cycles, sample=None):
-        """Node 0 drops peer 1 from its config (SIGHUP) until its status
-        lists one edge, then takes it back (SIGHUP) until both are up,
-        with 20 of node 0's steps after each; sample() runs at every
-        look at the status meanwhile."""
-        def edges0():
+        """Removes the edge between nodes 0 and 1 by config and SIGHUP
+        and puts it back, three ways in turn: node 0 drops peer 1 until
+        its status lists one edge, then takes it back; node 0 drops it and
+        takes it back at once (while it is still leaving); both nodes drop
+        each other until each lists one edge, then both take it back.
+        Each time until both edges of node 0 and 1 are up, with 20 of
+        node 0's steps after each change; sample() runs at every look at
+        the status meanwhile."""
+        def edges(i):
             if sample:
                 sample()
-            return cluster.status(c.sockets[0])["edges"]
+            return cluster.status(c.sockets[i])["edges"]
 
-        def up0():
-            return [e for e in edges0() if e["state"] == "up"]
-        for _ in range(cycles):
-            c.write_config(0, drop_peers=[1])
-            c.procs[0].send_signal(signal.SIGHUP)
-            self.assertTrue(cluster.eventually(lambda: len(edges0()) == 1, 15),
-                            edges0())
+        def up(i):
+            return [e for e in edges(i) if e["state"] == "up"]
+
+        def reload(nodes, drop):
+            for i in nodes:
+                c.write_config(i, drop_peers=[1 - i] if drop else [])
+                c.procs[i].send_signal(signal.SIGHUP)
+
+        def steps_on():
             s = self.steps(c, 0)
             self.assertTrue(cluster.eventually(lambda: self.steps(c, 0) >= s + 20, 15))
-            c.write_config(0)
-            c.procs[0].send_signal(signal.SIGHUP)
-            self.assertTrue(cluster.eventually(lambda: len(up0()) == 2, 15), edges0())
-            s = self.steps(c, 0)
-            self.assertTrue(cluster.eventually(lambda: self.steps(c, 0) >= s + 20, 15))
+        for k in range(cycles):
+            nodes = [0, 1] if k % 3 == 2 else [0]
+            reload(nodes, True)
+            if k % 3 != 1:
+                for i in nodes:
+                    self.assertTrue(cluster.eventually(lambda: len(edges(i)) == 1, 15),
+                                    edges(i))
+                steps_on()
+            reload(nodes, False)
+            for i in (0, 1):
+                self.assertTrue(cluster.eventually(lambda: len(up(i)) == 2, 15), edges(i))
+            steps_on()
 
     def test_sighup_remove_readd(self):
-        """Node 0 drops peer 1 from its config (SIGHUP), then takes it
-        back (SIGHUP), 16 times while every trainer steps (the larger
-        model)."""
+        """The edge between nodes 0 and 1 removed by SIGHUP and put back
+        16 times (sighup_cycles: at one end or both, back at once or once
+        gone) while every trainer steps (the larger model)."""
         c = self.cluster(4)
         procs = self.stepping(c, "hup", lambda i: ["--data", WIDE])
         self.assertTrue(cluster.eventually(lambda: self.steps(c, 0) >= 20, 30))
@@ -280,7 +293,7 @@ class Faults(unittest.TestCase):
         cycling = time.monotonic() - t0
         self.stop(c, "hup", procs)
         drift, s0, s1 = self.drift(c, "hup")
-        print("sighup: peer 1 removed and re-added 16 times at node 0 in %.1f s; "
+        print("sighup: edge 0-1 removed and re-added 16 times in %.1f s; "
               "rms spread %.3g -> %.3g; drift %.3g" % (cycling, s0, s1, drift))
         self.assertIn("GOODBYE not allowed (reason 6)", c.log(1))
         self.assert_conserved(drift, s0, s1)
@@ -305,7 +318,7 @@ class Faults(unittest.TestCase):
         self.stop(c, "hupoff", procs)
         drift, s0, s1 = self.drift(c, "hupoff")
         deferred = c.log(0).count("reload: a step is running; the peers change after it")
-        print("sighup during off-loop steps: 16 reloads, %d of them during a step "
+        print("sighup during off-loop steps: 16 reloads at node 0, %d of them during a step "
               "(applied after it); staleness read %d times, at most %d; "
               "rms spread %.3g -> %.3g; drift %.3g" % (
                   deferred, len(seen), max(seen), s0, s1, drift))
