@@ -1282,7 +1282,8 @@ END_TEST
 
 /* A daemon that accepts and hangs up at once: the client tries again at
  * most once per backoff period (100 ms, doubling to 500 ms), and an
- * offline step costs next to nothing. */
+ * offline step returns at once (no step waits for the daemon; thousands
+ * fit in a second, also under valgrind on a loaded machine). */
 START_TEST(test_reconnect_rate_limited)
 {
 	gsp_client_step_result st;
@@ -1294,10 +1295,15 @@ START_TEST(test_reconnect_rate_limited)
 	float *p;
 	int attempts;
 
+	double slowest = 0;
 	c = run_until_killed(&a, 1000, &p);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (steps < 100000000 && since(&t0) < 1.0) {
+		struct timespec s0;
+		clock_gettime(CLOCK_MONOTONIC, &s0);
 		ck_assert_int_eq(gsp_client_step(c, 0, &st), 0);
+		if (since(&s0) > slowest)
+			slowest = since(&s0);
 		ck_assert(st.offline);
 		steps++;
 	}
@@ -1312,8 +1318,9 @@ START_TEST(test_reconnect_rate_limited)
 	/* Attempts at about 0, 0.1, 0.3, 0.7 s (the first step lost the
 	 * connection). */
 	ck_assert_msg(attempts >= 3 && attempts <= 6, "%d attempts", attempts);
-	ck_assert_msg(steps >= 10000, "%llu offline steps in 1 s",
+	ck_assert_msg(steps >= 1000, "%llu offline steps in 1 s",
 		      (unsigned long long)steps);
+	ck_assert_msg(slowest < 0.25, "an offline step took %.3f s", slowest);
 	ck_assert_uint_eq(st.offline_steps, steps);
 }
 END_TEST
