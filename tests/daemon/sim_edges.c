@@ -9,8 +9,23 @@
  * followed later by a new session, a trainer that detaches and registers
  * again (its end's generation gone), a reload that removes the peer
  * (the generation ends at that end) until the next session, a DETACH
- * whose DetachWait passes, and a daemon killed and restarted with or
- * without its edges' records.
+ * whose DetachWait passes, a daemon killed and restarted with or
+ * without its edges' records, a SIGHUP that changes one end's Weight for
+ * the peer or its degree (weight), and a session that ends at one end
+ * first (halfclose: its GOODBYE, a reload, a dead timeout, a kill): a
+ * random prefix of the frames it had written still reaches the peer,
+ * the peer's frames to it are lost, and the peer's session ends later,
+ * possibly after other actions there.  No frame is ever delivered to an
+ * end whose session is down.  With upbusy, a new session may come up
+ * while a step runs off the loop (the daemon does not wait for the step:
+ * the old session's frames that came during it are then used quietly,
+ * edge_after_busy); without it, sessions come up between steps only.
+ * With average, a trainer calls AVERAGE with a time limit (and in some
+ * schedules a round limit): its rounds run as daemon/step.c runs them
+ * (the AVERAGE section below), the limit passes at a random action, also
+ * while a round runs off the loop, or the trainer DETACHes during it;
+ * after it the trainer DETACHes (with or without a DRAIN), STEPs or
+ * AVERAGEs again.
  *
  * After each schedule the invariant is checked: once every frame is
  * delivered and both ends have applied what they completed, the pair's
@@ -25,7 +40,8 @@
  * the drift and the replay must repeat it.
  *
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
- *                        [--faults none|all|reset,detach,remove,timeout,restart,crash]
+ *                        [--faults none|all|reset,detach,remove,timeout,restart,crash,
+ *                                  weight,halfclose,upbusy,average]
  *                        [--method exact|powergossip]
  *                        [--expect-violations] [--sabotage] [--trace]
  * Exit 0 when every schedule holds but where a crash or an expired
@@ -44,7 +60,67 @@
 
 /* Faults a schedule may inject (--faults). */
 enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
-       FAULT_TIMEOUT = 16, FAULT_RESTART = 32 };
+       FAULT_TIMEOUT = 16, FAULT_RESTART = 32, FAULT_WEIGHT = 64,
+       FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512 };
+
+/* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
+ * allows them at both ends. */
+#define SIM_MAX_DEGREE 4
+
+/* What a sweep's schedules did of the faults that need a look to be
+ * sure they were exercised (printed with the summary). */
+typedef struct sim_stats {
+	unsigned long long sighups;      /* Weight or degree reloaded */
+	unsigned long long other_weight; /* generations started at an end with
+					  * an agreed Weight other than its own */
+	unsigned long long half_closed;  /* sessions down at one end first */
+	unsigned long long late;         /* frames delivered after their
+					  * sender's session went down */
+	unsigned long long up_busy;      /* sessions up during a step off the loop */
+	/* --faults average */
+	unsigned long long averages;     /* AVERAGEs called */
+	unsigned long long avg_both;     /* of them while the peer's ran */
+	unsigned long long avg_rounds;   /* their rounds */
+	unsigned long long avg_off;      /* of them off the loop */
+	unsigned long long avg_holds;    /* edges held: both ends' ROUNDs said
+					  * REACHED (edges_avg_settle) */
+	unsigned long long avg_end[6];   /* how they ended (AVEND_*) */
+	unsigned long long avg_detach_off; /* DETACHes that waited for a round
+					    * off the loop (the AVERAGE went on) */
+	unsigned long long avg_takebacks;  /* rounds taken back in a write of
+					    * their own while an AVERAGE waited */
+	unsigned long long avg_next[5];  /* the trainer's request after (NEXT_*) */
+} sim_stats;
+
+/* ---- AVERAGE (--faults average): the stepper's part -------------------
+ * step.c's AVERAGE states (its functions are static, over a libuv loop,
+ * and are modelled here): */
+typedef enum {
+	AV_IDLE,   /* none (STEP_IDLE) */
+	AV_WAIT,   /* waits for its round, a session or its limit (STEP_AVERAGE) */
+	AV_RUN,    /* its round's engine step runs, on the loop or off it, or it
+		    * ends (STEP_AVERAGE_RUN, STEP_RUN): the edges' callbacks
+		    * leave it be */
+} av_state;
+
+/* How an AVERAGE ended. */
+enum { AVEND_SETTLED, AVEND_ROUNDS, AVEND_TIME, AVEND_TIME_OFF, AVEND_NOSESSION,
+       AVEND_CANCELLED };
+
+/* The trainer's request after an AVERAGE. */
+enum { NEXT_NONE, NEXT_DETACH_DRAIN, NEXT_DETACH, NEXT_STEP, NEXT_AVERAGE };
+
+typedef struct sim_avg {
+	av_state state;
+	double target;
+	unsigned rounds;         /* avg_rounds */
+	unsigned max_rounds;     /* 0: no round limit */
+	bool expired;            /* its time limit passed */
+	bool settled;            /* avg_settled */
+	bool detach_pending;     /* a DETACH waits for its round off the loop */
+	bool takeback_due;       /* on_takeback_timer runs after the action */
+	int next;                /* the trainer's next request (NEXT_*) */
+} sim_avg;
 
 typedef struct sim {
 	uint64_t rng;
@@ -70,6 +146,12 @@ typedef struct sim {
 	unsigned sab_from;       /* the first STEP from this action on that
 				  * applies a round loses its update */
 	unsigned sab_action;     /* the action it did so in (0: not yet) */
+	/* --faults weight: the last live generation seen at each end. */
+	uint32_t gen_seen[2];
+	/* --faults average: each end's stepper. */
+	sim_avg avg[2];
+	uint64_t seed;
+	sim_stats st;
 } sim;
 
 static uint64_t next(sim *s)
@@ -151,6 +233,7 @@ static void step_on_loop(sim *s, int i)
 	ep_end *x = end_of(s, i);
 	uint32_t applied, skipped;
 	say(s, "step", i);
+	edges_avg_release(&x->set);   /* start(): edges an AVERAGE held */
 	ep_write_begin(x);
 	edges_step_begin(&x->set, 4, &applied, &skipped);
 	engine_step(s, i);
@@ -166,6 +249,7 @@ static void offload_begin(sim *s, int i)
 	ep_end *x = end_of(s, i);
 	uint32_t applied, skipped;
 	say(s, "step off the loop begins", i);
+	edges_avg_release(&x->set);   /* start() */
 	ep_write_begin(x);
 	edges_step_begin(&x->set, 4, &applied, &skipped);
 	x->set.busy = true;
@@ -173,9 +257,15 @@ static void offload_begin(sim *s, int i)
 	engine_step(s, i);
 }
 
+static void avg_work_done(sim *s, int i);
+
 static void offload_end(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
+	if (s->avg[i].state == AV_RUN) {
+		avg_work_done(s, i);   /* an AVERAGE's round */
+		return;
+	}
 	say(s, "step off the loop ends", i);
 	x->set.busy = false;
 	s->busy[i] = false;
@@ -186,6 +276,17 @@ static void offload_end(sim *s, int i)
 	edges_finish(&x->set);
 }
 
+/* x's oldest frame to the peer, whose session must be up: a frame never
+ * reaches an end whose session is down (the daemon reads frames of a
+ * live link only).  x's own session may be down already: the frames it
+ * wrote before it closed first (half_close). */
+static int deliver_one(sim *s, ep_end *x)
+{
+	ck_assert_msg(x->other->session, "a frame delivered to an end whose session is down");
+	s->st.late += !x->session;
+	return ep_deliver_one(x);
+}
+
 static void deliver(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
@@ -194,7 +295,7 @@ static void deliver(sim *s, int i)
 	char what[64];
 	snprintf(what, sizeof(what), "%s delivered, sent by", type < 4 ? names[type] : "frame");
 	say(s, what, i);
-	int err = ep_deliver_one(x);
+	int err = deliver_one(s, x);
 	ck_assert_msg(err <= 1 || err >= 0, "frame refused: %d", err);
 	if (err < 0 && s->trace)
 		printf("       (refused: %d, session closed)\n", err);
@@ -206,15 +307,99 @@ static void reset(sim *s)
 	ep_end_session(&s->p.a);
 }
 
+/* --faults halfclose.  The session ends at i first (its GOODBYE, a
+ * reload, its dead timeout, its daemon killed): of the frames i had
+ * queued towards the peer the first `keep` still reach it, as TCP
+ * delivers what was written before the close, and the rest are lost;
+ * the peer's frames towards i are lost, and so is whatever the peer
+ * sends until it notices (peer_notices: a later action, after the
+ * frames kept, possibly after other actions at the peer). */
+static void half_close(sim *s, int i, unsigned keep)
+{
+	ep_end *x = end_of(s, i);
+	if (s->trace)
+		printf("       (the session ends at %c first; %u of %u frames it sent still "
+		       "reach the peer)\n", i ? 'b' : 'a', keep, x->n_out);
+	for (unsigned k = keep; k < x->n_out; k++)
+		free(x->out[k].data);
+	x->n_out = keep;
+	ep_drop_queue(x->other);
+	s->st.half_closed++;
+	x->session = false;
+	edge_session_down(x->e);
+}
+
+/* The peer reads the close (its GOODBYE after the frames it kept, or a
+ * reset it notices): its session ends too. */
+static void peer_notices(sim *s, int i)
+{
+	say(s, "the close reaches the peer: its session ends at", i);
+	ep_end_session(end_of(s, i));
+}
+
+/* Whether a session closes at one end first where the daemon closes it
+ * with a GOODBYE (--faults halfclose, in half the cases). */
+static bool closes_first(sim *s, int i)
+{
+	return (s->faults & FAULT_HALFCLOSE) && end_of(s, i)->session &&
+	       end_of(s, i)->other->session && pick(s, 2);
+}
+
+/* A half-closed session ends at the peer too once the frames kept
+ * reached it: settle's sessions start from both ends down. */
+static void settle_half_close(sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		ep_end *x = end_of(s, i);
+		if (x->session || !x->other->session)
+			continue;
+		while (x->n_out && x->other->session)
+			(void)deliver_one(s, x);
+		if (x->other->session)
+			ep_end_session(x->other);
+	}
+}
+
+/* A SIGHUP at i (--faults weight): its Weight for the peer
+ * (gsp_peer_config.weight, 0: none) and/or its degree (the peers it
+ * lists) change.  The live generation keeps its agreed weight; the next
+ * session's first RESYNC offers the new one; ROUNDs carry the new
+ * degree from the next projection on. */
+static void sighup(sim *s, int i)
+{
+	static const float weights[] = {0.0f, 0.1f, 0.25f, 0.3f, 0.45f};
+	ep_end *x = end_of(s, i);
+	unsigned what = pick(s, 3);
+	char text[96];
+	if (what != 1)
+		x->cfg.weight = weights[pick(s, 5)];
+	if (what != 0)
+		x->degree = (uint16_t)(1 + pick(s, SIM_MAX_DEGREE));
+	snprintf(text, sizeof(text), "SIGHUP: Weight %g, degree %u at", (double)x->cfg.weight,
+		 (unsigned)x->degree);
+	say(s, text, i);
+	s->st.sighups++;
+}
+
 /* The trainer at i asks to DETACH: its edge ends its generation with
  * the peer (frames the scheduler delivers), then detach_end. */
-static void detach_begin(sim *s, int i)
+/* step.c's begin_detach: the DETACH is a write of its own until the
+ * model goes; each edge ends its generation with its peer. */
+static void detach_request(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	ep_write_begin(x);
+	s->detaching[i] = true;
+	(void)edges_end_begin(&x->set);
+}
+
+static void detach_begin_how(sim *s, int i, bool drain)
 {
 	ep_end *x = end_of(s, i);
 	/* The documented end is a DRAIN (here its apply) first; a DETACH
 	 * without it lands, inside its write, what an ended generation
 	 * counts (edges_detach). */
-	if (pick(s, 2)) {
+	if (drain) {
 		say(s, "trainer drains and asks to detach at", i);
 		ep_write_begin(x);
 		ck_assert_int_ge(gsp_node_apply(x->node), 0);
@@ -222,10 +407,12 @@ static void detach_begin(sim *s, int i)
 		ep_write_end(x);
 	} else
 		say(s, "trainer asks to detach (no DRAIN) at", i);
-	/* The DETACH is a write of its own until the model goes. */
-	ep_write_begin(x);
-	s->detaching[i] = true;
-	(void)edges_end_begin(&x->set);
+	detach_request(s, i);
+}
+
+static void detach_begin(sim *s, int i)
+{
+	detach_begin_how(s, i, pick(s, 2));
 }
 
 /* The model goes (the edge ended, or DetachWait passed: timeout) and
@@ -236,7 +423,17 @@ static void detach_end(sim *s, int i, bool timeout)
 		       : "edge ended; trainer detached and registers again at", i);
 	s->detaching[i] = false;
 	s->alone[i] += timeout;
+	/* GOODBYE MODEL_CHANGED: ep_reregister ends a session still up at
+	 * both ends at once. */
+	if (closes_first(s, i))
+		half_close(s, i, pick(s, end_of(s, i)->n_out + 1));
 	ep_reregister(end_of(s, i), &s->cfg);
+	/* An AVERAGE that went on during the DETACH (its round was off the
+	 * loop when it came) ended with the edges, at the latest in
+	 * edges_detach's callbacks: a stepper left averaging would refuse
+	 * the next model's requests (-EBUSY). */
+	ck_assert_msg(s->avg[i].state != AV_WAIT, "seed %llu: an AVERAGE outlived its model",
+		      (unsigned long long)s->seed);
 	ep_write_end(end_of(s, i));
 }
 
@@ -251,21 +448,41 @@ static void removal(sim *s, int i)
 
 /* What the daemon does once an ending it asked for is over: DETACH
  * goes on, a leaving peer's session closes. */
+static void avg_takeback(sim *s, int i);
+
 static void after_action(sim *s)
 {
 	for (int i = 0; i < 2; i++) {
 		ep_end *x = end_of(s, i);
+		avg_takeback(s, i);
 		if (s->detaching[i] && !s->busy[i] && !edges_ending(&x->set))
 			detach_end(s, i, false);
 		if (x->ended != s->ended_seen[i]) {
 			s->ended_seen[i] = x->ended;
 			if (x->session && !s->detaching[i]) {
 				say(s, "the leaving peer's session closes at", i);
-				ep_end_session(x);
+				if (closes_first(s, i))
+					half_close(s, i, pick(s, x->n_out + 1));
+				else
+					ep_end_session(x);
 			}
 		}
 	}
+	for (int i = 0; i < 2; i++) {
+		ep_end *x = end_of(s, i);
+		/* What the peer of a half-closed session sends is lost. */
+		if (!x->session && x->other->session)
+			ep_drop_queue(x->other);
+		/* A generation started: with its agreed Weight, which may
+		 * not be this end's own. */
+		if (x->e->live && x->e->generation != s->gen_seen[i]) {
+			s->gen_seen[i] = x->e->generation;
+			s->st.other_weight += x->e->weight != x->cfg.weight;
+		}
+	}
 }
+
+static void avg_killed(sim *s, int i);
 
 /* The daemon at i is killed and restarts (its edge records gone; the
  * trainer's parameters stay, with what it had applied). */
@@ -273,8 +490,14 @@ static void crash(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
 	say(s, "daemon killed and restarted at", i);
+	avg_killed(s, i);
 	s->crashes++;
+	/* The peer notices later; what the dead end wrote may reach it. */
+	if ((s->faults & FAULT_HALFCLOSE) && x->session && x->other->session)
+		half_close(s, i, pick(s, x->n_out + 1));
 	ep_restart(x, &s->cfg, false, true);
+	if (s->faults & FAULT_WEIGHT)
+		x->set.max_degree = SIM_MAX_DEGREE;
 	/* Its records are gone. */
 	for (int k = 0; k < EP_FILES; k++) {
 		free(x->files[k].buf);
@@ -321,10 +544,24 @@ static void restart(sim *s, int i)
 		printf("       (records version %u of %u%s; %u of %u frames reach the peer)\n",
 		       v, x->persists, undo ? ", a write undone" : "", k, x->n_out);
 	say(s, "daemon killed and restarted with its records at", i);
+	avg_killed(s, i);
+	if ((s->faults & FAULT_HALFCLOSE) && x->session && x->other->session) {
+		/* The peer notices later: the k frames wait in the network
+		 * meanwhile. */
+		half_close(s, i, k);
+	} else if (!x->session && x->other->session) {
+		/* Closed first already: of the frames it wrote then, those
+		 * the kill leaves written. */
+		for (unsigned j = k; j < x->n_out; j++)
+			free(x->out[j].data);
+		x->n_out = k;
+	}
 	while (k-- && x->session && x->n_out)
-		(void)ep_deliver_one(x);
+		(void)deliver_one(s, x);
 	/* Its trainer registers at once, or later (an action of its own). */
 	ep_restart_from(x, &s->cfg, &x->files[v % EP_FILES], undo, pick(s, 2));
+	if (s->faults & FAULT_WEIGHT)
+		x->set.max_degree = SIM_MAX_DEGREE;
 	/* The versions after v were never written. */
 	x->persists = x->delivered = s->began[i] = v;
 }
@@ -335,13 +572,17 @@ static void registers(sim *s, int i)
 {
 	say(s, "the trainer registers again at", i);
 	ep_attach(end_of(s, i));
-	if (end_of(s, i)->session)
+	/* GOODBYE MODEL_CHANGED. */
+	if (closes_first(s, i))
+		half_close(s, i, pick(s, end_of(s, i)->n_out + 1));
+	else if (end_of(s, i)->session)
 		ep_end_session(end_of(s, i));
 }
 
 static void session_up(sim *s)
 {
 	say(s, "new session", -1);
+	s->st.up_busy += s->busy[0] || s->busy[1];
 	ep_session_up(&s->p, (uint8_t)(1 + pick(s, 250)));
 }
 
@@ -357,6 +598,293 @@ static bool free_at(const sim *s, int i)
 	return !s->busy[i] && !s->detaching[i] && end_of((sim *)s, i)->set.attached;
 }
 
+/* ---- AVERAGE (--faults average) ---------------------------------------
+ * The trainer at an end calls AVERAGE (gossip-only rounds) with a time
+ * limit, and in a third of them a round limit too.  The stepper's glue is
+ * modelled as daemon/step.c has it (its functions are static, over a
+ * libuv loop); every decision about the rounds is the daemon's, by the
+ * edges_* calls step.c makes, in its order: edges_avg_release as the
+ * AVERAGE starts (start); before each round edges_in_flight,
+ * edges_estimate_going, edges_up, the set's averaging and reached flags
+ * (which its ROUNDs then carry) and edges_avg_settle, which holds an edge
+ * whose last round both ends' ROUNDs said REACHED (gsp_node_edge_hold)
+ * (average_advance); each round's engine step, on the loop or off it
+ * (run_engine, step_end, work_done); its end (average_finish:
+ * edges_avg_release, the apply inside a write, edges_finish).  As in the
+ * daemon the edges' callbacks run it on (step_edges_changed, which
+ * mesh.c's edge_changed calls after its persist: here ep_changed's
+ * hook), and a round that waits to be taken back by subtraction while it
+ * waits is taken back in a write of its own after the action
+ * (on_takeback_timer).  There is no clock: the time limit passes at a
+ * random action; the AVERAGE then ends at once, or, while its round runs
+ * off the loop, when that round ends.  Or the trainer gives up first and
+ * DETACHes: the AVERAGE ends with -ECANCELED, but a DETACH that comes
+ * while its round runs off the loop waits for the round, and the
+ * AVERAGE goes on meanwhile (step.c's work_done).  After its reply the
+ * trainer's next request is a DETACH (with or without a DRAIN first), a
+ * STEP or another AVERAGE; the peer may be averaging too, stepping or
+ * idle. */
+
+static void avg_advance(sim *s, int i);
+
+/* step.c's reply: the AVERAGE's rounds are over, whatever ended it.  The
+ * trainer then chooses its next request (next). */
+static void avg_reply(sim *s, int i, int why, bool next)
+{
+	static const char *whys[] = {"every edge's rounds over", "its round limit",
+				     "its time limit", "its time limit, after a round off the loop",
+				     "no session", "-ECANCELED: the trainer detaches"};
+	ep_end *x = end_of(s, i);
+	sim_avg *av = &s->avg[i];
+	x->set.reached = x->set.averaging = false;
+	av->state = AV_IDLE;
+	av->expired = false;
+	s->st.avg_end[why]++;
+	if (next)
+		av->next = NEXT_DETACH_DRAIN + (int)pick(s, 4);
+	if (s->trace)
+		printf("       (AVERAGE at %c ends after %u rounds: %s)\n", i ? 'b' : 'a',
+		       av->rounds, whys[why]);
+}
+
+/* average_finish. */
+static void avg_finish(sim *s, int i, int why)
+{
+	ep_end *x = end_of(s, i);
+	edges_avg_release(&x->set);
+	s->avg[i].state = AV_RUN;      /* STEP_RUN meanwhile */
+	if (edges_will_write(&x->set))  /* write_if_needed */
+		ep_write_begin(x);
+	ck_assert_int_ge(gsp_node_apply(x->node), 0);
+	edges_finish(&x->set);
+	ep_write_end(x);
+	avg_reply(s, i, why, true);
+}
+
+/* step_end of a round. */
+static void avg_step_end(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	edges_step_done(&x->set);
+	ep_write_end(x);   /* model_write_end */
+	ep_persist(x);     /* mesh_persist */
+}
+
+/* run_engine: a round's engine step, off the loop (1: the end is busy
+ * until offload_end) or on it (0). */
+static int avg_run_engine(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	uint32_t applied, skipped;
+	s->avg[i].state = AV_RUN;
+	if (edges_will_write(&x->set))
+		ep_write_begin(x);
+	edges_step_begin(&x->set, 4, &applied, &skipped);
+	s->st.avg_rounds++;
+	bool off = pick(s, 2);
+	if (s->trace)
+		printf("       (AVERAGE at %c: round %u %s)\n", i ? 'b' : 'a', s->avg[i].rounds,
+		       off ? "runs off the loop" : "on the loop");
+	if (off) {
+		x->set.busy = true;
+		s->busy[i] = true;
+		s->st.avg_off++;
+		engine_step(s, i);
+		return 1;
+	}
+	engine_step(s, i);
+	avg_step_end(s, i);
+	return 0;
+}
+
+/* average_advance (its time limit never 0 here). */
+static void avg_advance(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	sim_avg *av = &s->avg[i];
+	/* The time limit passed while a round ran off the loop. */
+	if (av->state == AV_WAIT && av->expired) {
+		avg_finish(s, i, AVEND_TIME_OFF);
+		return;
+	}
+	while (av->state == AV_WAIT && !edges_in_flight(&x->set)) {
+		double est = edges_estimate_going(&x->set);
+		size_t up = edges_up(&x->set);
+		bool reached = av->rounds > 0 && est <= av->target;
+		x->set.averaging = true;
+		x->set.reached = reached;
+		bool held = x->e->avg_held;
+		size_t going = edges_avg_settle(&x->set);
+		s->st.avg_holds += !held && x->e->avg_held;
+		av->settled = up > 0 && going == 0;
+		int why = av->settled ? AVEND_SETTLED
+			: av->max_rounds && av->rounds >= av->max_rounds ? AVEND_ROUNDS
+			: av->expired ? AVEND_TIME
+			: up == 0 && av->rounds > 0 ? AVEND_NOSESSION : -1;
+		if (why >= 0) {
+			avg_finish(s, i, why);
+			return;
+		}
+		if (up == 0)
+			return;
+		/* The daemon would spin here, its timers starved. */
+		ck_assert_msg(av->rounds < 100000, "seed %llu: an AVERAGE's rounds project "
+			      "nothing", (unsigned long long)s->seed);
+		av->rounds++;
+		if (avg_run_engine(s, i) == 1)
+			return;
+		av->state = AV_WAIT;
+	}
+}
+
+/* step_edges_changed, called by ep_changed after its persist. */
+static void avg_edges_changed(ep_end *x)
+{
+	sim *s = x->hook_ctx;
+	int i = x == &s->p.b;
+	sim_avg *av = &s->avg[i];
+	if (!x->set.attached)
+		return;
+	/* A DETACH that waits ends in after_action (on_detach_timer). */
+	if (x->set.takeback_waiting && av->state == AV_WAIT)
+		av->takeback_due = true;
+	if (av->state == AV_WAIT)
+		avg_advance(s, i);
+}
+
+/* on_takeback_timer, on the loop's next turn: after the action. */
+static void avg_takeback(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	sim_avg *av = &s->avg[i];
+	if (!av->takeback_due)
+		return;
+	av->takeback_due = false;
+	if (!x->set.attached || !x->set.takeback_waiting || av->state != AV_WAIT)
+		return;
+	if (s->trace)
+		printf("       (a round taken back at %c in a write of its own: its AVERAGE "
+		       "waits)\n", i ? 'b' : 'a');
+	s->st.avg_takebacks++;
+	av->state = AV_RUN;
+	ep_write_begin(x);
+	ep_write_end(x);
+	av->state = AV_WAIT;
+	avg_edges_changed(x);
+}
+
+/* work_done of an AVERAGE's round off the loop. */
+static void avg_work_done(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	sim_avg *av = &s->avg[i];
+	say(s, "AVERAGE round off the loop ends", i);
+	x->set.busy = false;
+	s->busy[i] = false;
+	avg_step_end(s, i);
+	edges_after_busy(&x->set);
+	edges_finish(&x->set);
+	if (av->detach_pending) {
+		av->detach_pending = false;
+		detach_request(s, i);
+		if (!edges_ending(&x->set)) {
+			/* Nothing to end: the model goes at once (finish_detach),
+			 * and the AVERAGE ends with -ECANCELED. */
+			detach_end(s, i, false);
+			avg_reply(s, i, AVEND_CANCELLED, false);
+			return;
+		}
+	}
+	av->state = AV_WAIT;
+	avg_advance(s, i);
+}
+
+/* The trainer at i calls AVERAGE (step_average). */
+static void avg_start(sim *s, int i)
+{
+	static const double targets[] = {0.0, 1e-4, 1e9};
+	ep_end *x = end_of(s, i);
+	sim_avg *av = &s->avg[i];
+	char text[128];
+	*av = (sim_avg){.state = AV_WAIT, .target = targets[pick(s, 3)]};
+	av->max_rounds = pick(s, 3) ? 0 : 1 + pick(s, 6);
+	snprintf(text, sizeof(text), "trainer asks to AVERAGE (target %g, round limit %u) at",
+		 av->target, av->max_rounds);
+	say(s, text, i);
+	s->st.averages++;
+	s->st.avg_both += s->avg[!i].state != AV_IDLE;
+	edges_avg_release(&x->set);   /* start() */
+	avg_advance(s, i);
+}
+
+/* Its time limit passes (on_average_timer, or the round's end sees it). */
+static void avg_time_passes(sim *s, int i)
+{
+	sim_avg *av = &s->avg[i];
+	say(s, av->state == AV_RUN ? "AVERAGE's time limit passes during its round off the "
+				     "loop at" : "AVERAGE's time limit passes at", i);
+	av->expired = true;
+	if (av->state == AV_WAIT)
+		avg_finish(s, i, AVEND_TIME);
+}
+
+/* The trainer gives up on its AVERAGE and DETACHes (step_detach). */
+static void avg_detach(sim *s, int i)
+{
+	sim_avg *av = &s->avg[i];
+	if (av->state == AV_RUN) {
+		say(s, "trainer asks to detach during its AVERAGE's round off the loop at", i);
+		av->detach_pending = true;
+		s->st.avg_detach_off++;
+		return;
+	}
+	say(s, "trainer asks to detach during its AVERAGE at", i);
+	avg_reply(s, i, AVEND_CANCELLED, false);
+	detach_request(s, i);
+}
+
+/* The daemon at i is killed: its AVERAGE with it (the trainer's request
+ * fails; it registers again). */
+static void avg_killed(sim *s, int i)
+{
+	if (s->avg[i].state != AV_IDLE && s->trace)
+		printf("       (its AVERAGE ends with the daemon)\n");
+	s->avg[i] = (sim_avg){0};
+}
+
+/* The end at i can take a trainer's request: free, no AVERAGE. */
+static bool trainer_free(const sim *s, int i)
+{
+	return free_at(s, i) && s->avg[i].state == AV_IDLE;
+}
+
+/* The trainer's request after its AVERAGE, as its next one. */
+static bool avg_next(sim *s, int i)
+{
+	sim_avg *av = &s->avg[i];
+	if (!av->next || !trainer_free(s, i))
+		return false;
+	int n = av->next;
+	av->next = NEXT_NONE;
+	s->st.avg_next[n]++;
+	switch (n) {
+	case NEXT_DETACH_DRAIN:
+	case NEXT_DETACH:
+		detach_begin_how(s, i, n == NEXT_DETACH_DRAIN);
+		break;
+	case NEXT_STEP:
+		if (pick(s, 2))
+			offload_begin(s, i);
+		else
+			step_on_loop(s, i);
+		break;
+	default:
+		avg_start(s, i);
+		break;
+	}
+	return true;
+}
+
 /* One random action that is possible now. */
 static void act(sim *s)
 {
@@ -364,18 +892,26 @@ static void act(sim *s)
 		s->floor[k] = s->began[k];
 		s->began[k] = end_of(s, k)->persists;
 	}
+	/* Without the faults that came later, the choices (and so every
+	 * schedule of the seed) are what they were before them. */
+	unsigned kinds = !s->faults ? 8 : s->faults & FAULT_AVERAGE ? 16 :
+			 s->faults & (FAULT_WEIGHT | FAULT_HALFCLOSE) ? 15 : 13;
 	for (;;) {
 		int i = (int)pick(s, 2);
 		ep_end *x = end_of(s, i);
-		switch (pick(s, s->faults ? 13 : 8)) {
+		switch (pick(s, kinds)) {
 		case 0: case 1:
-			if (free_at(s, i)) {
+			if (avg_next(s, i))
+				return;
+			if (trainer_free(s, i)) {
 				step_on_loop(s, i);
 				return;
 			}
 			break;
 		case 2:
-			if (free_at(s, i)) {
+			if (avg_next(s, i))
+				return;
+			if (trainer_free(s, i)) {
 				offload_begin(s, i);
 				return;
 			}
@@ -391,7 +927,13 @@ static void act(sim *s)
 				deliver(s, i);
 				return;
 			}
-			if (!x->session && !x->other->session && quiet(s)) {
+			/* A new session needs both ends' old one down.  In the
+			 * daemon one may come up while a step runs off the
+			 * loop (--faults upbusy): the frames of the old one it
+			 * kept are then used quietly (edge_after_busy, by
+			 * session_no).  Without it, it waits for the step. */
+			if (!x->session && !x->other->session &&
+			    (quiet(s) || (s->faults & FAULT_UPBUSY))) {
 				session_up(s);
 				return;
 			}
@@ -403,7 +945,9 @@ static void act(sim *s)
 			}
 			break;
 		case 9:
-			if (free_at(s, i) && (s->faults & FAULT_DETACH)) {
+			if (avg_next(s, i))
+				return;
+			if (trainer_free(s, i) && (s->faults & FAULT_DETACH)) {
 				detach_begin(s, i);
 				return;
 			}
@@ -436,6 +980,51 @@ static void act(sim *s)
 				return;
 			}
 			break;
+		case 13:
+			/* A reload comes after a step that runs (mesh_reload). */
+			if (!s->busy[i] && (s->faults & FAULT_WEIGHT)) {
+				sighup(s, i);
+				return;
+			}
+			break;
+		case 14:
+			if (!(s->faults & FAULT_HALFCLOSE))
+				break;
+			if (x->session && x->other->session) {
+				unsigned keep = pick(s, x->n_out + 1);
+				say(s, "session closes first at", i);
+				half_close(s, i, keep);
+				return;
+			}
+			if (x->session && !x->other->session && !x->other->n_out) {
+				peer_notices(s, i);
+				return;
+			}
+			break;
+		case 15:
+			if (!(s->faults & FAULT_AVERAGE))
+				break;
+			if (avg_next(s, i))
+				return;
+			/* An AVERAGE runs: its time limit passes, or its trainer
+			 * gives up first (a second DETACH does nothing). */
+			if (s->avg[i].state != AV_IDLE) {
+				bool limit = pick(s, 4);
+				if (limit && !s->avg[i].expired) {
+					avg_time_passes(s, i);
+					return;
+				}
+				if (!limit && !s->avg[i].detach_pending && !s->detaching[i]) {
+					avg_detach(s, i);
+					return;
+				}
+				break;
+			}
+			if (trainer_free(s, i)) {
+				avg_start(s, i);
+				return;
+			}
+			break;
 		}
 	}
 }
@@ -445,20 +1034,25 @@ static void act(sim *s)
  * does, without projecting more), until nothing changes. */
 static void settle(sim *s)
 {
+	settle_half_close(s);
 	for (int i = 0; i < 2; i++) {
+		/* An AVERAGE's time limit passes. */
+		if (s->avg[i].state != AV_IDLE && !s->avg[i].expired)
+			avg_time_passes(s, i);
 		if (s->busy[i])
 			offload_end(s, i);
 		if (!end_of(s, i)->set.attached)
 			registers(s, i);
 	}
 	for (int k = 0; k < 8; k++) {
+		settle_half_close(s);
 		if (!s->p.a.session)
 			ep_session_up(&s->p, (uint8_t)(77 + k));
 		while (s->p.a.n_out || s->p.b.n_out) {
 			if (s->p.a.n_out)
-				ep_deliver_one(&s->p.a);
+				deliver_one(s, &s->p.a);
 			if (s->p.b.n_out)
-				ep_deliver_one(&s->p.b);
+				deliver_one(s, &s->p.b);
 		}
 		for (int i = 0; i < 2; i++) {
 			ep_write_begin(end_of(s, i));
@@ -469,13 +1063,14 @@ static void settle(sim *s)
 		after_action(s);
 	}
 	/* A last look at each other: ends that disagree report it. */
+	settle_half_close(s);
 	if (!s->p.a.session)
 		ep_session_up(&s->p, 99);
 	while (s->p.a.n_out || s->p.b.n_out) {
 		if (s->p.a.n_out)
-			ep_deliver_one(&s->p.a);
+			deliver_one(s, &s->p.a);
 		if (s->p.b.n_out)
-			ep_deliver_one(&s->p.b);
+			deliver_one(s, &s->p.b);
 	}
 }
 
@@ -486,13 +1081,25 @@ static void settle(sim *s)
  * peer (a DETACH whose DetachWait passed) while the peer ended it too.
  * A restart with records costs nothing: it must hold. */
 static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned faults,
-	       bool sabotage, bool trace, double *ret_drift, bool *ret_sabotaged)
+	       bool sabotage, bool trace, double *ret_drift, bool *ret_sabotaged,
+	       sim_stats *stats)
 {
 	sim s = {.rng = seed * 0x9e3779b97f4a7c15ull + 1, .faults = faults,
 		 .trace = trace, .steps = steps, .cfg = *cfg};
 	if (sabotage)
 		sabotage_plan(&s, seed);
+	s.seed = seed;
 	ep_init(&s.p, "24x16,5", cfg);
+	/* The stepper hears of the edges' changes (step_edges_changed). */
+	if (faults & FAULT_AVERAGE)
+		for (int i = 0; i < 2; i++) {
+			end_of(&s, i)->on_changed = avg_edges_changed;
+			end_of(&s, i)->hook_ctx = &s;
+		}
+	/* SIGHUPs may list more peers (FAULT_WEIGHT): the graph allows
+	 * that degree in the peer's ROUNDs. */
+	if (faults & FAULT_WEIGHT)
+		s.p.a.set.max_degree = s.p.b.set.max_degree = SIM_MAX_DEGREE;
 	double sum0 = ep_sum(&s.p);
 	double scale = 0;
 	for (size_t k = 0; k < s.p.a.n_floats; k++)
@@ -530,6 +1137,22 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 		}
 	}
 	ep_free(&s.p);
+	stats->sighups += s.st.sighups;
+	stats->other_weight += s.st.other_weight;
+	stats->half_closed += s.st.half_closed;
+	stats->late += s.st.late;
+	stats->up_busy += s.st.up_busy;
+	stats->averages += s.st.averages;
+	stats->avg_both += s.st.avg_both;
+	stats->avg_rounds += s.st.avg_rounds;
+	stats->avg_off += s.st.avg_off;
+	stats->avg_holds += s.st.avg_holds;
+	for (int k = 0; k < 6; k++)
+		stats->avg_end[k] += s.st.avg_end[k];
+	stats->avg_detach_off += s.st.avg_detach_off;
+	stats->avg_takebacks += s.st.avg_takebacks;
+	for (int k = 0; k < 5; k++)
+		stats->avg_next[k] += s.st.avg_next[k];
 	return rc;
 }
 
@@ -551,12 +1174,13 @@ START_TEST(test_schedules)
 	unsigned long long bad[BAD_SHOWN];
 	unsigned n_bad = 0;
 	double worst = 0, first_bad_drift = 0;
+	sim_stats st = {0};
 	for (unsigned long long k = first; k < first + seeds; k++) {
 		double drift;
 		bool sab;
 		if (trace)
 			printf("seed %llu:\n", k);
-		int rc = run(k, &cfg, (unsigned)steps, faults, sabotage, trace, &drift, &sab);
+		int rc = run(k, &cfg, (unsigned)steps, faults, sabotage, trace, &drift, &sab, &st);
 		if (drift > worst)
 			worst = drift;
 		if (rc && !first_bad) {
@@ -575,6 +1199,28 @@ START_TEST(test_schedules)
 	       "%llu did not resume; worst drift %.3g\n", seeds, steps,
 	       gsp_method_name(cfg.method), faults_name, moved, reported, stuck,
 	       worst);
+	if (faults & FAULT_WEIGHT)
+		printf("weight: %llu SIGHUPs; %llu generations started at an end whose own "
+		       "Weight was not the agreed one\n", st.sighups, st.other_weight);
+	if (faults & FAULT_HALFCLOSE)
+		printf("halfclose: %llu sessions closed at one end first; %llu frames "
+		       "delivered after their sender's close\n", st.half_closed, st.late);
+	if (faults & FAULT_UPBUSY)
+		printf("upbusy: %llu sessions up during a step off the loop\n", st.up_busy);
+	if (faults & FAULT_AVERAGE)
+		printf("average: %llu AVERAGEs (%llu while the peer's ran), %llu rounds (%llu off "
+		       "the loop), %llu edges held; ended by: every edge's rounds over %llu, "
+		       "round limit %llu, time limit %llu (%llu of them during a round off the "
+		       "loop), no session %llu, DETACH %llu (and %llu DETACHes waited for a "
+		       "round off the loop); %llu rounds taken back in a write of their own; "
+		       "then the trainer: DRAIN and DETACH %llu, DETACH %llu, STEP %llu, "
+		       "AVERAGE %llu\n", st.averages, st.avg_both, st.avg_rounds, st.avg_off,
+		       st.avg_holds, st.avg_end[AVEND_SETTLED], st.avg_end[AVEND_ROUNDS],
+		       st.avg_end[AVEND_TIME] + st.avg_end[AVEND_TIME_OFF],
+		       st.avg_end[AVEND_TIME_OFF], st.avg_end[AVEND_NOSESSION],
+		       st.avg_end[AVEND_CANCELLED], st.avg_detach_off, st.avg_takebacks,
+		       st.avg_next[NEXT_DETACH_DRAIN], st.avg_next[NEXT_DETACH],
+		       st.avg_next[NEXT_STEP], st.avg_next[NEXT_AVERAGE]);
 	if (n_bad) {
 		printf("failing seeds:");
 		for (unsigned k = 0; k < n_bad; k++)
@@ -602,13 +1248,20 @@ END_TEST
 /* "none", "all", or a comma-separated list of reset, detach, remove,
  * timeout (a DETACH's DetachWait passes before the peer answers),
  * restart (a daemon killed, restarted with its records), crash (killed,
- * its records lost). */
+ * its records lost), weight (a SIGHUP changes one end's Weight or
+ * degree), halfclose (a session ends at one end first), upbusy (a new
+ * session may come up while a step runs off the loop), average (a
+ * trainer's time-limited AVERAGE).  "all" is every one but crash (its
+ * drift is allowed). */
 static int parse_faults(const char *list, unsigned *ret)
 {
 	static const struct { const char *name; unsigned bit; } names[] = {
 		{"reset", FAULT_RESET}, {"detach", FAULT_DETACH}, {"remove", FAULT_REMOVE},
 		{"crash", FAULT_CRASH}, {"timeout", FAULT_TIMEOUT}, {"restart", FAULT_RESTART},
-		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART},
+		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
+		{"average", FAULT_AVERAGE},
+		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
+			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE},
 		{"none", 0},
 	};
 	unsigned bits = 0;
@@ -677,7 +1330,9 @@ int main(int argc, char **argv)
 	srunner_free(sr);
 	return failed || result ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|reset,detach,remove] "
-		"[--method M] [--expect-violations] [--sabotage] [--trace]\n", argv[0]);
+	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|LIST] "
+		"[--method M] [--expect-violations] [--sabotage] [--trace]\n"
+		"LIST: comma-separated reset, detach, remove, timeout, restart, crash, weight, "
+		"halfclose, upbusy, average\n", argv[0]);
 	return 2;
 }
