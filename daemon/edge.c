@@ -449,10 +449,18 @@ static int defer(edge *e, const uint8_t *pt, size_t len)
 
 static int dispatch(edge *e, uint8_t type, const uint8_t *pt, size_t len)
 {
-	/* Rounds follow the RESYNC (an ended session's frames excepted). */
+	/* An ended session's MODEL says nothing any more. */
+	if (quiet && type == GSP_MSG_MODEL)
+		return 0;
+	/* MODEL first and only then; rounds follow the RESYNC (an ended
+	 * session's frames excepted). */
+	if (!quiet && (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
+		return -EBADMSG;
 	if (!quiet && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
 		return -EBADMSG;
 	switch (type) {
+	case GSP_MSG_MODEL:
+		return on_model(e, pt, len);
 	case GSP_MSG_RESYNC:
 		return edge__on_resync(e, pt, len);
 	case GSP_MSG_ROUND:
@@ -468,12 +476,13 @@ int edge_frame(edge *e, const uint8_t *pt, size_t len)
 	int err = gsp_msg_type(pt, len, &type);
 	if (err)
 		return err;
-	if (e->state == EDGE_DOWN || (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
+	if (e->state == EDGE_DOWN ||
+	    (type != GSP_MSG_MODEL && type != GSP_MSG_RESYNC && type != GSP_MSG_ROUND))
 		return -EBADMSG;
-	if (type == GSP_MSG_MODEL)
-		return on_model(e, pt, len);
-	if (type != GSP_MSG_RESYNC && type != GSP_MSG_ROUND)
-		return -EBADMSG;
+	/* While a step runs, a new session's MODEL waits too: answered now,
+	 * our first RESYNC would tell where we stood before the old
+	 * session's deferred frames (an ENDING, say) were used, and the
+	 * peer would decide on it (PROTOCOL.md 4.6). */
 	if (e->set->busy)
 		return defer(e, pt, len);
 	return dispatch(e, type, pt, len);

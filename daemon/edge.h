@@ -161,7 +161,7 @@ struct edge {
 	uint64_t early_round;
 	uint32_t early_generation;
 	uint16_t early_degree;
-	uint8_t *deferred[EDGE_DEFERRED_MAX];   /* RESYNC/ROUND while busy */
+	uint8_t *deferred[EDGE_DEFERRED_MAX];   /* frames that came while busy */
 	size_t deferred_len[EDGE_DEFERRED_MAX];
 	uint64_t deferred_session[EDGE_DEFERRED_MAX];
 	unsigned n_deferred;
