@@ -62,6 +62,11 @@ struct ep_end {
 	unsigned persists, delivered;
 	float *undo;             /* the buffer's undo copy (PROTOCOL.md 5.4) */
 	edge_model later;        /* ep_restart(..., false): for ep_attach */
+	/* Called by ep_changed after its persist, as mesh.c's edge_changed
+	 * calls the stepper (step_edges_changed); NULL: nothing.  Kept
+	 * across ep_restart. */
+	void (*on_changed)(ep_end *x);
+	void *hook_ctx;
 };
 
 typedef struct edgepair {
@@ -139,6 +144,8 @@ static inline void ep_changed(void *ctx)
 	ep_end *x = ctx;
 	x->changes++;
 	ep_persist(x);   /* mesh.c's edge_changed */
+	if (x->on_changed)
+		x->on_changed(x);
 }
 
 static inline uint16_t ep_degree(void *ctx)

@@ -22,10 +22,13 @@
  * edge_after_busy); without it, sessions come up between steps only.
  * With average, a trainer calls AVERAGE with a time limit (and in some
  * schedules a round limit): its rounds run as daemon/step.c runs them
- * (the AVERAGE section below), the limit passes at a random action, also
- * while a round runs off the loop, or the trainer DETACHes during it;
- * after it the trainer DETACHes (with or without a DRAIN), STEPs or
- * AVERAGEs again.
+ * (the AVERAGE section below), and the limit passes at a random action,
+ * also while a round runs off the loop; after it the trainer DETACHes
+ * (with or without a DRAIN), STEPs or AVERAGEs again.  With avgdetach as
+ * well, the trainer may give up first and DETACH during the AVERAGE.
+ * A schedule that comes to a point where nothing can happen (every end
+ * waits, as for a DETACH's answer that cannot come) counts as one whose
+ * rounds did not resume.
  *
  * After each schedule the invariant is checked: once every frame is
  * delivered and both ends have applied what they completed, the pair's
@@ -41,7 +44,7 @@
  *
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
  *                        [--faults none|all|reset,detach,remove,timeout,restart,crash,
- *                                  weight,halfclose,upbusy,average]
+ *                                  weight,halfclose,upbusy,average,avgdetach]
  *                        [--method exact|powergossip]
  *                        [--expect-violations] [--sabotage] [--trace]
  * Exit 0 when every schedule holds but where a crash or an expired
@@ -61,7 +64,8 @@
 /* Faults a schedule may inject (--faults). */
 enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
        FAULT_TIMEOUT = 16, FAULT_RESTART = 32, FAULT_WEIGHT = 64,
-       FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512 };
+       FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512,
+       FAULT_AVGDETACH = 1024 };
 
 /* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
  * allows them at both ends. */
@@ -90,6 +94,9 @@ typedef struct sim_stats {
 	unsigned long long avg_takebacks;  /* rounds taken back in a write of
 					    * their own while an AVERAGE waited */
 	unsigned long long avg_next[5];  /* the trainer's request after (NEXT_*) */
+	unsigned long long stalled;      /* schedules where nothing could happen */
+	unsigned long long unwritten;    /* DETACHes whose write (begin_detach's)
+					  * ended before the model went */
 } sim_stats;
 
 /* ---- AVERAGE (--faults average): the stepper's part -------------------
@@ -151,6 +158,9 @@ typedef struct sim {
 	/* --faults average: each end's stepper. */
 	sim_avg avg[2];
 	uint64_t seed;
+	unsigned stalled;        /* the action where nothing could happen */
+	bool settling;
+	bool unwritten[2];       /* this DETACH's write ended early (counted) */
 	sim_stats st;
 } sim;
 
@@ -390,6 +400,7 @@ static void detach_request(sim *s, int i)
 	ep_end *x = end_of(s, i);
 	ep_write_begin(x);
 	s->detaching[i] = true;
+	s->unwritten[i] = false;
 	(void)edges_end_begin(&x->set);
 }
 
@@ -455,6 +466,17 @@ static void after_action(sim *s)
 	for (int i = 0; i < 2; i++) {
 		ep_end *x = end_of(s, i);
 		avg_takeback(s, i);
+		/* A DETACH holds its write until the model goes (a take-back
+		 * by subtraction needs it): one that lost it waits for its
+		 * DetachWait if the peer's answer needs one.  Counted (settle
+		 * ends every write). */
+		if (s->detaching[i] && !x->set.writing && !s->unwritten[i] && !s->settling) {
+			s->unwritten[i] = true;
+			s->st.unwritten++;
+			if (s->trace)
+				printf("       (the DETACH at %c no longer holds its write)\n",
+				       i ? 'b' : 'a');
+		}
 		if (s->detaching[i] && !s->busy[i] && !edges_ending(&x->set))
 			detach_end(s, i, false);
 		if (x->ended != s->ended_seen[i]) {
@@ -617,10 +639,10 @@ static bool free_at(const sim *s, int i)
  * waits is taken back in a write of its own after the action
  * (on_takeback_timer).  There is no clock: the time limit passes at a
  * random action; the AVERAGE then ends at once, or, while its round runs
- * off the loop, when that round ends.  Or the trainer gives up first and
- * DETACHes: the AVERAGE ends with -ECANCELED, but a DETACH that comes
- * while its round runs off the loop waits for the round, and the
- * AVERAGE goes on meanwhile (step.c's work_done).  After its reply the
+ * off the loop, when that round ends.  Or (avgdetach) the trainer gives
+ * up first and DETACHes: the AVERAGE ends with -ECANCELED, but a DETACH
+ * that comes while its round runs off the loop waits for the round, and
+ * the AVERAGE goes on after it (step.c's work_done).  After its reply the
  * trainer's next request is a DETACH (with or without a DRAIN first), a
  * STEP or another AVERAGE; the peer may be averaging too, stepping or
  * idle. */
@@ -885,8 +907,10 @@ static bool avg_next(sim *s, int i)
 	return true;
 }
 
-/* One random action that is possible now. */
-static void act(sim *s)
+/* One random action that is possible now; false if none is (every end
+ * waits for something that never comes: a DETACH whose answer cannot
+ * come, say, for which only its DetachWait is left). */
+static bool act(sim *s)
 {
 	for (int k = 0; k < 2; k++) {
 		s->floor[k] = s->began[k];
@@ -896,36 +920,38 @@ static void act(sim *s)
 	 * schedule of the seed) are what they were before them. */
 	unsigned kinds = !s->faults ? 8 : s->faults & FAULT_AVERAGE ? 16 :
 			 s->faults & (FAULT_WEIGHT | FAULT_HALFCLOSE) ? 15 : 13;
-	for (;;) {
+	for (unsigned tries = 0;; tries++) {
+		if (tries == 100000)
+			return false;
 		int i = (int)pick(s, 2);
 		ep_end *x = end_of(s, i);
 		switch (pick(s, kinds)) {
 		case 0: case 1:
 			if (avg_next(s, i))
-				return;
+				return true;
 			if (trainer_free(s, i)) {
 				step_on_loop(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 2:
 			if (avg_next(s, i))
-				return;
+				return true;
 			if (trainer_free(s, i)) {
 				offload_begin(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 3:
 			if (s->busy[i]) {
 				offload_end(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 4: case 5: case 6: case 7:
 			if (x->n_out) {
 				deliver(s, i);
-				return;
+				return true;
 			}
 			/* A new session needs both ends' old one down.  In the
 			 * daemon one may come up while a step runs off the
@@ -935,56 +961,56 @@ static void act(sim *s)
 			if (!x->session && !x->other->session &&
 			    (quiet(s) || (s->faults & FAULT_UPBUSY))) {
 				session_up(s);
-				return;
+				return true;
 			}
 			break;
 		case 8:
 			if (x->session && (s->faults & FAULT_RESET)) {
 				reset(s);
-				return;
+				return true;
 			}
 			break;
 		case 9:
 			if (avg_next(s, i))
-				return;
+				return true;
 			if (trainer_free(s, i) && (s->faults & FAULT_DETACH)) {
 				detach_begin(s, i);
-				return;
+				return true;
 			}
 			if (s->detaching[i] && (s->faults & FAULT_TIMEOUT) && pick(s, 4) == 0) {
 				detach_end(s, i, true);
-				return;
+				return true;
 			}
 			break;
 		case 10:
 			if (free_at(s, i) && x->e->live &&
 			    !x->e->ending_self && (s->faults & FAULT_REMOVE)) {
 				removal(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 11:
 			if (free_at(s, i) && (s->faults & FAULT_CRASH)) {
 				crash(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 12:
 			if (free_at(s, i) && (s->faults & FAULT_RESTART)) {
 				restart(s, i);
-				return;
+				return true;
 			}
 			/* A restarted daemon's trainer registers again. */
 			if (!x->set.attached && !s->busy[i]) {
 				registers(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 13:
 			/* A reload comes after a step that runs (mesh_reload). */
 			if (!s->busy[i] && (s->faults & FAULT_WEIGHT)) {
 				sighup(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 14:
@@ -994,35 +1020,37 @@ static void act(sim *s)
 				unsigned keep = pick(s, x->n_out + 1);
 				say(s, "session closes first at", i);
 				half_close(s, i, keep);
-				return;
+				return true;
 			}
 			if (x->session && !x->other->session && !x->other->n_out) {
 				peer_notices(s, i);
-				return;
+				return true;
 			}
 			break;
 		case 15:
 			if (!(s->faults & FAULT_AVERAGE))
 				break;
 			if (avg_next(s, i))
-				return;
-			/* An AVERAGE runs: its time limit passes, or its trainer
-			 * gives up first (a second DETACH does nothing). */
+				return true;
+			/* An AVERAGE runs: its time limit passes, or (avgdetach)
+			 * its trainer gives up first (a second DETACH does
+			 * nothing); else its rounds go on. */
 			if (s->avg[i].state != AV_IDLE) {
-				bool limit = pick(s, 4);
-				if (limit && !s->avg[i].expired) {
+				unsigned what = pick(s, 8);
+				if (what < 2 && !s->avg[i].expired) {
 					avg_time_passes(s, i);
-					return;
+					return true;
 				}
-				if (!limit && !s->avg[i].detach_pending && !s->detaching[i]) {
+				if (what == 2 && (s->faults & FAULT_AVGDETACH) &&
+				    !s->avg[i].detach_pending && !s->detaching[i]) {
 					avg_detach(s, i);
-					return;
+					return true;
 				}
 				break;
 			}
 			if (trainer_free(s, i)) {
 				avg_start(s, i);
-				return;
+				return true;
 			}
 			break;
 		}
@@ -1034,6 +1062,7 @@ static void act(sim *s)
  * does, without projecting more), until nothing changes. */
 static void settle(sim *s)
 {
+	s->settling = true;
 	settle_half_close(s);
 	for (int i = 0; i < 2; i++) {
 		/* An AVERAGE's time limit passes. */
@@ -1106,7 +1135,16 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 		scale += fabs(s.p.a.params[k]) + fabs(s.p.b.params[k]);
 	session_up(&s);
 	for (unsigned k = 0; k < steps; k++) {
-		act(&s);
+		if (!act(&s)) {
+			s.stalled = s.actions + 1;
+			if (trace)
+				printf("  %4u nothing can happen (a: detaching %d, ending %zu, "
+				       "AVERAGE %d; b: detaching %d, ending %zu, AVERAGE %d)\n",
+				       s.stalled, s.detaching[0], edges_ending(&s.p.a.set),
+				       s.avg[0].state, s.detaching[1], edges_ending(&s.p.b.set),
+				       s.avg[1].state);
+			break;
+		}
 		after_action(&s);
 	}
 	settle(&s);
@@ -1116,6 +1154,11 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	/* The protocol's documented cost: an end that lost its records, or
 	 * both ends ending a generation without hearing each other. */
 	int rc = drift > 1e-6 ? (s.crashes || s.alone[0] || s.alone[1] ? 3 : 1) : 0;
+	/* A schedule where nothing could happen did not go on by itself. */
+	if (s.stalled && rc != 1)
+		rc = 2;
+	stats->stalled += s.stalled != 0;
+	stats->unwritten += s.st.unwritten;
 	/* Liveness: with faults over, a clean session carries rounds. */
 	if (!rc) {
 		ep_pump(&s.p);
@@ -1207,6 +1250,12 @@ START_TEST(test_schedules)
 		       "delivered after their sender's close\n", st.half_closed, st.late);
 	if (faults & FAULT_UPBUSY)
 		printf("upbusy: %llu sessions up during a step off the loop\n", st.up_busy);
+	if (st.stalled)
+		printf("stalled: %llu schedules came to a point where nothing could happen (and "
+		       "count as not resumed)\n", st.stalled);
+	if (st.unwritten)
+		printf("unwritten: %llu DETACHes lost their write before the model went (a "
+		       "take-back by subtraction then waits for DetachWait)\n", st.unwritten);
 	if (faults & FAULT_AVERAGE)
 		printf("average: %llu AVERAGEs (%llu while the peer's ran), %llu rounds (%llu off "
 		       "the loop), %llu edges held; ended by: every edge's rounds over %llu, "
@@ -1251,15 +1300,16 @@ END_TEST
  * its records lost), weight (a SIGHUP changes one end's Weight or
  * degree), halfclose (a session ends at one end first), upbusy (a new
  * session may come up while a step runs off the loop), average (a
- * trainer's time-limited AVERAGE).  "all" is every one but crash (its
- * drift is allowed). */
+ * trainer's time-limited AVERAGE), avgdetach (with average: the trainer
+ * may DETACH during its AVERAGE).  "all" is every one but crash (its
+ * drift is allowed) and avgdetach (open: see docs/RELIABILITY.md). */
 static int parse_faults(const char *list, unsigned *ret)
 {
 	static const struct { const char *name; unsigned bit; } names[] = {
 		{"reset", FAULT_RESET}, {"detach", FAULT_DETACH}, {"remove", FAULT_REMOVE},
 		{"crash", FAULT_CRASH}, {"timeout", FAULT_TIMEOUT}, {"restart", FAULT_RESTART},
 		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
-		{"average", FAULT_AVERAGE},
+		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
 			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE},
 		{"none", 0},
@@ -1333,6 +1383,6 @@ usage:
 	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|LIST] "
 		"[--method M] [--expect-violations] [--sabotage] [--trace]\n"
 		"LIST: comma-separated reset, detach, remove, timeout, restart, crash, weight, "
-		"halfclose, upbusy, average\n", argv[0]);
+		"halfclose, upbusy, average, avgdetach\n", argv[0]);
 	return 2;
 }
