@@ -163,6 +163,7 @@ static void work_done(uv_work_t *req, int status)
 		return;
 	}
 	step_state was = s->state;
+	bool detaching = s->detach_pending;
 	if (s->detach_pending) {
 		s->detach_pending = false;
 		begin_detach(s);
@@ -172,8 +173,15 @@ static void work_done(uv_work_t *req, int status)
 		reply(s, err, err ? step_error_text(err) : NULL);
 		return;
 	}
+	/* A DETACH that came during an AVERAGE's round ends the AVERAGE:
+	 * going on, its end would apply a round the DETACH's ENDING did not
+	 * offer, inside the DETACH's write (and end that write). */
+	if (detaching) {
+		uv_timer_stop(&s->avg_timer);
+		edges_avg_release(edges(s));
+	}
 	s->state = STEP_AVERAGE;
-	if (err || !s->model->registered) {
+	if (err || !s->model->registered || detaching) {
 		s->result.average = true;
 		reply(s, err ? err : -ECANCELED, err ? step_error_text(err)
 						     : "the model was detached");

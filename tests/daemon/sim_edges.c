@@ -809,13 +809,14 @@ static void avg_work_done(sim *s, int i)
 	if (av->detach_pending) {
 		av->detach_pending = false;
 		detach_request(s, i);
-		if (!edges_ending(&x->set)) {
-			/* Nothing to end: the model goes at once (finish_detach),
-			 * and the AVERAGE ends with -ECANCELED. */
+		/* Nothing to end: the model goes at once (finish_detach).
+		 * Either way the AVERAGE ends with -ECANCELED (step.c's
+		 * work_done: it must not go on inside the DETACH's write). */
+		if (!edges_ending(&x->set))
 			detach_end(s, i, false);
-			avg_reply(s, i, AVEND_CANCELLED, false);
-			return;
-		}
+		edges_avg_release(&x->set);
+		avg_reply(s, i, AVEND_CANCELLED, false);
+		return;
 	}
 	av->state = AV_WAIT;
 	avg_advance(s, i);
@@ -1311,7 +1312,8 @@ static int parse_faults(const char *list, unsigned *ret)
 		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
 		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
-			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE},
+			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE |
+			FAULT_AVGDETACH},
 		{"none", 0},
 	};
 	unsigned bits = 0;
