@@ -363,6 +363,13 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 		uint64_t ours = e->ending_self ? e->end_count : e->completed;
 		e->ending = TARGET_KNOWN;
 		e->target = ours < m->ending_applied ? ours : m->ending_applied;
+		/* Ending it too: from now on we offer that count.  The peer
+		 * may forget its ENDING (a restart keeps none) and continue
+		 * the generation in a later session, where we resend and
+		 * offer again: our old offer would end it there above the
+		 * count we end at here. */
+		if (e->ending_self)
+			e->end_count = e->target;
 	} else if (m->ended_generation == e->generation) {
 		e->ending = TARGET_KNOWN;
 		e->target = m->ended_applied;
@@ -386,8 +393,11 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 /* Our kept messages the peer lacks, oldest first. */
 static void resend(edge *e, uint64_t peer_completed)
 {
-	/* Ending it: nothing past the count we end at. */
+	/* Ending it: nothing past the count we end at, or the one the peer
+	 * told (a restart may have made it forget, see learn_end). */
 	uint64_t last = e->ending_self ? e->end_count : UINT64_MAX;
+	if (e->ending == TARGET_KNOWN && e->target < last)
+		last = e->target;
 	for (int k = 0; k < 2; k++)
 		if (e->sent[k].buf && e->sent[k].round > peer_completed &&
 		    e->sent[k].round <= last &&

@@ -428,6 +428,31 @@ def read_reply(s):
     return body
 
 
+def register_raw(path, name, tensors, values=None):
+    """HELLO as `name` and REGISTER `tensors` ((name, shape) pairs) with a
+    memfd (sealed, as gossipd requires) holding `values` (floats; zeros
+    when None), standard library only; returns (socket, reply body, the
+    buffer mapped).  The registration lasts while the socket is open."""
+    import fcntl
+    import mmap
+    P = gossipd.protocol
+    ts, floats = P.tensor_list(tensors)
+    fd = os.memfd_create("params", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, 4 * floats)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    buf = mmap.mmap(fd, 4 * floats)
+    if values is not None:
+        buf[:] = array.array("f", values).tobytes()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(P.frame(P.encode_hello(name)))
+    read_reply(s)
+    socket.send_fds(s, [P.frame(P.encode_register(4 * floats, ts))], [fd])
+    os.close(fd)
+    return s, read_reply(s), buf
+
+
 def send_until_stalled(s, data, timeout, stall):
     """Sends data on the non-blocking socket s until all is sent, timeout
     seconds pass, or the peer takes nothing for stall seconds (it stopped

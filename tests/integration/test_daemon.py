@@ -5,7 +5,6 @@ and configs, real trainers (gossip-testtrainer) on their Unix sockets.
 usage: test_daemon.py BUILD_DIR [unittest options]
 """
 import json
-import fcntl
 import os
 import re
 import signal
@@ -35,35 +34,6 @@ def poke(s, data):
                 pass
         except OSError:
             pass
-
-
-def register_raw(path, name, tensors):
-    """HELLO as `name` and REGISTER `tensors` ((name, shape) pairs) with a
-    zeroed memfd (sealed, as gossipd requires), standard library only;
-    returns (socket, reply body).  The registration lasts while the socket
-    is open."""
-    P = cluster.gossipd.protocol
-    ts, floats = P.tensor_list(tensors)
-    fd = os.memfd_create("params", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    os.ftruncate(fd, 4 * floats)
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(path)
-
-    def reply():
-        head = b""
-        while len(head) < 4:
-            head += s.recv(4 - len(head))
-        body, (n,) = b"", struct.unpack("<I", head)
-        while len(body) < n:
-            body += s.recv(n - len(body))
-        return body
-    s.sendall(P.frame(P.encode_hello(name)))
-    reply()
-    socket.send_fds(s, [P.frame(P.encode_register(4 * floats, ts))], [fd])
-    os.close(fd)
-    return s, reply()
 
 
 def dumps(c, tag):
@@ -199,8 +169,8 @@ class Daemon(unittest.TestCase):
         names.  The summaries' layout digests differ and the log says so."""
         c = self.cluster(2)
         c.start()
-        a, ra = register_raw(c.sockets[0], "seq", [("0.weight", (3, 4)), ("0.bias", (3,))])
-        b, rb = register_raw(c.sockets[1], "lin", [("weight", (3, 4)), ("bias", (3,))])
+        a, ra, _ = cluster.register_raw(c.sockets[0], "seq", [("0.weight", (3, 4)), ("0.bias", (3,))])
+        b, rb, _ = cluster.register_raw(c.sockets[1], "lin", [("weight", (3, 4)), ("bias", (3,))])
         self.addCleanup(a.close)
         self.addCleanup(b.close)
         self.assertEqual((ra[0], rb[0]), (0xC1, 0xC1))   # OK

@@ -585,6 +585,72 @@ class Faults(unittest.TestCase):
         self.assertLess(max(took), 2.5, took)
         self.assertLessEqual(drift, DRIFT_MAX)
 
+    def test_detach_during_an_average_round_off_the_loop(self):
+        """Node 0's trainer (this test, on a raw connection) sends AVERAGE
+        and DETACH back to back, so the DETACH comes while the AVERAGE's
+        first round runs off the loop (every node-0 step held 500 ms
+        there; its three neighbours step on at full speed, so their
+        messages complete the round meanwhile).  The DETACH ends the
+        AVERAGE: its reply is ERROR -ECANCELED, then the DETACH's OK
+        comes once the neighbours answered, well inside DetachWait (10 s
+        here), and the average stays where it was.  (Before, the AVERAGE
+        went on: it applied a round the DETACH's ENDING had not offered,
+        replied OK, and the take-back of that round waited for a write
+        that never came, so the DETACH took its whole DetachWait.)"""
+        import array
+        import errno
+        import random
+        P = cluster.gossipd.protocol
+        n, tag = 4, "avgdetach"
+        c = cluster.owned_by(self, cluster.Cluster(
+            BUILD, n, node_conf=conf(n) + "DetachWait = 10000\n"))
+        c.start(nodes=[0], extra_env={"GSP_OFFLOAD_FLOATS": "0",
+                                      "GSP_TEST_STEP_DELAY_MS": "500"})
+        c.start(nodes=range(1, n))
+        stop = os.path.join(c.dir, "stop")
+        procs = [self.trainer(c, i, tag, "--data", WIDE, "--steps", "100000",
+                              "--compute-ms", "2", "--wait-edges", "2",
+                              "--stop-file", stop) for i in range(1, n)]
+        rng = random.Random(SEED)
+        x0 = array.array("f", (rng.gauss(0, 1) for _ in range(256 * 256)))
+        with open(self.path(c, tag, "init", 0), "wb") as f:
+            x0.tofile(f)
+        sock, reply, buf = cluster.register_raw(c.sockets[0], "avg-detach",
+                                                [("t0", (256, 256))], x0)
+        self.addCleanup(sock.close)
+        self.assertEqual(reply[0], P.OK, reply)
+        self.assertTrue(cluster.eventually(lambda: self.edges_up(c, 0) == 2, 30))
+        for _ in range(4):
+            sock.sendall(P.frame(P.encode_step(0)))
+            self.assertEqual(cluster.read_reply(sock)[0], P.STEP_OK)
+        sock.settimeout(30)
+        t0 = time.monotonic()
+        sock.sendall(P.frame(P.encode_average(1e-12, 5000, 0)) +
+                     P.frame(P.encode_detach()))
+        average = cluster.read_reply(sock)
+        detach = cluster.read_reply(sock)
+        took = time.monotonic() - t0
+        with open(self.path(c, tag, "final", 0), "wb") as f:
+            f.write(buf[:])
+        buf.close()
+        open(stop, "w").close()
+        self.finish(c, procs)
+        drift, s0, s1 = self.drift(c, tag)
+        self.assertIsNotNone(detach, c.tail_logs())
+        code = P.decode_error(average).code if average[0] == P.ERROR else 0
+        print("AVERAGE and DETACH back to back, the AVERAGE's round off the loop: "
+              "AVERAGE %s, DETACH %s after %.2f s (DetachWait 10 s); rms spread "
+              "%.3g -> %.3g; drift %.3g" % (
+                  "ERROR %d" % code if code else "reply 0x%02x" % average[0],
+                  "OK" if detach[0] == P.OK else "0x%02x" % detach[0], took,
+                  s0, s1, drift))
+        self.assertEqual(code, -errno.ECANCELED, "the DETACH did not end the AVERAGE")
+        self.assertEqual(detach[0], P.OK)
+        self.assertLess(took, 5.0, "the DETACH waited for its DetachWait")
+        counters = cluster.status(c.sockets[0])["counters"]
+        self.assertEqual(counters["rounds_unreconciled"], 0, counters)
+        self.assert_conserved(drift, s0, s1, shrink=1.5)
+
     def test_detach_reregister(self):
         """Trainers 0 and 2 DETACH and REGISTER again (the same values)
         every 60 and 70 steps, without draining first, while the others

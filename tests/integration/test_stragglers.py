@@ -92,19 +92,29 @@ class Stragglers(unittest.TestCase):
         return [rate(o) for o in outs[:3]]
 
     def test_ten_times_slower_neighbour(self):
+        """The rate kept is a ratio of two runs one after the other, so a
+        burst of load from elsewhere on a shared machine (or the
+        sanitizer build's slower daemon) can pull one run down: below
+        80 %, both runs are measured once more, and the second
+        measurement decides.  Before the stragglers fix the fast
+        trainers kept 6-11 %, which no re-measurement lifts."""
         c = self.cluster()
-        free = self.free_rate(c)
 
         def args(i):
             if i == 3:
                 return ["--steps", str(STEPS // 10), "--compute-ms", str(10 * FAST_MS)]
             return ["--steps", str(STEPS), "--compute-ms", str(FAST_MS)]
-        outs, drift = self.run_ring(c, args, "slow")
-        kept = [rate(outs[i]) / free[i] for i in range(3)]
-        print("straggler 10x: fast trainers keep %s of their free rate "
-              "(%s steps/s free); drift %.2g" % (
-                  ", ".join("%.0f %%" % (100 * k) for k in kept),
-                  ", ".join("%.0f" % f for f in free), drift))
+        for attempt in range(2):
+            free = self.free_rate(c)
+            outs, drift = self.run_ring(c, args, "slow")
+            kept = [rate(outs[i]) / free[i] for i in range(3)]
+            print("straggler 10x: fast trainers keep %s of their free rate "
+                  "(%s steps/s free); drift %.2g" % (
+                      ", ".join("%.0f %%" % (100 * k) for k in kept),
+                      ", ".join("%.0f" % f for f in free), drift))
+            self.assertLess(drift, 1e-5)
+            if min(kept) >= 0.8:
+                break
         for k in kept:
             self.assertGreaterEqual(k, 0.8)
         self.assertLess(drift, 1e-5)
