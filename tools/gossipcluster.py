@@ -5,7 +5,9 @@ real processes.  Standard library only (the status reader is the
 gossipd package's Client, whose import needs nothing else).
 """
 import array
+import fcntl
 import math
+import mmap
 import os
 import signal
 import random
@@ -433,8 +435,6 @@ def register_raw(path, name, tensors, values=None):
     memfd (sealed, as gossipd requires) holding `values` (floats; zeros
     when None), standard library only; returns (socket, reply body, the
     buffer mapped).  The registration lasts while the socket is open."""
-    import fcntl
-    import mmap
     P = gossipd.protocol
     ts, floats = P.tensor_list(tensors)
     fd = os.memfd_create("params", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)

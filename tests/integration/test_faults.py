@@ -42,7 +42,10 @@ docs/RELIABILITY.md has the figures before and after.
 usage: test_faults.py BUILD_DIR [unittest options, e.g. Faults.test_resets]
 GSP_KEEP_TMP=1 keeps each cluster's directory (configs, logs, dumps).
 """
+import array
+import errno
 import os
+import random
 import re
 import signal
 import struct
@@ -597,9 +600,6 @@ class Faults(unittest.TestCase):
         went on: it applied a round the DETACH's ENDING had not offered,
         replied OK, and the take-back of that round waited for a write
         that never came, so the DETACH took its whole DetachWait.)"""
-        import array
-        import errno
-        import random
         P = cluster.gossipd.protocol
         n, tag = 4, "avgdetach"
         c = cluster.owned_by(self, cluster.Cluster(

@@ -117,7 +117,6 @@ class Stragglers(unittest.TestCase):
                 break
         for k in kept:
             self.assertGreaterEqual(k, 0.8)
-        self.assertLess(drift, 1e-5)
         self.assertIn("straggler", c.log(0) + c.log(2))
 
     def test_lag_is_reported(self):
