@@ -123,6 +123,22 @@ class BenchSmoke(unittest.TestCase):
                            50 * float(g["bytes_per_node_step"]))
         self.assertNotEqual(g["steps_per_s_vs_allreduce"], "")
 
+    def test_plot_only_without_matplotlib_says_what_to_install(self):
+        """--plot-only where matplotlib cannot be imported: one line that
+        names the package and exit status 1 (it was a traceback)."""
+        fake = os.path.join(self.dir, "fake")
+        os.makedirs(os.path.join(fake, "matplotlib"))
+        with open(os.path.join(fake, "matplotlib", "__init__.py"), "w") as f:
+            f.write("raise ImportError('no matplotlib here')\n")
+        with open(os.path.splitext(self.csv)[0] + "-curves.csv", "w") as f:
+            f.write("run,profile,model,scenario,system,step,seconds,accuracy\n")
+        r = subprocess.run([PYTHON, TOOL, "--plot-only", "--csv", self.csv],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=fake))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("python3-matplotlib", r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+
     def test_sigterm_removes_namespaces(self):
         p = subprocess.Popen(self.cmd("--systems", "compute-only", "--steps", "400",
                                       "--eval-every", "400"),
