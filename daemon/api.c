@@ -464,8 +464,9 @@ int api_start(gossipd *d)
 	const char *path = d->cfg.socket_path;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		gsp_err("Socket path too long: %s", path);
+	if (strlen(path) > api_socket_path_max()) {
+		gsp_err("Socket path too long (at most %zu bytes): %s",
+			api_socket_path_max(), path);
 		return -ENAMETOOLONG;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -476,20 +477,15 @@ int api_start(gossipd *d)
 	if (!srv)
 		return -ENOMEM;
 	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (srv->fd < 0) {
-		err = -errno;
-		free(srv);
-		return err;
-	}
-	mode_t old = umask(0117);
-	int rc = bind(srv->fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (rc != 0 || chmod(path, 0660) != 0 || listen(srv->fd, SOMAXCONN) != 0) {
-		err = -errno;
-		gsp_err("cannot listen on %s: %s", path, strerror(-err));
-		if (rc == 0)
-			unlink(path);   /* the file our bind() just made */
-		close(srv->fd);
+	err = srv->fd < 0 ? -errno : api_socket_publish(srv->fd, path, 0660);
+	if (err) {
+		if (err == -EEXIST)
+			gsp_err("cannot listen on %s: another process created it "
+				"meanwhile; stop it or choose another Socket", path);
+		else
+			gsp_err("cannot listen on %s: %s", path, strerror(-err));
+		if (srv->fd >= 0)
+			close(srv->fd);
 		free(srv);
 		return err;
 	}

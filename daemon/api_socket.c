@@ -1,5 +1,6 @@
 /* api: the socket path before it is bound (api_socket.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -50,3 +51,36 @@ int api_socket_free(const char *path, const struct sockaddr_un *sa)
 	return -e;
 }
 
+
+/* The temporary name is path + ".<pid>" (at most 8 more bytes). */
+#define TMP_SUFFIX_MAX 8
+
+size_t api_socket_path_max(void)
+{
+	return sizeof(((struct sockaddr_un *)0)->sun_path) - 1 - TMP_SUFFIX_MAX;
+}
+
+/* Binds and listens under the temporary name, then links path to it:
+ * path appears only once it accepts.  Bound but not yet listening, it
+ * refused connections as a dead daemon's socket does, so a client
+ * reported "stale socket" and a second gossipd starting on the same
+ * path removed it. */
+int api_socket_publish(int fd, const char *path, mode_t mode)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) > api_socket_path_max())
+		return -ENAMETOOLONG;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.%d", path, (int)getpid());
+	unlink(sa.sun_path);   /* ours from an earlier life of this pid */
+	mode_t old = umask(0177);
+	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc != 0)
+		return -errno;
+	int err = 0;
+	if (chmod(sa.sun_path, mode) != 0 || listen(fd, SOMAXCONN) != 0 ||
+	    link(sa.sun_path, path) != 0)
+		err = -errno;
+	unlink(sa.sun_path);
+	return err;
+}

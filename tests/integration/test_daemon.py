@@ -514,16 +514,23 @@ class Daemon(unittest.TestCase):
                          r"^(the peer said GOODBYE shutdown: gossipd is stopping|"
                          r"connect to 127\.0\.0\.1:\d+: connection refused)$")
 
+    @staticmethod
+    def lone_daemon_conf(c, name, socket_path):
+        """The config, c.dir/NAME.conf, of one more gossipd in c's directory
+        with no peers (key 9, any port) on socket_path."""
+        key, _ = c.make_key(9)
+        conf = os.path.join(c.dir, name + ".conf")
+        with open(conf, "w") as f:
+            f.write("[Node]\nListenAddress = 127.0.0.1:0\nPrivateKeyFile = %s\n"
+                    "Socket = %s\n" % (key, socket_path))
+        return conf
+
     def second_daemon(self, c, socket_path):
         """Another gossipd (its own key and port) on socket_path, expected
         to refuse to start; returns (exit code, or None if it still runs
         after 10 s, and its log)."""
-        key, _ = c.make_key(9)
-        conf = os.path.join(c.dir, "second.conf")
+        conf = self.lone_daemon_conf(c, "second", socket_path)
         log = os.path.join(c.dir, "second.log")
-        with open(conf, "w") as f:
-            f.write("[Node]\nListenAddress = 127.0.0.1:0\nPrivateKeyFile = %s\n"
-                    "Socket = %s\n" % (key, socket_path))
         with open(log, "w") as out:
             p = subprocess.Popen([c.bin("daemon", "gossipd"), "--config", conf],
                                  stdout=out, stderr=out)
@@ -566,6 +573,44 @@ class Daemon(unittest.TestCase):
         self.assertIn("exists and is not a socket", log)
         with open(other) as f:
             self.assertEqual(f.read(), "keep me\n")
+
+    def test_socket_accepts_from_the_moment_it_appears(self):
+        """Socket appears only once it listens: a client that connects the
+        moment the path exists is served, never refused.  Bound but not
+        yet listening, it refused as a dead daemon's socket does (the
+        client said "stale socket"; 2 of 100 starts here).  No temporary
+        name is left beside it, and a path with no room for one is
+        refused with the limit."""
+        c = self.cluster(1, edges=[])
+        sock = os.path.join(c.dir, "race.sock")
+        conf = self.lone_daemon_conf(c, "race", sock)
+        refused, starts = 0, 500
+        for _ in range(starts):
+            p = subprocess.Popen([c.bin("daemon", "gossipd"), "--config", conf],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                # Busy-polls on purpose: the window was microseconds wide.
+                deadline = time.monotonic() + 10
+                while not os.path.exists(sock) and p.poll() is None \
+                        and time.monotonic() < deadline:
+                    pass
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                with s:
+                    try:
+                        s.connect(sock)
+                    except ConnectionRefusedError:
+                        refused += 1
+                self.assertEqual(os.stat(sock).st_mode & 0o777, 0o660)
+            finally:
+                p.terminate()
+                p.wait()
+        self.assertEqual(refused, 0, "%d of %d starts" % (refused, starts))
+        self.assertEqual(sorted(n for n in os.listdir(c.dir) if n.startswith("race.sock")),
+                         [], "a socket or temporary name was left behind")
+        longest = os.path.join(c.dir, "s" * 100)[:99]
+        rc, log = self.second_daemon(c, longest + "x")
+        self.assertEqual(rc, 1, log)
+        self.assertIn("Socket path too long (at most 99 bytes)", log)
 
 
 if __name__ == "__main__":
