@@ -122,9 +122,11 @@ struct edge {
 	uint64_t unsent_round;
 	/* The generation's weight (0: Metropolis-Hastings by degrees),
 	 * agreed from the two ends' Weights when it was agreed on.
-	 * offered_weight: what this session's first RESYNC offered. */
+	 * offered_weight: what this session's first RESYNC offered, and
+	 * offered_no_start whether it said NO_START. */
 	float weight;
 	float offered_weight;
+	bool offered_no_start;
 	/* Ending the live generation at the peer's final count. */
 	edge_target ending;
 	uint64_t target;
@@ -197,6 +199,8 @@ struct edge_set {
 	edge *edge;              /* room for GSP_MAX_PEERS */
 	size_t n;
 	bool attached;           /* a model is registered */
+	bool detaching;          /* edges_end_begin: the model goes, so no
+				  * new generation starts (RESYNC NO_START) */
 	edge_model model;
 	bool busy;               /* the node is in use off the loop */
 	uint64_t steps;          /* steps of the attached model */

@@ -58,6 +58,8 @@ static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 	}
 	if (e->no_history)
 		m->flags |= GSP_RESYNC_NO_HISTORY;
+	if (e->ending_self || e->set->detaching)
+		m->flags |= GSP_RESYNC_NO_START;
 	m->weight = e->cfg->weight;
 }
 
@@ -67,8 +69,10 @@ int edge__send_resync(edge *e, bool ending)
 	fill_resync(e, &m, ending);
 	/* The session's first RESYNC (none goes out before the peer's came,
 	 * see decided()) is the one the peer decides on. */
-	if (e->state == EDGE_WAIT_RESYNC)
+	if (e->state == EDGE_WAIT_RESYNC) {
 		e->offered_weight = m.weight;
+		e->offered_no_start = m.flags & GSP_RESYNC_NO_START;
+	}
 	uint8_t buf[64];
 	size_t n;
 	int err = gsp_msg_resync_encode(&m, buf, sizeof(buf), &n);
@@ -444,7 +448,13 @@ static void decide(edge *e, const gsp_msg_resync *m)
 		e->ending = TARGET_UNKNOWN;   /* not two honest ends of one generation */
 	}
 	bool both = s->attached && e->peer_attached;
-	if (!cont && both && !e->ending_self) {
+	/* Neither first RESYNC said NO_START: both ends decide on the same
+	 * two RESYNCs.  (An end that began ending or detaching after its
+	 * own went out starts nothing here either; the peer then starts a
+	 * generation alone, which ends at no rounds at the next session.) */
+	bool startable = !e->offered_no_start && !(m->flags & GSP_RESYNC_NO_START) &&
+			 !e->ending_self && !s->detaching;
+	if (!cont && both && startable) {
 		uint32_t g = max_u32(max_u32(e->generation, m->generation),
 				     max_u32(e->ended_generation, m->ended_generation)) + 1;
 		e->next_generation = g ? g : 1;

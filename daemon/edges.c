@@ -70,6 +70,7 @@ int edges_attach(edge_set *s, const edge_model *m)
 {
 	s->model = *m;
 	s->attached = true;
+	s->detaching = false;
 	s->steps = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		int err = engine_edge_add(s);
@@ -134,11 +135,13 @@ void edges_detach(edge_set *s)
 		memset(&e->cache, 0, sizeof(e->cache));
 	}
 	s->attached = false;
+	s->detaching = false;
 	memset(&s->model, 0, sizeof(s->model));
 }
 
 size_t edges_end_begin(edge_set *s)
 {
+	s->detaching = true;
 	for (size_t i = 0; i < s->n; i++)
 		(void)edge_end_begin(&s->edge[i], END_DETACH);
 	return edges_ending(s);

@@ -252,7 +252,8 @@ int gsp_msg_round_decode(const uint8_t *buf, size_t len, gsp_msg_round *ret)
 
 static bool resync_ok(const gsp_msg_resync *m)
 {
-	if (m->flags & ~(GSP_RESYNC_LIVE | GSP_RESYNC_NO_HISTORY | GSP_RESYNC_ENDING))
+	if (m->flags & ~(GSP_RESYNC_LIVE | GSP_RESYNC_NO_HISTORY | GSP_RESYNC_ENDING |
+			 GSP_RESYNC_NO_START))
 		return false;
 	if ((m->flags & GSP_RESYNC_ENDING)
 		    ? !(m->flags & GSP_RESYNC_LIVE) || m->ending_applied > m->last_completed

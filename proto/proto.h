@@ -79,7 +79,7 @@ extern "C" {
 /* ---- versions and limits ---------------------------------------------- */
 
 #define GSP_PROTO_VERSION_MAJOR 1
-#define GSP_PROTO_VERSION_MINOR 4
+#define GSP_PROTO_VERSION_MINOR 5
 #define GSP_PROTO_VERSION \
 	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
 #define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
@@ -321,10 +321,13 @@ typedef struct gsp_msg_round {
  * 0 without ENDING); it can still take back one round.  weight: the
  * sender's configured Weight for this edge (0: none, Metropolis-Hastings
  * by degrees), which a generation agreed on in this session starts with
- * (PROTOCOL.md 4.6, "Weights"); finite, in [0, 1]. */
+ * (PROTOCOL.md 4.6, "Weights"); finite, in [0, 1].  NO_START (1.5): the
+ * sender starts no new generation in this session (its model goes, or
+ * it is ending the live one), so neither end agrees on one. */
 #define GSP_RESYNC_LIVE 0x01
 #define GSP_RESYNC_NO_HISTORY 0x02
 #define GSP_RESYNC_ENDING 0x04
+#define GSP_RESYNC_NO_START 0x08
 typedef struct gsp_msg_resync {
 	uint8_t flags;
 	uint32_t generation;

@@ -9,7 +9,9 @@
  * followed later by a new session, a trainer that detaches and registers
  * again (its end's generation gone), a reload that removes the peer
  * (the generation ends at that end) until the next session, a DETACH
- * whose DetachWait passes, a daemon killed and restarted with or
+ * whose DetachWait passes, a DETACH whose model goes some actions after
+ * its edge ended (modelgoes: a session may come up meanwhile, and no
+ * generation may be agreed with it), a daemon killed and restarted with or
  * without its edges' records, a SIGHUP that changes one end's Weight for
  * the peer or its degree (weight), and a session that ends at one end
  * first (halfclose: its GOODBYE, a reload, a dead timeout, a kill): a
@@ -44,7 +46,8 @@
  *
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
  *                        [--faults none|all|reset,detach,remove,timeout,restart,crash,
- *                                  weight,halfclose,upbusy,average,avgdetach]
+ *                                  weight,halfclose,upbusy,average,avgdetach,
+ *                                  modelgoes]
  *                        [--method exact|powergossip]
  *                        [--expect-violations] [--sabotage] [--trace]
  * Exit 0 when every schedule holds but where a crash or an expired
@@ -65,7 +68,7 @@
 enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
        FAULT_TIMEOUT = 16, FAULT_RESTART = 32, FAULT_WEIGHT = 64,
        FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512,
-       FAULT_AVGDETACH = 1024 };
+       FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048 };
 
 /* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
  * allows them at both ends. */
@@ -138,6 +141,12 @@ typedef struct sim {
 	edgepair p;
 	bool busy[2];            /* an offloaded step is running */
 	bool detaching[2];       /* a DETACH waits for the edge to end */
+	/* --faults modelgoes: the edge ended, and the model goes at a later
+	 * action (step.c: on the loop's next turn; frames and sessions may
+	 * come first).  detach_session: the end's sessions so far when its
+	 * DETACH came. */
+	bool model_going[2];
+	uint64_t detach_session[2];
 	int ended_seen[2];
 	unsigned actions;
 	unsigned crashes;
@@ -155,6 +164,7 @@ typedef struct sim {
 	unsigned sab_action;     /* the action it did so in (0: not yet) */
 	/* --faults weight: the last live generation seen at each end. */
 	uint32_t gen_seen[2];
+	uint32_t gen_max[2];     /* the highest live generation seen at each end */
 	/* --faults average: each end's stepper. */
 	sim_avg avg[2];
 	uint64_t seed;
@@ -400,6 +410,7 @@ static void detach_request(sim *s, int i)
 	ep_end *x = end_of(s, i);
 	ep_write_begin(x);
 	s->detaching[i] = true;
+	s->detach_session[i] = x->e->session_no;
 	s->unwritten[i] = false;
 	(void)edges_end_begin(&x->set);
 }
@@ -433,6 +444,7 @@ static void detach_end(sim *s, int i, bool timeout)
 	say(s, timeout ? "DetachWait passes; trainer detached and registers again at"
 		       : "edge ended; trainer detached and registers again at", i);
 	s->detaching[i] = false;
+	s->model_going[i] = false;
 	s->alone[i] += timeout;
 	/* GOODBYE MODEL_CHANGED: ep_reregister ends a session still up at
 	 * both ends at once. */
@@ -477,8 +489,12 @@ static void after_action(sim *s)
 				printf("       (the DETACH at %c no longer holds its write)\n",
 				       i ? 'b' : 'a');
 		}
-		if (s->detaching[i] && !s->busy[i] && !edges_ending(&x->set))
-			detach_end(s, i, false);
+		if (s->detaching[i] && !s->busy[i] && !edges_ending(&x->set)) {
+			if (s->faults & FAULT_MODELGOES)
+				s->model_going[i] = true;
+			else
+				detach_end(s, i, false);
+		}
 		if (x->ended != s->ended_seen[i]) {
 			s->ended_seen[i] = x->ended;
 			if (x->session && !s->detaching[i]) {
@@ -495,6 +511,18 @@ static void after_action(sim *s)
 		/* What the peer of a half-closed session sends is lost. */
 		if (!x->session && x->other->session)
 			ep_drop_queue(x->other);
+		/* A new generation (not one that continues after a restart)
+		 * is never agreed with a peer whose first RESYNC of the
+		 * session came after its DETACH: that RESYNC says NO_START. */
+		if (x->e->live && x->e->generation > s->gen_max[i]) {
+			int j = 1 - i;
+			ck_assert_msg(!s->detaching[j] ||
+				      end_of(s, j)->e->session_no <= s->detach_session[j],
+				      "seed %llu: generation %u started at %c with a peer "
+				      "whose model goes", (unsigned long long)s->seed,
+				      x->e->generation, i ? 'b' : 'a');
+			s->gen_max[i] = x->e->generation;
+		}
 		/* A generation started: with its agreed Weight, which may
 		 * not be this end's own. */
 		if (x->e->live && x->e->generation != s->gen_seen[i]) {
@@ -972,6 +1000,10 @@ static bool act(sim *s)
 			}
 			break;
 		case 9:
+			if (s->model_going[i]) {
+				detach_end(s, i, false);
+				return true;
+			}
 			if (avg_next(s, i))
 				return true;
 			if (trainer_free(s, i) && (s->faults & FAULT_DETACH)) {
@@ -1075,6 +1107,11 @@ static void settle(sim *s)
 			registers(s, i);
 	}
 	for (int k = 0; k < 8; k++) {
+		/* The model goes (modelgoes): first, as its GOODBYE may
+		 * close the session at one end first. */
+		for (int i = 0; i < 2; i++)
+			if (s->model_going[i])
+				detach_end(s, i, false);
 		settle_half_close(s);
 		if (!s->p.a.session)
 			ep_session_up(&s->p, (uint8_t)(77 + k));
@@ -1302,7 +1339,8 @@ END_TEST
  * degree), halfclose (a session ends at one end first), upbusy (a new
  * session may come up while a step runs off the loop), average (a
  * trainer's time-limited AVERAGE), avgdetach (with average: the trainer
- * may DETACH during its AVERAGE).  "all" is every one but crash (its
+ * may DETACH during its AVERAGE), modelgoes (with detach: the model goes
+ * at a later action than the one its edge ended in).  "all" is every one but crash (its
  * drift is allowed) and avgdetach (open: see docs/RELIABILITY.md). */
 static int parse_faults(const char *list, unsigned *ret)
 {
@@ -1311,9 +1349,10 @@ static int parse_faults(const char *list, unsigned *ret)
 		{"crash", FAULT_CRASH}, {"timeout", FAULT_TIMEOUT}, {"restart", FAULT_RESTART},
 		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
 		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
+		{"modelgoes", FAULT_MODELGOES},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
 			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE |
-			FAULT_AVGDETACH},
+			FAULT_AVGDETACH | FAULT_MODELGOES},
 		{"none", 0},
 	};
 	unsigned bits = 0;

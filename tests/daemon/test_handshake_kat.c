@@ -32,13 +32,13 @@ static const gsp_msg_ping PING = {
 
 /* Whole messages, clear bytes first (at our protocol version). */
 static const char INIT_HEX[] =
-	"1004017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
+	"1005017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
 	"8a1b14793ea81dad9ab39a7fc32049e4a9fd6d637491e6a715d1e80d3fcc17c8"
-	"c566bc4e6d6148752a58f269af2f31a6f00f725cb58d91cb59db71c02e6d33b9"
-	"4ddf03bfe7b30290a8d75d83149fb16ee8660c9eb40d2d80ed2c032a4c738a";
+	"c566bc0fafd102aa7fa1d292a41045ea9829ca5cb58d91cb59db71c02e6d332d"
+	"382a9caa52d9737823829f9d96b298fda2ba076bdd2de63560a02c1cfc75f9";
 static const char RESP_HEX[] =
-	"110401ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
-	"ff3e6b98cb5681eea718530d9a94382698e73b";
+	"110501ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
+	"ff3e6b6f97102fde5c9107d3ec76192ee2964f";
 /* The initiator's second transport frame: its length header, then the
  * sealed PING. */
 static const char FRAME_HEX[] =

@@ -887,7 +887,11 @@ START_TEST(test_resync_rules)
 	expect_patched(c, 14, 41, 0);         /* idle or completed */
 	/* Unknown flags; an ended generation after the current one; an
 	 * applied count without a generation. */
-	expect_patched(c, 1, 0x08, -EBADMSG);
+	expect_patched(c, 1, 0x10, -EBADMSG);
+	expect_patched(c, 1, 0x80, -EBADMSG);
+	/* NO_START (1.5) goes with any other flag, or none. */
+	expect_patched(c, 1, GSP_RESYNC_NO_START, 0);
+	expect_patched(c, 1, GSP_RESYNC_LIVE | GSP_RESYNC_NO_START, 0);
 	/* ENDING is of the live generation, at most at its last completed
 	 * round; without it, ending_applied is 0. */
 	expect_patched(c, 1, GSP_RESYNC_ENDING, -EBADMSG);              /* not LIVE */
