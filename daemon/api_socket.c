@@ -51,7 +51,6 @@ int api_socket_free(const char *path, const struct sockaddr_un *sa)
 	return -e;
 }
 
-
 /* The temporary name is path + ".<pid>" (at most 8 more bytes). */
 #define TMP_SUFFIX_MAX 8
 

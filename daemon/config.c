@@ -44,6 +44,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->max_staleness = 4;
 	cfg->max_wait_ms = GSP_DAEMON_DEFAULT_MAX_WAIT_MS;
 	cfg->detach_wait_ms = GSP_DAEMON_DEFAULT_DETACH_WAIT_MS;
+	cfg->leave_wait_ms = GSP_DAEMON_DEFAULT_LEAVE_WAIT_MS;
 	cfg->drain_wait_ms = GSP_DAEMON_DEFAULT_DRAIN_WAIT_MS;
 	cfg->max_round_change = GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE;
 	cfg->rekey_after_s = GSP_DAEMON_DEFAULT_REKEY_AFTER_S;
@@ -230,6 +231,11 @@ static int node_key(parser *p, const char *name, const char *v)
 	if (!strcmp(name, "DetachWait"))
 		return parse_uint(v, 3600000, &c->detach_wait_ms)
 			       ? fail(p, -EINVAL, "DetachWait must be 0..3600000 (ms), not '%s'", v)
+			       : 1;
+	if (!strcmp(name, "LeaveWait"))
+		return parse_uint(v, GSP_DAEMON_MAX_LEAVE_WAIT_MS, &c->leave_wait_ms)
+			       ? fail(p, -EINVAL, "LeaveWait must be 0..%u (ms), not '%s'",
+				      GSP_DAEMON_MAX_LEAVE_WAIT_MS, v)
 			       : 1;
 	if (!strcmp(name, "DrainWait"))
 		return parse_uint(v, 3600000, &c->drain_wait_ms)

@@ -64,6 +64,7 @@ typedef struct gsp_daemon_config {
 	unsigned max_staleness;
 	unsigned max_wait_ms;           /* STEP waits at most this for a lagging edge */
 	unsigned detach_wait_ms;        /* DETACH waits at most this for the peers */
+	unsigned leave_wait_ms;         /* a removed peer's edge ends alone after this */
 	unsigned drain_wait_ms;         /* DRAIN waits at most this for rounds */
 	float max_round_change;         /* a received round's bound; 0: none */
 	unsigned rekey_after_s;         /* a session is replaced this old */
@@ -85,6 +86,11 @@ typedef struct gsp_daemon_config {
  * again until it keeps pace. */
 #define GSP_DAEMON_DEFAULT_MAX_WAIT_MS 50
 #define GSP_DAEMON_DEFAULT_DETACH_WAIT_MS 2000
+/* How long a peer a reload removed may take to end its edge's generation
+ * with this end (its link may be down for a restart); then the edge ends
+ * here alone and the peer goes.  The most it can be told to wait is a day. */
+#define GSP_DAEMON_DEFAULT_LEAVE_WAIT_MS 60000
+#define GSP_DAEMON_MAX_LEAVE_WAIT_MS 86400000u
 /* How long an asynchronous DRAIN waits, at most, for rounds in flight
  * (a straggler's it does not wait for); then their edges are stragglers
  * and it returns.  DRAIN with SYNC waits for every round. */

@@ -505,6 +505,7 @@ void edge_after_busy(edge *e)
 	memcpy(kept_len, e->deferred_len, sizeof(kept_len));
 	memcpy(kept_session, e->deferred_session, sizeof(kept_session));
 	e->n_deferred = 0;
+	e->reading_kept = true;
 	for (unsigned k = 0; k < n; k++) {
 		/* An ended session's frames still count (a ROUND completes,
 		 * a RESYNC tells how the peer ended a generation), but
@@ -524,5 +525,6 @@ void edge_after_busy(edge *e)
 			s->counters->rx_malformed++;
 		}
 	}
+	e->reading_kept = false;
 	edge__settle(e);
 }

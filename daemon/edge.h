@@ -134,6 +134,7 @@ struct edge {
 	 * rounds, once the peer has said where it stands. */
 	edge_end_why ending_self;
 	uint64_t end_count;
+	bool leave_expired;      /* LeaveWait passed: end without the answer */
 	/* A new generation agreed in this session, started once the old
 	 * one has ended. */
 	bool start_pending;
@@ -167,6 +168,7 @@ struct edge {
 	size_t deferred_len[EDGE_DEFERRED_MAX];
 	uint64_t deferred_session[EDGE_DEFERRED_MAX];
 	unsigned n_deferred;
+	bool reading_kept;       /* edge_after_busy reads them now */
 	uint64_t session_no;     /* sessions so far */
 	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
 	uint64_t last_apply_step;
@@ -245,6 +247,17 @@ void edges_detach(edge_set *s);
  * still wait when the model goes end at what they applied. */
 bool edge_end_begin(edge *e, edge_end_why why);
 
+/* LeaveWait passed for a removed peer (e's ending, edge_end_begin
+ * END_REMOVED): the generation ends without the peer's answer, at the
+ * count this end offered (or, if the peer's count is known but its
+ * message of that round never came, at what this end completed); a
+ * round completed here past it is taken back (a subtraction waits for a
+ * write, and a step off the loop for edges_finish; an answer that comes
+ * meanwhile still decides the count).  If the peer
+ * applied a round past it, that round stays at the peer until the two
+ * ends meet again (the peer added back), whose RESYNCs reconcile it.
+ * Then ops->ended.  True when the generation has ended. */
+bool edge_end_alone(edge *e);
 /* Where e's generation stands, for edgestate (key left to the caller;
  * the messages and the engine state point into e, valid until the next
  * call).  Not while busy. */

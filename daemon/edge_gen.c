@@ -94,6 +94,14 @@ static bool final_of(const gsp_msg_resync *m, uint32_t g, uint64_t *ret)
 		*ret = 0;
 		return true;
 	}
+	/* Between its record and its current generation: it applied none
+	 * of g, or g would be its record (records only move on to a newer
+	 * generation with rounds applied). */
+	if (g > m->ended_generation && g < m->generation &&
+	    !(m->flags & GSP_RESYNC_NO_HISTORY)) {
+		*ret = 0;
+		return true;
+	}
 	return false;
 }
 
@@ -146,6 +154,7 @@ void edge__record_end(edge *e, uint64_t applied)
 		(void)gsp_node_edge_disable(s->model.node, e->index);
 	e->live = false;
 	e->ending = TARGET_NONE;
+	e->leave_expired = false;
 	/* Only a live generation's rounds mean anything in a RESYNC. */
 	e->completed = e->sent_round = applied;
 	gsp_info("peer %s: edge generation %u ended at round %llu", e->name,
@@ -298,11 +307,37 @@ static bool decided(const edge *e)
 	return e->state == EDGE_UP || e->state == EDGE_IDLE;
 }
 
+/* LeaveWait passed (edge_end_alone): the count to end at without the
+ * peer's answer.  Decided only here, on the loop and not while busy, so
+ * that an answer which came meanwhile still decides it: frames kept
+ * during a step off the loop are read first (edges_after_busy, also
+ * those of a session that has ended since). */
+static void leave_target(edge *e)
+{
+	if (e->ending == TARGET_NONE) {
+		/* The peer never said where it stands: our offer; a round
+		 * completed since is taken back (end_live). */
+		e->ending = TARGET_KNOWN;
+		e->target = e->end_count;
+	} else if (e->ending == TARGET_KNOWN && e->completed < e->target) {
+		/* Its message of the round it ends at never came: that round
+		 * lands at the peer only. */
+		e->set->counters->rounds_unreconciled++;
+		gsp_warn("peer %s: generation %u ends at round %llu here and %llu there: "
+			 "the peer's message of its last round never came", e->name,
+			 e->generation, (unsigned long long)e->completed,
+			 (unsigned long long)e->target);
+		e->target = e->completed;
+	}
+}
+
 void edge__settle(edge *e)
 {
 	edge_set *s = e->set;
 	if (s->busy)
 		return;
+	if (e->live && e->leave_expired && !e->n_deferred && !e->reading_kept)
+		leave_target(e);
 	if (e->live && e->ending != TARGET_NONE && !end_live(e))
 		return;
 	start_agreed(e);
@@ -529,6 +564,23 @@ bool edge_end_begin(edge *e, edge_end_why why)
 		(void)edge__send_resync(e, true);
 	}
 	return false;
+}
+
+/* ---- a peer that does not answer (LeaveWait) -------------------------- */
+
+bool edge_end_alone(edge *e)
+{
+	if (!e->live)
+		return true;
+	if (!e->ending_self)
+		return false;
+	if (!e->leave_expired)
+		gsp_warn("peer %s: no answer within LeaveWait: generation %u ends here "
+			 "without it, at round %llu at most", e->name, e->generation,
+			 (unsigned long long)e->end_count);
+	e->leave_expired = true;
+	edge__settle(e);   /* busy: after the step (edges_finish) */
+	return !e->live;
 }
 
 /* ---- records for a restart -------------------------------------------- */

@@ -15,7 +15,6 @@ int edge__send(edge *e, const uint8_t *pt, size_t len);
 bool edge__quiet(void);
 void edge__changed(edge *e);
 
-
 /* RESYNC of e's session (0, or the session is closed). */
 int edge__send_resync(edge *e, bool ending);
 int edge__on_resync(edge *e, const uint8_t *pt, size_t len);

@@ -15,7 +15,6 @@
 /* Bytes read per callback at most, so one link cannot starve the loop. */
 #define LINK_READ_CHUNK (256u * 1024)
 
-
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_timer(uv_timer_t *t);

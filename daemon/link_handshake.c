@@ -10,7 +10,6 @@
 #include "log.h"
 #include "proto.h"
 
-
 /* A handshake message that did not decode: another major version, or
  * another minor whose handshake has another size (1.3 added mac1), is a
  * policy reject (PROTOCOL.md 3: logged, counted as version_mismatch,

@@ -50,12 +50,21 @@ static bool on_removed(void *ctx, peer *p)
 	return edge_end_begin(mesh_edge_of(ctx, p), END_REMOVED);
 }
 
+/* LeaveWait passed: the edge ends without the peer's answer (at once,
+ * or after a step off the loop or a write it waits for). */
+static void on_leave_expired(void *ctx, peer *p)
+{
+	if (edge_end_alone(mesh_edge_of(ctx, p)))
+		peers_leave_done(p);
+}
+
 static const peers_ops mesh_peers_ops = {
 	.session_up = on_session_up,
 	.frame = on_frame,
 	.session_down = on_session_down,
 	.added = on_added,
 	.removed = on_removed,
+	.leave_expired = on_leave_expired,
 };
 
 /* ---- edges to peers --------------------------------------------------- */

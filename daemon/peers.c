@@ -13,7 +13,6 @@
 #include "replay.h"
 #include "text.h"
 
-
 static void peer_verror(peer *p, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 
@@ -377,8 +376,10 @@ void peers_stop(peers *ps)
 {
 	ps->stopping = true;
 	link_close_all(&ps->env, GSP_BYE_SHUTDOWN, "gossipd is stopping");
-	for (size_t i = 0; i < ps->n; i++)
+	for (size_t i = 0; i < ps->n; i++) {
 		uv_close((uv_handle_t *)&ps->peer[i].retry, NULL);
+		uv_close((uv_handle_t *)&ps->peer[i].leave, NULL);
+	}
 	uv_close((uv_handle_t *)&ps->listener, NULL);
 }
 
@@ -451,6 +452,7 @@ static void peer_remove(peer *p)
 	p->removed = true;
 	p->leaving = false;
 	uv_timer_stop(&p->retry);
+	uv_timer_stop(&p->leave);
 	if (p->dialed)
 		link_close(p->dialed, GSP_BYE_UNSPECIFIED, "");
 	peers_close(p, GSP_BYE_NOT_ALLOWED, "removed from the configuration");
@@ -464,6 +466,16 @@ void peers_leave_done(peer *p)
 	peer_remove(p);
 }
 
+static void on_leave_wait(uv_timer_t *t)
+{
+	peer *p = t->data;
+	if (!p->leaving || !p->set->ops->leave_expired)
+		return;
+	gsp_warn("peer %s: its edge did not end with it within LeaveWait; it ends "
+		 "here alone", p->name);
+	p->set->ops->leave_expired(p->set->ctx, p);
+}
+
 void peers_update(peers *ps, const gsp_daemon_config *cfg)
 {
 	for (size_t j = 0; j < ps->n; j++) {
@@ -475,8 +487,10 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 			peer_remove(p);
 		} else {
 			gsp_info("reload: peer %s removed; it stays until its edge has "
-				 "ended at the same round at both ends", p->name);
+				 "ended at the same round at both ends (at most LeaveWait, "
+				 "%u ms)", p->name, cfg->leave_wait_ms);
 			p->leaving = true;
+			uv_timer_start(&p->leave, on_leave_wait, cfg->leave_wait_ms, 0);
 		}
 	}
 	for (size_t i = 0; i < cfg->n_peers; i++) {
@@ -492,6 +506,7 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 		if (p->removed || p->leaving)
 			gsp_info("reload: peer %s added again", p->name);
 		p->removed = p->leaving = false;
+		uv_timer_stop(&p->leave);
 		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
 		p->cfg.weight = pc->weight;
 		if (moved && !p->session && !p->dialed)

@@ -5,7 +5,8 @@
  * jitter (a name is resolved again before every attempt), which of two
  * sessions with one peer is kept, and applying a re-read [Peer] list
  * (SIGHUP).  It admits a handshake only from a listed key with a newer
- * timestamp.  It reports up only through peers_ops: sessions coming and
+ * timestamp, and gives a removed peer LeaveWait to leave.  It reports up
+ * only through peers_ops: sessions coming and
  * going, and their frames.
  */
 #ifndef GOSSIPD_PEERS_H
@@ -43,6 +44,7 @@ typedef struct peer {
 	bool rekeying;           /* dialing to replace a session (RekeyAfter) */
 	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
 	uv_timer_t retry;
+	uv_timer_t leave;         /* LeaveWait, while leaving */
 	unsigned backoff_ms;     /* reset by peers_session_ok, not before */
 	char last_error[PEER_ERROR_MAX];  /* why the edge is down; "" */
 	uint8_t last_ts[GSP_HS_TIMESTAMP];  /* newest handshake timestamp */
@@ -62,6 +64,9 @@ typedef struct peers_ops {
 	/* A reload removes p: true if it may go now, false if it must
 	 * leave first (its session stays until peers_leave_done). */
 	bool (*removed)(void *ctx, peer *p);
+	/* LeaveWait passed and p is still leaving: its edge ends without
+	 * it (peers_leave_done follows, now or once that could happen). */
+	void (*leave_expired)(void *ctx, peer *p);
 } peers_ops;
 
 struct peers {
@@ -116,7 +121,8 @@ void peers_error(peer *p, const char *fmt, ...) __attribute__((format(printf, 2,
  * not parse), and the table keeps its timestamps in memory only. */
 int peers_set_replay_file(peers *ps, const char *path);
 
-/* Applies a re-read configuration's [Peer] list. */
+/* Applies a re-read configuration's [Peer] list (and its LeaveWait for
+ * the peers it removes). */
 void peers_update(peers *ps, const gsp_daemon_config *cfg);
 /* Listed peers (this node's degree), at least 1. */
 uint16_t peers_degree(const peers *ps);

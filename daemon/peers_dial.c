@@ -144,11 +144,14 @@ static void dial(uv_timer_t *t)
 	}
 }
 
-/* A peer's retry timer, and a first dial if it has an endpoint. */
+/* A peer's retry and LeaveWait timers, and a first dial if it has an
+ * endpoint. */
 void peers__start_peer(peer *p)
 {
 	uv_timer_init(p->set->loop, &p->retry);
 	p->retry.data = p;
+	uv_timer_init(p->set->loop, &p->leave);
+	p->leave.data = p;
 	p->backoff_ms = PEERS_BACKOFF_MIN_MS;
 	if (p->cfg.endpoint[0])
 		uv_timer_start(&p->retry, dial, 0, 0);

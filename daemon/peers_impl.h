@@ -13,7 +13,8 @@ void peers__forget_addrs(peer *p);
 void peers__dial_later(peer *p);
 /* Dials the next resolved address, or again later when none is left. */
 void peers__dial_next_or_later(peer *p);
-/* The peer's retry timer, and a first dial if it has an Endpoint. */
+/* The peer's retry and LeaveWait timers, and a first dial if it has an
+ * Endpoint. */
 void peers__start_peer(peer *p);
 /* Dials a new session to replace p's (a rekey), unless a dial is under
  * way; the new one replaces the old when it is up (PROTOCOL.md 4.8). */

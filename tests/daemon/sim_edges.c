@@ -47,7 +47,7 @@
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
  *                        [--faults none|all|reset,detach,remove,timeout,restart,crash,
  *                                  weight,halfclose,upbusy,average,avgdetach,
- *                                  modelgoes]
+ *                                  modelgoes,leavewait]
  *                        [--method exact|powergossip]
  *                        [--expect-violations] [--sabotage] [--trace]
  * Exit 0 when every schedule holds but where a crash or an expired
@@ -68,7 +68,7 @@
 enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
        FAULT_TIMEOUT = 16, FAULT_RESTART = 32, FAULT_WEIGHT = 64,
        FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512,
-       FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048 };
+       FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048, FAULT_LEAVEWAIT = 4096 };
 
 /* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
  * allows them at both ends. */
@@ -98,6 +98,7 @@ typedef struct sim_stats {
 					    * their own while an AVERAGE waited */
 	unsigned long long avg_next[5];  /* the trainer's request after (NEXT_*) */
 	unsigned long long stalled;      /* schedules where nothing could happen */
+	unsigned long long leave_expired; /* LeaveWaits that passed (leavewait) */
 	unsigned long long unwritten;    /* DETACHes whose write (begin_detach's)
 					  * ended before the model went */
 } sim_stats;
@@ -152,6 +153,16 @@ typedef struct sim {
 	unsigned crashes;
 	unsigned alone[2];       /* generations ended here without the peer:
 				  * an expired DetachWait */
+	/* The generations (bit g, below 64) that ended at an end after its
+	 * LeaveWait passed while the peer was ending them too (both removed
+	 * each other) or had ended them: the peer may end at a count this
+	 * end never hears (crossing ENDINGs: the smaller offer), so a round
+	 * may land at one end only.  With the peer live in it and not
+	 * ending, their next session must reconcile the counts exactly.
+	 * leave_pending: the generation whose LeaveWait passed, until it
+	 * ends there (after a step off the loop or a write, maybe). */
+	uint64_t left_alone[2];
+	uint32_t leave_pending[2];
 	/* Each end's records version as the last action and this one began:
 	 * a kill may come inside the last action, after any of its writes
 	 * of the records. */
@@ -469,6 +480,20 @@ static void removal(sim *s, int i)
 		end_of(s, i)->ended++;
 }
 
+/* --faults leavewait: the removed peer has not answered within LeaveWait
+ * (mesh's on_leave_expired): the edge ends at i alone, at once, or after
+ * a step off the loop or a write it waits for.  The peer comes back at
+ * the next session, as a peer added back by a later reload does, and
+ * the two ends' RESYNCs must reconcile what each applied. */
+static void leave_expires(sim *s, int i)
+{
+	edge *e = end_of(s, i)->e;
+	say(s, "LeaveWait passes at", i);
+	s->st.leave_expired++;
+	s->leave_pending[i] = e->generation;
+	(void)edge_end_alone(e);
+}
+
 /* What the daemon does once an ending it asked for is over: DETACH
  * goes on, a leaving peer's session closes. */
 static void avg_takeback(sim *s, int i);
@@ -505,6 +530,15 @@ static void after_action(sim *s)
 					ep_end_session(x);
 			}
 		}
+	}
+	for (int i = 0; i < 2; i++) {
+		edge *e = end_of(s, i)->e, *peer = end_of(s, 1 - i)->e;
+		uint32_t g = s->leave_pending[i];
+		if (!g || (e->live && e->generation == g))
+			continue;
+		s->leave_pending[i] = 0;
+		if (g < 64 && !(peer->live && peer->generation == g && !peer->ending_self))
+			s->left_alone[i] |= 1ull << g;
 	}
 	for (int i = 0; i < 2; i++) {
 		ep_end *x = end_of(s, i);
@@ -1021,6 +1055,13 @@ static bool act(sim *s)
 				removal(s, i);
 				return true;
 			}
+			/* The timer fires on the loop, also while a step runs
+			 * off it. */
+			if (x->e->live && x->e->ending_self == END_REMOVED &&
+			    (s->faults & FAULT_LEAVEWAIT) && pick(s, 2) == 0) {
+				leave_expires(s, i);
+				return true;
+			}
 			break;
 		case 11:
 			if (free_at(s, i) && (s->faults & FAULT_CRASH)) {
@@ -1191,12 +1232,17 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	*ret_sabotaged = s.sab_action != 0;
 	/* The protocol's documented cost: an end that lost its records, or
 	 * both ends ending a generation without hearing each other. */
-	int rc = drift > 1e-6 ? (s.crashes || s.alone[0] || s.alone[1] ? 3 : 1) : 0;
+	/* Two ends that both stopped waiting must have found it when they
+	 * met again (settle's session): rounds_unreconciled. */
+	bool left = (s.left_alone[0] | s.left_alone[1]) != 0 &&
+		    s.p.a.counters.rounds_unreconciled + s.p.b.counters.rounds_unreconciled > 0;
+	int rc = drift > 1e-6 ? (s.crashes || s.alone[0] || s.alone[1] || left ? 3 : 1) : 0;
 	/* A schedule where nothing could happen did not go on by itself. */
 	if (s.stalled && rc != 1)
 		rc = 2;
 	stats->stalled += s.stalled != 0;
 	stats->unwritten += s.st.unwritten;
+	stats->leave_expired += s.st.leave_expired;
 	/* Liveness: with faults over, a clean session carries rounds. */
 	if (!rc) {
 		ep_pump(&s.p);
@@ -1294,6 +1340,9 @@ START_TEST(test_schedules)
 	if (st.unwritten)
 		printf("unwritten: %llu DETACHes lost their write before the model went (a "
 		       "take-back by subtraction then waits for DetachWait)\n", st.unwritten);
+	if (faults & FAULT_LEAVEWAIT)
+		printf("leavewait: %llu LeaveWaits passed before the removed peer answered\n",
+		       st.leave_expired);
 	if (faults & FAULT_AVERAGE)
 		printf("average: %llu AVERAGEs (%llu while the peer's ran), %llu rounds (%llu off "
 		       "the loop), %llu edges held; ended by: every edge's rounds over %llu, "
@@ -1340,7 +1389,8 @@ END_TEST
  * session may come up while a step runs off the loop), average (a
  * trainer's time-limited AVERAGE), avgdetach (with average: the trainer
  * may DETACH during its AVERAGE), modelgoes (with detach: the model goes
- * at a later action than the one its edge ended in).  "all" is every one but crash (its
+ * at a later action than the one its edge ended in), leavewait (with
+ * remove: the removed peer's LeaveWait passes before it answered).  "all" is every one but crash (its
  * drift is allowed) and avgdetach (open: see docs/RELIABILITY.md). */
 static int parse_faults(const char *list, unsigned *ret)
 {
@@ -1349,10 +1399,10 @@ static int parse_faults(const char *list, unsigned *ret)
 		{"crash", FAULT_CRASH}, {"timeout", FAULT_TIMEOUT}, {"restart", FAULT_RESTART},
 		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
 		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
-		{"modelgoes", FAULT_MODELGOES},
+		{"modelgoes", FAULT_MODELGOES}, {"leavewait", FAULT_LEAVEWAIT},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
 			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE |
-			FAULT_AVGDETACH | FAULT_MODELGOES},
+			FAULT_AVGDETACH | FAULT_MODELGOES | FAULT_LEAVEWAIT},
 		{"none", 0},
 	};
 	unsigned bits = 0;
@@ -1434,6 +1484,6 @@ usage:
 	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|LIST] "
 		"[--method M] [--expect-violations] [--sabotage] [--trace]\n"
 		"LIST: comma-separated reset, detach, remove, timeout, restart, crash, weight, "
-		"halfclose, upbusy, average, avgdetach\n", argv[0]);
+		"halfclose, upbusy, average, avgdetach, modelgoes, leavewait\n", argv[0]);
 	return 2;
 }

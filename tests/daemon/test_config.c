@@ -34,8 +34,8 @@ START_TEST(test_valid)
 		"WarmStart = off\n"
 		"RekeyAfterSeconds = 5\n"
 		"DrainWait = 0\n"
+		"LeaveWait = 86400000\n"
 		"LogLevel = debug\n"
-		"\n"
 		"[Peer]\n"
 		"PublicKey = " KEY_A "\n"
 		"Endpoint = 127.0.0.1:7001\n"
@@ -55,6 +55,7 @@ START_TEST(test_valid)
 	ck_assert_int_eq(cfg.log_level, GSP_LOG_DEBUG);
 	ck_assert_uint_eq(cfg.rekey_after_s, 5);
 	ck_assert_uint_eq(cfg.drain_wait_ms, 0);
+	ck_assert_uint_eq(cfg.leave_wait_ms, 86400000);
 	ck_assert_uint_eq(cfg.n_peers, 2);
 	ck_assert_str_eq(cfg.peers[0].endpoint, "127.0.0.1:7001");
 	ck_assert_uint_eq(cfg.peers[0].line, 16);
@@ -79,6 +80,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(cfg.max_staleness, 4);
 	ck_assert_uint_eq(cfg.rekey_after_s, 120);
 	ck_assert_uint_eq(cfg.drain_wait_ms, 2000);
+	ck_assert_uint_eq(cfg.leave_wait_ms, 60000);
 	ck_assert_str_eq(cfg.listen, "127.0.0.1:0");
 	ck_assert_str_eq(cfg.socket_path, "gossipd.sock");
 	gsp_daemon_config_clear(&cfg);
@@ -116,6 +118,8 @@ START_TEST(test_errors_name_the_line)
 		{"[Node]\nLogLevel = loud\n", "test.conf:2: LogLevel"},
 		{"[Node]\nDrainWait = 3600001\n", "test.conf:2: DrainWait must be 0..3600000"},
 		{"[Node]\n\nDrainWait = -1\n", "test.conf:3: DrainWait"},
+		{"[Node]\nLeaveWait = 86400001\n", "test.conf:2: LeaveWait must be 0..86400000"},
+		{"[Node]\nLeaveWait = 1m\n", "test.conf:2: LeaveWait must be"},
 		{"[Node]\nRekeyAfterSeconds = 0\n", "test.conf:2: RekeyAfterSeconds must be 1..86400"},
 		{"[Node]\nRekeyAfterSeconds = 86401\n", "test.conf:2: RekeyAfterSeconds"},
 		{"[Node]\nRekeyAfterSeconds = 2m\n", "test.conf:2: RekeyAfterSeconds"},

@@ -554,6 +554,152 @@ START_TEST(test_removal_ends_the_generation_with_the_peer)
 }
 END_TEST
 
+/* ---- LeaveWait: a removed peer that does not answer ------------------- */
+
+/* Rounds 1 and 2 completed at both ends; b applied both (its STEP after
+ * the exchange), a applied round 1 only. */
+static void leave_pair(edgepair *p, double *ret_sum)
+{
+	pair_up(p, GSP_METHOD_EXACT, 1, "20", ret_sum);
+	round_trip(p);
+	round_trip(p);
+	ck_assert_int_ge(ep_step(&p->b), 0);        /* b applies 2 */
+	ck_assert_uint_eq(p->a.e->completed, 2);
+	ck_assert_int_eq(ep_info(&p->a).state, GSP_EDGE_COMPLETED);   /* not applied */
+}
+
+/* b is added back to a's configuration: its next session reconciles the
+ * generation a ended alone, and the sum is where it was. */
+static void added_back(edgepair *p, double sum0)
+{
+	ep_session_up(p, 31);
+	ep_pump(p);
+	if (p->b.set.takeback_waiting)
+		takeback_waits_for_a_write(p, &p->b);
+	ck_assert_uint_eq(p->b.e->ended_applied, 1);
+	ck_assert_uint_eq(p->b.e->rollbacks, 1);    /* its round 2 */
+	assert_conserved(p, sum0);
+	ck_assert_uint_eq(p->a.counters.rounds_unreconciled + p->b.counters.rounds_unreconciled, 0);
+}
+
+START_TEST(test_leave_wait_ends_alone_at_the_offer)
+{
+	/* a's reload removes b while the link is down; b never answers.
+	 * After LeaveWait a ends alone at its offer (round 1, what it had
+	 * applied), dropping its round 2 not yet applied. */
+	edgepair p;
+	double sum0;
+	leave_pair(&p, &sum0);
+	ep_end_session(&p.a);
+	ck_assert(!edge_end_begin(p.a.e, END_REMOVED));
+	ck_assert_uint_eq(p.a.e->end_count, 1);
+	ck_assert(edge_end_alone(p.a.e));
+	ck_assert(!p.a.e->live);
+	ck_assert_int_eq(p.a.ended, 1);
+	ck_assert_uint_eq(p.a.e->ended_applied, 1);
+	ck_assert_int_ne(ep_info(&p.a).state, GSP_EDGE_COMPLETED);   /* dropped */
+	added_back(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_leave_wait_keeps_the_count_the_peer_was_told)
+{
+	/* a's ENDING (offering round 1) reaches b, whose take-back of round
+	 * 2 and answer wait for its trainer's next request; LeaveWait passes
+	 * first.  a must end at the count b was told, not at what it
+	 * completed (its round 2 would then land at a while b takes it
+	 * back). */
+	edgepair p;
+	double sum0;
+	leave_pair(&p, &sum0);
+	ck_assert(!edge_end_begin(p.a.e, END_REMOVED));
+	ep_pump(&p);
+	ck_assert(p.b.set.takeback_waiting);        /* no answer yet */
+	ck_assert(p.a.e->live);
+	ck_assert(edge_end_alone(p.a.e));
+	ck_assert_uint_eq(p.a.e->ended_applied, 1);
+	ck_assert_int_eq(p.a.ended, 1);
+	ep_end_session(&p.a);                       /* the leaving peer goes */
+	takeback_waits_for_a_write(&p, &p.b);
+	ck_assert_uint_eq(p.b.e->rollbacks, 1);
+	assert_conserved(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_leave_wait_takeback_waits_for_a_write)
+{
+	/* a's STEP applied its round 2 after the removal began (the offer
+	 * stays round 1): ending alone subtracts it, inside a write. */
+	edgepair p;
+	double sum0;
+	leave_pair(&p, &sum0);
+	ep_end_session(&p.a);
+	ck_assert(!edge_end_begin(p.a.e, END_REMOVED));
+	ck_assert_int_ge(ep_step(&p.a), 0);         /* a applies 2 */
+	ck_assert(!edge_end_alone(p.a.e));
+	ck_assert(p.a.e->live && p.a.set.takeback_waiting);
+	ck_assert_int_eq(p.a.ended, 0);
+	ep_write_begin(&p.a);
+	ep_write_end(&p.a);
+	ck_assert(!p.a.e->live);
+	ck_assert_int_eq(p.a.ended, 1);
+	ck_assert_uint_eq(p.a.e->ended_applied, 1);
+	ck_assert_uint_eq(p.a.e->rollbacks, 1);
+	added_back(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_leave_wait_reads_the_answer_that_came_while_busy)
+{
+	/* Both ends remove each other: b offers round 2, a offers 1.  a's
+	 * ENDING reaches b during a step off the loop (b keeps it), and b's
+	 * LeaveWait passes before b has read it: b must still end at the
+	 * smaller offer, as it would have had it read the answer at once.
+	 * Anything that settles the edge before the kept frames are read
+	 * (here edges_finish) must not decide the count. */
+	edgepair p;
+	double sum0;
+	leave_pair(&p, &sum0);
+	ck_assert(!edge_end_begin(p.b.e, END_REMOVED));
+	ck_assert(!edge_end_begin(p.a.e, END_REMOVED));
+	ck_assert_uint_eq(p.b.e->end_count, 2);
+	ck_assert_uint_eq(p.a.e->end_count, 1);
+	p.b.set.busy = true;
+	while (p.a.n_out)
+		ck_assert_int_eq(ep_deliver_one(&p.a), 0);
+	ck_assert_uint_gt(p.b.e->n_deferred, 0);
+	ck_assert(!edge_end_alone(p.b.e));
+	p.b.set.busy = false;
+	edges_finish(&p.b.set);
+	ck_assert(p.b.e->live);
+	edges_after_busy(&p.b.set);
+	takeback_waits_for_a_write(&p, &p.b);      /* b's round 2 */
+	ck_assert(!p.b.e->live);
+	ck_assert_uint_eq(p.b.e->ended_applied, 1);
+	ep_pump(&p);
+	ck_assert(!p.a.e->live);
+	ck_assert_uint_eq(p.a.e->ended_applied, 1);
+	assert_conserved(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
+START_TEST(test_leave_wait_is_nothing_for_an_edge_not_ending)
+{
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_EXACT, 1, "20", &sum0);
+	round_trip(&p);
+	ck_assert(!edge_end_alone(p.a.e));
+	ck_assert(p.a.e->live);
+	ck_assert_int_eq(p.a.ended, 0);
+	ep_free(&p);
+}
+END_TEST
+
 START_TEST(test_both_ends_ending_meet_at_the_smaller_count)
 {
 	/* Both ends end at once (both removed each other): their ENDING
@@ -859,6 +1005,11 @@ int main(void)
 	tcase_add_test(tc, test_behind_end_completes_from_the_ended_message);
 	tcase_add_test(tc, test_detach_ends_the_generation_with_the_peer);
 	tcase_add_test(tc, test_removal_ends_the_generation_with_the_peer);
+	tcase_add_test(tc, test_leave_wait_ends_alone_at_the_offer);
+	tcase_add_test(tc, test_leave_wait_keeps_the_count_the_peer_was_told);
+	tcase_add_test(tc, test_leave_wait_takeback_waits_for_a_write);
+	tcase_add_test(tc, test_leave_wait_reads_the_answer_that_came_while_busy);
+	tcase_add_test(tc, test_leave_wait_is_nothing_for_an_edge_not_ending);
 	tcase_add_test(tc, test_both_ends_ending_meet_at_the_smaller_count);
 	tcase_add_test(tc, test_detach_lands_what_the_end_counts);
 	tcase_add_test(tc, test_one_sided_ends_are_reported);

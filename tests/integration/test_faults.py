@@ -301,6 +301,57 @@ class Faults(unittest.TestCase):
         self.assertIn("GOODBYE not allowed (reason 6)", c.log(1))
         self.assert_conserved(drift, s0, s1)
 
+    def test_removed_peer_that_does_not_answer(self):
+        """Node 1's daemon is frozen (SIGSTOP) when node 0's reload removes
+        it, with LeaveWait = 1500 ms: node 0 lists it as leaving, then,
+        without its answer, ends their edge's generation alone at its
+        offer and the peer goes (it used to stay leaving for ever).  Node
+        1 is resumed and refused; once node 0 adds it back, their next
+        session reconciles the generation node 0 ended alone (node 1
+        takes back a round it applied past that count, if any), both
+        edges come up again, and the network average holds."""
+        leave_ms = 1500
+        c = cluster.owned_by(self, cluster.Cluster(
+            BUILD, 3, node_conf=conf(3) + "LeaveWait = %d\n" % leave_ms))
+        c.start()
+        procs = self.stepping(c, "leave", lambda i: ["--data", WIDE])
+        self.assertTrue(cluster.eventually(lambda: self.steps(c, 0) >= 20, 30))
+
+        def edges(i):
+            return cluster.status(c.sockets[i])["edges"]
+
+        def steps_on():
+            s = self.steps(c, 0)
+            self.assertTrue(cluster.eventually(lambda: self.steps(c, 0) >= s + 20, 15))
+        frozen = c.procs[1].pid
+        os.kill(frozen, signal.SIGSTOP)
+        self.addCleanup(lambda: c.procs[1].poll() is None and os.kill(frozen, signal.SIGCONT))
+        c.write_config(0, drop_peers=[1])
+        t0 = time.monotonic()
+        c.procs[0].send_signal(signal.SIGHUP)
+        self.assertTrue(cluster.eventually(
+            lambda: any(e["state"] == "leaving" for e in edges(0)), 5), edges(0))
+        self.assertTrue(cluster.eventually(lambda: len(edges(0)) == 1, 30), edges(0))
+        gone = time.monotonic() - t0
+        self.assertGreaterEqual(gone, leave_ms / 1000 * 0.9, "did not wait LeaveWait")
+        self.assertIn("no answer within LeaveWait", c.log(0))
+        steps_on()
+        os.kill(frozen, signal.SIGCONT)
+        self.assertTrue(cluster.eventually(
+            lambda: "GOODBYE not allowed (reason 6)" in c.log(1), 15), c.tail_logs())
+        c.write_config(0)
+        c.procs[0].send_signal(signal.SIGHUP)
+        for i in (0, 1):
+            self.assertTrue(cluster.eventually(
+                lambda: len([e for e in edges(i) if e["state"] == "up"]) == 2, 30), edges(i))
+        steps_on()
+        self.stop(c, "leave", procs)
+        drift, s0, s1 = self.drift(c, "leave")
+        print("leavewait: a frozen peer removed at node 0 went after %.2f s (LeaveWait %d ms); "
+              "added back and reconciled; rms spread %.3g -> %.3g; drift %.3g"
+              % (gone, leave_ms, s0, s1, drift))
+        self.assert_conserved(drift, s0, s1)
+
     def test_sighup_remove_readd_off_loop(self):
         """As test_sighup_remove_readd, but every STEP runs on the thread
         pool and is held 20 ms there (test hooks), so most SIGHUPs land
