@@ -204,6 +204,11 @@ GSP_EXPORT int gsp_node_edge_load(gsp_node *node, size_t edge, const uint8_t *bu
  * them (a caller with a budget asks first). */
 GSP_EXPORT int gsp_node_edge_state_size(const gsp_node *node, size_t edge,
 					size_t *ret_len) GSP_MUST_CHECK;
+/* Changes the consensus step of updates applied from now on (a round's
+ * take-back subtracts it with the step it was applied with); both ends
+ * of an edge must apply a round with the same step.  gamma >= 0,
+ * finite. */
+GSP_EXPORT int gsp_node_set_gamma(gsp_node *node, float gamma);
 /* Changes an edge's mixing weight (degrees changed); both ends must. */
 GSP_EXPORT int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight);
 GSP_EXPORT int gsp_node_edge_info(const gsp_node *node, size_t edge,
@@ -283,12 +288,25 @@ GSP_EXPORT unsigned gsp_graph_degree(const gsp_graph *graph, unsigned i);
  * or the self weight w_ii = 1 - sum_j w_ij when i == j; 0 for non-edges. */
 GSP_EXPORT double gsp_graph_weight(const gsp_graph *graph, unsigned i, unsigned j);
 /* Eigenvalues of I - W: lambda_2 (smallest non-zero) and lambda_max
- * (LAPACK ssyev).  Fails with -EINVAL for a disconnected graph. */
+ * (LAPACK dsyev).  Fails with -EINVAL for a disconnected graph. */
 GSP_EXPORT int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
 				  double *ret_lambda_max) GSP_MUST_CHECK;
 /* gamma = 2 / (lambda_2 + lambda_max), the best fixed consensus step. */
 GSP_EXPORT int gsp_graph_optimal_gamma(const gsp_graph *graph,
 				       double *ret_gamma) GSP_MUST_CHECK;
+/* The finite-time consensus schedule: one step gamma_t = 1 / mu_t per
+ * distinct non-zero eigenvalue mu_t of I - W, so that exact gossip
+ * rounds x <- x - gamma_t (I - W) x, t = 1..K, in that order (all edges
+ * of round t before any of round t + 1), leave every node with the
+ * exact average, up to rounding (docs/ENGINE.md).  K (ret_count) is at
+ * most n - 1: floor(n/2) on a ring, 1 on a complete graph.  ret_growth
+ * (may be NULL): the largest factor by which the disagreement, or an
+ * error made in one round, grows over the schedule (1 for a complete
+ * graph; float32 rounding times it is what is left).  -ENOSPC if more
+ * than cap steps; -EINVAL, -E2BIG, -EDOM as gsp_graph_spectrum. */
+GSP_EXPORT int gsp_graph_finite_schedule(const gsp_graph *graph, double *ret_gammas,
+					 size_t cap, size_t *ret_count,
+					 double *ret_growth) GSP_MUST_CHECK;
 
 #ifdef __cplusplus
 }

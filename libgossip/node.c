@@ -278,6 +278,14 @@ int gsp_node_edge_rollback(gsp_node *node, size_t edge, uint64_t round)
 	return n;
 }
 
+int gsp_node_set_gamma(gsp_node *node, float gamma)
+{
+	if (!node || !isfinite(gamma) || gamma < 0.0f)
+		return -EINVAL;
+	node->cfg.gamma = gamma;
+	return 0;
+}
+
 int gsp_node_edge_set_weight(gsp_node *node, size_t edge, float weight)
 {
 	if (!node || edge >= node->n_edges || !weight_ok(weight))

@@ -4,7 +4,8 @@
  * This module owns gsp_graph: an undirected simple graph on n nodes built
  * from a named topology (ring, torus, complete, exponential) or parsed from
  * an edge list, its Metropolis-Hastings mixing weights, and the spectrum of
- * I - W that fixes the best consensus step.  Every graph it hands out has
+ * I - W that fixes the best consensus step and the finite-time schedule
+ * of steps that reaches the exact average.  Every graph it hands out has
  * n >= 2, no self loops, no duplicate edges and no isolated node; edges are
  * stored sorted by (lo, hi) with lo < hi.
  */
@@ -18,8 +19,8 @@
 #include "gossip.h"
 
 /* LAPACK (Fortran ABI): eigenvalues of a symmetric matrix. */
-void ssyev_(const char *jobz, const char *uplo, const int *n, float *a,
-	    const int *lda, float *w, float *work, const int *lwork, int *info);
+void dsyev_(const char *jobz, const char *uplo, const int *n, double *a,
+	    const int *lda, double *w, double *work, const int *lwork, int *info);
 
 /* Largest graph whose dense n x n spectrum we are willing to compute. */
 #define SPECTRUM_MAX_NODES 4096u
@@ -413,10 +414,12 @@ out:
 	return r;
 }
 
-int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
-		       double *ret_lambda_max)
+/* The eigenvalues of I - W, ascending, in a new array of graph->n
+ * (LAPACK dsyev).  -EINVAL for a disconnected graph, -E2BIG beyond the
+ * dense solver's cap, -EDOM if LAPACK fails. */
+static int eigenvalues(const gsp_graph *graph, double **ret_eig)
 {
-	float *a = NULL, *eig = NULL, *work = NULL, query;
+	double *a = NULL, *eig = NULL, *work = NULL, query;
 	int n, lwork = -1, info = 0, r;
 
 	if (!graph)
@@ -436,42 +439,143 @@ int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
 	/* L = I - W, column-major (symmetric, so either order will do).  The
 	 * diagonal 1 - w_ii is the off-diagonal row sum, computed directly. */
 	for (unsigned i = 0; i < graph->n; i++)
-		a[(size_t)i * n + i] = (float)off_weight_sum(graph, i);
+		a[(size_t)i * n + i] = off_weight_sum(graph, i);
 	for (size_t e = 0; e < graph->nedges; e++) {
 		unsigned lo = graph->edges[e].lo, hi = graph->edges[e].hi;
-		float w = (float)-mh_weight(graph, lo, hi);
+		double w = -mh_weight(graph, lo, hi);
 
 		a[(size_t)lo * n + hi] = w;
 		a[(size_t)hi * n + lo] = w;
 	}
 
-	ssyev_("N", "L", &n, a, &n, eig, &query, &lwork, &info);
+	dsyev_("N", "L", &n, a, &n, eig, &query, &lwork, &info);
 	r = -EDOM;
 	if (info != 0)
 		goto out;
 	lwork = 3 * n - 1;
-	if (query > (float)lwork && query < (float)(INT_MAX / 2))
+	if (query > (double)lwork && query < (double)(INT_MAX / 2))
 		lwork = (int)query;
 	r = -ENOMEM;
 	work = calloc((size_t)lwork, sizeof(*work));
 	if (!work)
 		goto out;
-	ssyev_("N", "L", &n, a, &n, eig, work, &lwork, &info);
+	dsyev_("N", "L", &n, a, &n, eig, work, &lwork, &info);
 	r = -EDOM;
-	if (info != 0 || !isfinite(eig[1]) || !isfinite(eig[n - 1]))
+	if (info != 0)
 		goto out;
-
-	/* Ascending: eig[0] is the consensus eigenvalue 0, and connectivity
-	 * (checked above) makes eig[1] the smallest non-zero one. */
-	if (ret_lambda2)
-		*ret_lambda2 = eig[1];
-	if (ret_lambda_max)
-		*ret_lambda_max = eig[n - 1];
+	for (int i = 0; i < n; i++)
+		if (!isfinite(eig[i]))
+			goto out;
+	*ret_eig = eig;
+	eig = NULL;
 	r = 0;
 out:
 	free(a);
 	free(eig);
 	free(work);
+	return r;
+}
+
+int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,
+		       double *ret_lambda_max)
+{
+	double *eig;
+	int r = eigenvalues(graph, &eig);
+
+	if (r < 0)
+		return r;
+	/* Ascending: eig[0] is the consensus eigenvalue 0, and connectivity
+	 * (checked) makes eig[1] the smallest non-zero one. */
+	if (ret_lambda2)
+		*ret_lambda2 = eig[1];
+	if (ret_lambda_max)
+		*ret_lambda_max = eig[graph->n - 1];
+	free(eig);
+	return 0;
+}
+
+/* Eigenvalues closer than this (relative to the largest) are one: the
+ * solver's error is some 1e-15 of it, and a graph's distinct eigenvalues
+ * lie far further apart than this for any graph within the solver's cap. */
+#define DISTINCT_REL 1e-9
+
+/* |prod over t in [from, to) of (1 - lambda * g[t])|. */
+static double poly_abs(const double *g, size_t from, size_t to, double lambda)
+{
+	double p = 1;
+	for (size_t t = from; t < to; t++)
+		p *= 1 - lambda * g[t];
+	return fabs(p);
+}
+
+int gsp_graph_finite_schedule(const gsp_graph *graph, double *ret_gammas,
+			      size_t cap, size_t *ret_count, double *ret_growth)
+{
+	double *eig, *mu = NULL, *g = NULL;
+	size_t k = 0;
+	int r;
+
+	if (!ret_count || (cap && !ret_gammas))
+		return -EINVAL;
+	r = eigenvalues(graph, &eig);
+	if (r < 0)
+		return r;
+	size_t n = graph->n;
+	double tol = DISTINCT_REL * eig[n - 1];
+	r = -ENOMEM;
+	mu = malloc(n * sizeof(*mu));
+	g = malloc(n * sizeof(*g));
+	if (!mu || !g)
+		goto out;
+	/* The distinct non-zero eigenvalues, ascending (eig[0] is 0). */
+	for (size_t i = 1; i < n; i++)
+		if (!k || eig[i] - mu[k - 1] > tol)
+			mu[k++] = eig[i];
+	r = -ENOSPC;
+	if (k > cap)
+		goto out;
+	/* Leja order: the largest first, then each time the one farthest
+	 * (in product of distances) from those already taken.  The partial
+	 * products of (1 - lambda / mu_t) then stay small for every lambda,
+	 * so neither the disagreement nor a round's rounding error grows
+	 * much before the later rounds remove it. */
+	for (size_t t = 0; t < k; t++) {
+		size_t best = t;
+		double best_v = -1;
+		for (size_t i = t; i < k; i++) {
+			double v = t ? 1 : mu[i];
+			for (size_t c = 0; c < t; c++)
+				v *= fabs(mu[i] - mu[c]);
+			if (v > best_v) {
+				best_v = v;
+				best = i;
+			}
+		}
+		double m = mu[best];
+		mu[best] = mu[t];
+		mu[t] = m;
+		g[t] = 1 / m;
+	}
+	if (ret_growth) {
+		/* Over every eigenvalue and every round: how much the
+		 * disagreement has grown after it, and how much an error made
+		 * in it grows by the end. */
+		double growth = 1;
+		for (size_t i = 0; i < n; i++)
+			for (size_t s = 1; s <= k; s++) {
+				double pre = poly_abs(g, 0, s, eig[i]);
+				double post = poly_abs(g, s, k, eig[i]);
+				growth = fmax(growth, fmax(pre, post));
+			}
+		*ret_growth = growth;
+	}
+	memcpy(ret_gammas, g, k * sizeof(*g));
+	*ret_count = k;
+	r = 0;
+out:
+	free(eig);
+	free(mu);
+	free(g);
 	return r;
 }
 

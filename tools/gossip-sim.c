@@ -18,6 +18,9 @@
 #include "idx.h"
 #include "sim.h"
 
+/* Steps of a finite-time schedule gossip-sim runs (a ring of 1024). */
+#define GSP_SIM_SCHEDULE_MAX 512
+
 typedef struct opts {
 	unsigned nodes;
 	gsp_topology topo;
@@ -26,6 +29,11 @@ typedef struct opts {
 	uint64_t seed;
 	gsp_config cfg;
 	bool gamma_auto;
+	bool gamma_finite;
+	double schedule[GSP_SIM_SCHEDULE_MAX];   /* --gamma finite */
+	size_t schedule_n;
+	double schedule_growth;
+	float gamma_after;       /* after the schedule: auto */
 	unsigned iterations;
 	unsigned steps;
 	const char *csv;
@@ -51,7 +59,11 @@ static void usage(FILE *f)
 "  --rank R                  powergossip rank (default 1)\n"
 "  --iterations S            gossip rounds per step (default 1)\n"
 "  --warm-start on|off       powergossip warm start (default on)\n"
-"  --gamma G|auto            consensus step (default 1; auto = 2/(l2+lmax))\n"
+"  --gamma G|auto|finite     consensus step (default 1; auto = 2/(l2+lmax));\n"
+"                            finite (exact only): the first K rounds step\n"
+"                            1/mu_t for the K distinct non-zero eigenvalues\n"
+"                            mu_t of I - W (the exact average, up to\n"
+"                            rounding), then auto\n"
 "  --fraction F              choco top-k/random-k kept fraction (default 0.01)\n"
 "  --steps N                 steps to run (default 1000)\n"
 "  --target E                stop early once error <= E * initial error\n"
@@ -139,7 +151,8 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->cfg.warm_start = strcmp(optarg, "on") == 0;
 			break;
 		case 'g':
-			if (strcmp(optarg, "auto") == 0)
+			o->gamma_finite = strcmp(optarg, "finite") == 0;
+			if (strcmp(optarg, "auto") == 0 || o->gamma_finite)
 				o->gamma_auto = true;
 			else if (gsp_cli_float(optarg, &o->cfg.gamma))
 				return die("bad --gamma", optarg);
@@ -246,6 +259,17 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Every node's step for the next round (--gamma finite). */
+static int set_gamma(gsp_sim *sim, float gamma)
+{
+	for (unsigned i = 0; i < gsp_sim_nodes(sim); i++) {
+		int err = gsp_node_set_gamma(gsp_sim_node(sim, i), gamma);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int run(const opts *o, gsp_sim *sim, FILE *csv)
 {
 	gsp_sim_stats st, st0;
@@ -259,9 +283,17 @@ static int run(const opts *o, gsp_sim *sim, FILE *csv)
 		fprintf(csv, "step,bits_per_worker,error,mean_drift\n"
 			     "0,0,%.9e,%.9e\n", st0.error, st0.mean_drift);
 	unsigned step;
+	uint64_t round = 0;
 	for (step = 1; step <= o->steps; step++) {
-		for (unsigned it = 0; it < o->iterations && !err; it++)
-			err = gsp_sim_round(sim);
+		for (unsigned it = 0; it < o->iterations && !err; it++) {
+			if (o->gamma_finite && round <= o->schedule_n)
+				err = set_gamma(sim, round < o->schedule_n
+							     ? (float)o->schedule[round]
+							     : o->gamma_after);
+			round++;
+			if (!err)
+				err = gsp_sim_round(sim);
+		}
 		if (!err)
 			err = gsp_sim_measure(sim, &st);
 		if (err)
@@ -291,10 +323,14 @@ static int run(const opts *o, gsp_sim *sim, FILE *csv)
 	}
 	if (tty)
 		fputc('\n', stderr);
+	if (o->gamma_finite)
+		/* gamma= below is the step after the schedule. */
+		printf("schedule=%zu growth=%.3g ", o->schedule_n, o->schedule_growth);
 	printf("method=%s rank=%u gamma=%.6g nodes=%u steps=%u "
 	       "bits_per_worker=%llu error=%.6e rel_error=%.6e mean_drift=%.3e "
 	       "seconds=%.3f\n",
-	       gsp_method_name(o->cfg.method), o->cfg.rank, o->cfg.gamma,
+	       gsp_method_name(o->cfg.method), o->cfg.rank,
+	       o->gamma_finite ? o->gamma_after : o->cfg.gamma,
 	       o->nodes, step > o->steps ? o->steps : step,
 	       (unsigned long long)st.bits_worker0, st.error,
 	       st0.error > 0 ? st.error / st0.error : 0.0, st.mean_drift,
@@ -330,6 +366,22 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		o.cfg.gamma = (float)g;
+	}
+	if (o.gamma_finite) {
+		if (o.cfg.method != GSP_METHOD_EXACT) {
+			fprintf(stderr, "gossip-sim: --gamma finite needs --method exact "
+					"(a compressed round does not move the whole difference)\n");
+			err = -EINVAL;
+			goto out;
+		}
+		err = gsp_graph_finite_schedule(graph, o.schedule, GSP_SIM_SCHEDULE_MAX,
+						&o.schedule_n, &o.schedule_growth);
+		if (err) {
+			fprintf(stderr, "gossip-sim: gamma=finite: %s\n", gsp_strerror(err));
+			goto out;
+		}
+		o.gamma_after = o.cfg.gamma;
+		o.cfg.gamma = (float)o.schedule[0];
 	}
 	err = load_data(&o, &layout);
 	if (err) {

@@ -70,6 +70,58 @@ START_TEST(test_consensus_and_bytes)
 }
 END_TEST
 
+/* gsp_graph_finite_schedule's steps, one per round at every node (the
+ * engine's float rounds, not a reference): every node holds the network's
+ * average after the schedule's K rounds, and not one round sooner. */
+static void check_finite_schedule(gsp_topology topo, unsigned n, const char *edges)
+{
+	gsp_config cfg = config_of(GSP_METHOD_EXACT, 1, 1.0);
+	cluster c = cluster_new(topo, n, edges, "40x30,30", &cfg, 37);
+	double gammas[64], e0 = cluster_stats(&c).error;
+	size_t k;
+	ck_assert_int_eq(gsp_graph_finite_schedule(c.graph, gammas, 64, &k, NULL), 0);
+	for (size_t t = 0; t < k; t++) {
+		if (t + 1 == k)
+			ck_assert_msg(cluster_stats(&c).error > 1e-11 * e0,
+				      "n %u: at the average a round early", n);
+		for (unsigned i = 0; i < n; i++)
+			ck_assert_int_eq(gsp_node_set_gamma(gsp_sim_node(c.sim, i),
+							    (float)gammas[t]), 0);
+		cluster_rounds(&c, 1);
+	}
+	gsp_sim_stats st = cluster_stats(&c);
+	/* error is squared: 1e-13 is a relative spread of 3e-7, float
+	 * rounding. */
+	ck_assert_msg(st.error <= 1e-13 * e0, "n %u, %zu rounds: error %g of initial",
+		      n, k, st.error / e0);
+	ck_assert(st.mean_drift <= 1e-6);
+	cluster_free(&c);
+}
+
+START_TEST(test_finite_schedule_rounds)
+{
+	check_finite_schedule(GSP_TOPO_RING, 8, NULL);
+	check_finite_schedule(GSP_TOPO_RING, 17, NULL);
+	check_finite_schedule(GSP_TOPO_TORUS, 16, NULL);
+	check_finite_schedule(GSP_TOPO_EXPONENTIAL, 16, NULL);
+	check_finite_schedule(GSP_TOPO_EDGELIST, 5, "0-1,1-2,2-3,3-4,2-4");
+}
+END_TEST
+
+START_TEST(test_set_gamma_invalid)
+{
+	gsp_config cfg = config_of(GSP_METHOD_EXACT, 1, 0.5);
+	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, "3", &cfg, 3);
+	gsp_node *node = gsp_sim_node(c.sim, 0);
+	ck_assert_int_eq(gsp_node_set_gamma(node, -1.0f), -EINVAL);
+	ck_assert_int_eq(gsp_node_set_gamma(node, NAN), -EINVAL);
+	ck_assert_int_eq(gsp_node_set_gamma(node, INFINITY), -EINVAL);
+	ck_assert_int_eq(gsp_node_set_gamma(NULL, 1.0f), -EINVAL);
+	ck_assert_int_eq(gsp_node_set_gamma(node, 0.0f), 0);
+	cluster_free(&c);
+}
+END_TEST
+
 /* Non-finite values are refused: parameters when projecting (nothing is
  * committed), and a neighbour message when completing. */
 START_TEST(test_nonfinite_refused)
@@ -118,6 +170,8 @@ int main(void)
 	tcase_add_test(tc, test_reference_irregular);
 	tcase_add_test(tc, test_consensus_and_bytes);
 	tcase_add_test(tc, test_nonfinite_refused);
+	tcase_add_test(tc, test_finite_schedule_rounds);
+	tcase_add_test(tc, test_set_gamma_invalid);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

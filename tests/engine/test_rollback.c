@@ -204,8 +204,10 @@ static void take_back(const method_case *mc, unsigned k, enum take_back_mode mod
 	ck_assert_int_eq(gsp_node_apply(p.node[LO]), 1);
 	ck_assert(memcmp(ref, p.x[LO], p.n * sizeof(float)) != 0);
 	local_change(&p, ref);
-	/* What is subtracted is what was added, at the old weight. */
+	/* What is subtracted is what was added, at the old weight and the
+	 * old step. */
 	ck_assert_int_eq(gsp_node_edge_set_weight(p.node[LO], 0, 0.25f), 0);
+	ck_assert_int_eq(gsp_node_set_gamma(p.node[LO], 2.5f), 0);
 	if (mode != APPLIED)
 		ck_assert_int_eq(gsp_node_project(p.node[LO]), 1);
 	if (mode == DISABLED)
@@ -213,6 +215,7 @@ static void take_back(const method_case *mc, unsigned k, enum take_back_mode mod
 	ck_assert_uint_eq(edge_info(&p, LO).round, k + 1 + (mode != APPLIED));
 
 	ck_assert_int_eq(gsp_node_edge_rollback(p.node[LO], 0, k), 1);
+	ck_assert_int_eq(gsp_node_set_gamma(p.node[LO], 0.8f), 0);
 	double err = max_rel_error(p.x[LO], ref, p.n);
 	ck_assert_msg(err <= 1e-6, "%s, round %u, mode %d: error %g", mc->name,
 		      k + 1, mode, err);

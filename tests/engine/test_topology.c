@@ -319,6 +319,140 @@ START_TEST(test_spectrum_invalid)
 }
 END_TEST
 
+/* ||prod_t (I - g_t L) v|| / ||v - mean(v)|| in double precision, with L =
+ * I - W from gsp_graph_weight, for a pseudo-random v. */
+static double schedule_residual(const gsp_graph *g, const double *gammas, size_t k)
+{
+	unsigned n = gsp_graph_nodes(g);
+	double *v = calloc(n, sizeof(*v)), *nv = calloc(n, sizeof(*nv)), mean = 0, d0 = 0, d = 0;
+	ck_assert(v && nv);
+	for (unsigned i = 0; i < n; i++) {
+		v[i] = (double)((i * 2654435761u) % 1000) / 1000.0 - 0.5;
+		mean += v[i] / n;
+	}
+	for (unsigned i = 0; i < n; i++)
+		d0 += (v[i] - mean) * (v[i] - mean);
+	for (size_t t = 0; t < k; t++) {
+		for (unsigned i = 0; i < n; i++) {
+			double s = 0;
+			for (unsigned j = 0; j < n; j++)
+				if (j != i)
+					s += gsp_graph_weight(g, i, j) * (v[j] - v[i]);
+			nv[i] = v[i] + gammas[t] * s;
+		}
+		memcpy(v, nv, n * sizeof(*v));
+	}
+	for (unsigned i = 0; i < n; i++)
+		d += (v[i] - mean) * (v[i] - mean);
+	free(v);
+	free(nv);
+	return sqrt(d / d0);
+}
+
+/* Finite-time schedules: one step per distinct non-zero eigenvalue of
+ * I - W, and those steps take any vector to its mean; one step fewer
+ * does not. */
+START_TEST(test_finite_schedule)
+{
+	static const struct {
+		gsp_topology topo;
+		unsigned n;
+		const char *edges;
+		size_t k;              /* distinct non-zero eigenvalues */
+	} cases[] = {
+		{GSP_TOPO_RING, 2, NULL, 1},
+		{GSP_TOPO_RING, 3, NULL, 1},
+		{GSP_TOPO_RING, 8, NULL, 4},
+		{GSP_TOPO_RING, 17, NULL, 8},
+		{GSP_TOPO_RING, 64, NULL, 32},
+		{GSP_TOPO_COMPLETE, 6, NULL, 1},
+		/* 4 x 4: I - W = (4I - A)/5, A's eigenvalues in {4, 2, 0, -2, -4}. */
+		{GSP_TOPO_TORUS, 16, NULL, 4},
+		{GSP_TOPO_EXPONENTIAL, 16, NULL, 0},
+		{GSP_TOPO_EDGELIST, 6, "0-1,1-2,2-0,2-3,3-4,4-5", 0},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		gsp_graph *g = cases[c].edges ? graph_parse(cases[c].edges, cases[c].n)
+					      : graph_new(cases[c].topo, cases[c].n);
+		double gammas[64], growth = 0;
+		size_t k = 0;
+		ck_assert_int_eq(gsp_graph_finite_schedule(g, gammas, 64, &k, &growth), 0);
+		if (cases[c].k)
+			ck_assert_uint_eq(k, cases[c].k);
+		ck_assert(k >= 1 && k < cases[c].n);
+		ck_assert(growth >= 1);
+		for (size_t t = 0; t < k; t++) {
+			ck_assert(gammas[t] > 0 && isfinite(gammas[t]));
+			for (size_t u = 0; u < t; u++)
+				ck_assert(fabs(gammas[t] - gammas[u]) > 1e-9 * gammas[t]);
+		}
+		double res = schedule_residual(g, gammas, k);
+		ck_assert_msg(res <= 1e-9, "case %zu: residual %g", c, res);
+		/* Every step is needed: without any one of them, not the mean. */
+		for (size_t drop = 0; drop < k; drop++) {
+			double less[64];
+			size_t m = 0;
+			for (size_t t = 0; t < k; t++)
+				if (t != drop)
+					less[m++] = gammas[t];
+			ck_assert_msg(schedule_residual(g, less, m) > 1e-6,
+				      "case %zu: step %zu is not needed", c, drop);
+		}
+		if (cases[c].topo == GSP_TOPO_COMPLETE || cases[c].n <= 3)
+			ck_assert_double_eq_tol(growth, 1, 1e-9);
+		gsp_graph_free(g);
+	}
+}
+END_TEST
+
+START_TEST(test_finite_schedule_closed_form)
+{
+	/* Ring of 8: I - W has eigenvalues (2 - 2 cos(2 pi k / 8)) / 3, k = 1..4;
+	 * the largest first (Leja order). */
+	const double pi = acos(-1.0);
+	gsp_graph *g = graph_new(GSP_TOPO_RING, 8);
+	double gammas[4], growth;
+	size_t k;
+	ck_assert_int_eq(gsp_graph_finite_schedule(g, gammas, 4, &k, &growth), 0);
+	ck_assert_uint_eq(k, 4);
+	ck_assert_double_eq_tol(gammas[0], 0.75, 1e-12);
+	for (unsigned e = 1; e <= 4; e++) {
+		double mu = (2 - 2 * cos(2 * pi * e / 8)) / 3;
+		bool found = false;
+		for (size_t t = 0; t < k; t++)
+			found |= fabs(gammas[t] * mu - 1) < 1e-12;
+		ck_assert_msg(found, "eigenvalue %g has no step", mu);
+	}
+	ck_assert(growth < 2);
+	gsp_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_finite_schedule_invalid)
+{
+	double gammas[4] = {7, 7, 7, 7}, growth = 7;
+	size_t k = 7;
+	gsp_graph *g = graph_new(GSP_TOPO_RING, 8);
+
+	/* Room for 3 of the 4 steps: refused, nothing written. */
+	ck_assert_int_eq(gsp_graph_finite_schedule(g, gammas, 3, &k, &growth), -ENOSPC);
+	ck_assert_int_eq(gsp_graph_finite_schedule(g, gammas, 4, NULL, &growth), -EINVAL);
+	ck_assert_int_eq(gsp_graph_finite_schedule(g, NULL, 4, &k, &growth), -EINVAL);
+	ck_assert_int_eq(gsp_graph_finite_schedule(NULL, gammas, 4, &k, &growth), -EINVAL);
+	gsp_graph_free(g);
+	g = graph_parse("0-1,2-3", 4);
+	ck_assert_int_eq(gsp_graph_finite_schedule(g, gammas, 4, &k, &growth), -EINVAL);
+	gsp_graph_free(g);
+	g = graph_new(GSP_TOPO_RING, 4097);
+	ck_assert_int_eq(gsp_graph_finite_schedule(g, gammas, 4, &k, &growth), -E2BIG);
+	gsp_graph_free(g);
+	for (int t = 0; t < 4; t++)
+		ck_assert_double_eq(gammas[t], 7);
+	ck_assert_double_eq(growth, 7);
+	ck_assert_uint_eq(k, 7);
+}
+END_TEST
+
 START_TEST(test_parse_edges)
 {
 	gsp_graph *g = graph_parse("0-1,1-2,2-0", 3);
@@ -410,6 +544,9 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, test_weights);
 	tcase_add_test(tc, test_spectrum_closed_forms);
 	tcase_add_test(tc, test_spectrum_invalid);
+	tcase_add_test(tc, test_finite_schedule);
+	tcase_add_test(tc, test_finite_schedule_closed_form);
+	tcase_add_test(tc, test_finite_schedule_invalid);
 	tcase_add_test(tc, test_parse_edges);
 	tcase_add_test(tc, test_parse_edges_invalid);
 	tcase_add_test(tc, test_topology_names);
