@@ -51,10 +51,12 @@ static const float *state_of(const gsp_node *node, size_t edge, size_t *ret_floa
 	*ret_err = -EINVAL;
 	if (!node || edge >= node->n_edges)
 		return NULL;
-	*ret_err = -ENOTSUP;
-	if (!node->ops->edge_mem)
-		return NULL;
 	gsp__edge *e = &node->edges[edge];
+	/* A generation of another kind than the node's method (exact rounds
+	 * on a PowerGossip node, a schedule) is not saved. */
+	*ret_err = -ENOTSUP;
+	if (!node->ops->edge_mem || e->kind)
+		return NULL;
 	const float *mem = node->ops->edge_mem(node, e, ret_floats);
 	*ret_err = mem ? 0 : -ENOMEM;
 	*ret_len = HEAD + e->msg_len + 8 + 4 * *ret_floats;
@@ -111,9 +113,9 @@ int gsp_node_edge_load(gsp_node *node, size_t edge, const uint8_t *buf, size_t l
 {
 	if (!node || edge >= node->n_edges || (!buf && len))
 		return -EINVAL;
-	if (!node->ops->edge_mem)
-		return -ENOTSUP;
 	gsp__edge *e = &node->edges[edge];
+	if (!node->ops->edge_mem || e->kind)
+		return -ENOTSUP;
 	if (len < HEAD || memcmp(buf, magic, 4) != 0)
 		return -EBADMSG;
 	const uint8_t *p = buf + 4;

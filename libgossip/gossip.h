@@ -168,6 +168,22 @@ GSP_EXPORT int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
  * the next apply, as it does at the other end.  gsp_node_edge_reset
  * brings the edge back. */
 GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
+/* Starts a new generation on an edge, as gsp_node_edge_reset, whose
+ * rounds are exact gossip whatever the node's method (the message is the
+ * whole model): round t (1..n_steps) is applied with step steps[t - 1]
+ * instead of the node's gamma, later rounds with the node's gamma.  With
+ * gsp_graph_finite_schedule's steps on every edge of the graph, rounds in
+ * lockstep, every node holds the network average after n_steps rounds.
+ * A take-back subtracts a round with the step it was applied with;
+ * gsp_node_edge_save does not save such a generation (-ENOTSUP).
+ * gsp_node_edge_reset returns the edge to the node's method.  steps:
+ * finite, >= 0, at most GSP_MAX_STEPS; -ENOTSUP for the node-synchronous
+ * method (choco). */
+#define GSP_MAX_STEPS 4096
+GSP_EXPORT int gsp_node_edge_reset_exact(gsp_node *node, size_t edge, float weight,
+					 gsp_role role, const uint8_t *seed,
+					 size_t seed_len, const float *steps,
+					 size_t n_steps) GSP_MUST_CHECK;
 /* Holds an edge out of projection (hold true) or lets it project again:
  * gsp_node_step and gsp_node_project skip a held edge, which keeps its
  * state, still completes a round in flight and applies its update (an

@@ -37,7 +37,13 @@ typedef struct gsp__edge {
 	uint8_t *next_msg;       /* project() writes here; swapped on commit */
 	size_t msg_len;
 	size_t msg_cap;
-	void *priv;              /* method state */
+	void *priv;              /* method state (of the edge's kind) */
+	/* The generation's kind when it is not the node's method
+	 * (gsp_node_edge_reset_exact): exact rounds, round t applied with
+	 * steps[t - 1] for t <= n_steps.  NULL: the node's method. */
+	const struct gsp__method_ops *kind;
+	float *steps;
+	size_t n_steps;
 	uint64_t tx_bytes, rx_bytes, tx_msgs, rx_msgs, exact_bytes, refills;
 } gsp__edge;
 
@@ -88,6 +94,14 @@ struct gsp_node {
 GSP_HIDDEN extern const gsp__method_ops gsp__powergossip_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__exact_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__choco_ops;
+
+/* The operations of an edge's current generation: its kind, else the
+ * node's method. */
+static inline const gsp__method_ops *gsp__edge_ops(const gsp_node *node,
+						   const gsp__edge *edge)
+{
+	return edge->kind ? edge->kind : node->ops;
+}
 
 /* Scratch of at least n floats, valid until the next call; NULL on OOM. */
 GSP_HIDDEN float *gsp__node_scratch(gsp_node *node, size_t n);

@@ -103,10 +103,20 @@ int gsp_node_new(const gsp_layout *layout, float *params,
 	return 0;
 }
 
+/* Frees the method state of e's generation (of its kind). */
+static void edge_kind_free(gsp_node *node, gsp__edge *e)
+{
+	const gsp__method_ops *ops = gsp__edge_ops(node, e);
+	if (ops->edge_free)
+		ops->edge_free(e);
+	free(e->steps);
+	e->steps = NULL;
+	e->n_steps = 0;
+}
+
 static void edge_release(gsp_node *node, gsp__edge *e)
 {
-	if (node->ops->edge_free)
-		node->ops->edge_free(e);
+	edge_kind_free(node, e);
 	free(e->msg);
 	free(e->next_msg);
 }
@@ -139,7 +149,10 @@ float *gsp__node_scratch(gsp_node *node, size_t n)
 
 float gsp__edge_coef(const gsp_node *node, const gsp__edge *edge)
 {
-	float c = node->cfg.gamma * edge->weight;
+	/* Applied: the edge's last completed round, edge->round. */
+	float gamma = edge->round >= 1 && edge->round <= edge->n_steps
+			      ? edge->steps[edge->round - 1] : node->cfg.gamma;
+	float c = gamma * edge->weight;
 	return edge->role == GSP_ROLE_LO ? c : -c;
 }
 
@@ -195,8 +208,11 @@ int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 	return (int)node->n_edges++;
 }
 
-int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
-			gsp_role role, const uint8_t *seed, size_t seed_len)
+/* A new generation on an edge, of kind `kind` (NULL: the node's method)
+ * with its steps (copied); see gsp_node_edge_reset{,_exact}. */
+static int edge_reset(gsp_node *node, size_t edge, float weight, gsp_role role,
+		      const uint8_t *seed, size_t seed_len,
+		      const gsp__method_ops *kind, const float *steps, size_t n_steps)
 {
 	if (!node || edge >= node->n_edges || !seed ||
 	    seed_len != GSP_SEED_BYTES || !weight_ok(weight) ||
@@ -207,19 +223,47 @@ int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
 		return -EBUSY;   /* apply the pending update first */
 	gsp__edge fresh = *e;
 	fresh.priv = NULL;
+	fresh.kind = kind;
+	fresh.steps = NULL;
+	fresh.n_steps = n_steps;
 	fresh.role = role;
 	fresh.weight = weight;
 	memcpy(fresh.seed, seed, GSP_SEED_BYTES);
-	if (node->ops->edge_init) {
-		int err = node->ops->edge_init(node, &fresh);
-		if (err) {
-			if (node->ops->edge_free)
-				node->ops->edge_free(&fresh);
-			return err;
-		}
+	const gsp__method_ops *ops = gsp__edge_ops(node, &fresh);
+	size_t cap = ops->msg_size(node, 1) > ops->msg_size(node, 2)
+			     ? ops->msg_size(node, 1) : ops->msg_size(node, 2);
+	uint8_t *msg = NULL, *next = NULL;
+	int err = 0;
+	if (n_steps && !(fresh.steps = malloc(n_steps * sizeof(*steps))))
+		err = -ENOMEM;
+	else if (n_steps)
+		memcpy(fresh.steps, steps, n_steps * sizeof(*steps));
+	/* A kind whose messages are larger: buffers of its size, the old
+	 * message kept until the reset is sure (it is dropped then). */
+	if (!err && cap > e->msg_cap) {
+		msg = malloc(cap);
+		next = malloc(cap);
+		if (!msg || !next)
+			err = -ENOMEM;
 	}
-	if (node->ops->edge_free)
-		node->ops->edge_free(e);
+	if (!err && ops->edge_init)
+		err = ops->edge_init(node, &fresh);
+	if (err) {
+		if (ops->edge_free)
+			ops->edge_free(&fresh);
+		free(fresh.steps);
+		free(msg);
+		free(next);
+		return err;
+	}
+	edge_kind_free(node, e);
+	if (msg) {
+		free(fresh.msg);
+		free(fresh.next_msg);
+		fresh.msg = msg;
+		fresh.next_msg = next;
+		fresh.msg_cap = cap;
+	}
 	fresh.state = GSP_EDGE_IDLE;
 	fresh.round = 0;
 	fresh.applied = 0;
@@ -229,6 +273,27 @@ int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
 	fresh.held = false;
 	*e = fresh;
 	return 0;
+}
+
+int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
+			gsp_role role, const uint8_t *seed, size_t seed_len)
+{
+	return edge_reset(node, edge, weight, role, seed, seed_len, NULL, NULL, 0);
+}
+
+int gsp_node_edge_reset_exact(gsp_node *node, size_t edge, float weight,
+			      gsp_role role, const uint8_t *seed, size_t seed_len,
+			      const float *steps, size_t n_steps)
+{
+	if (!node || (n_steps && !steps) || n_steps > GSP_MAX_STEPS)
+		return -EINVAL;
+	for (size_t t = 0; t < n_steps; t++)
+		if (!isfinite(steps[t]) || steps[t] < 0.0f)
+			return -EINVAL;
+	if (node->ops->synchronous)
+		return -ENOTSUP;
+	return edge_reset(node, edge, weight, role, seed, seed_len,
+			  &gsp__exact_ops, steps, n_steps);
 }
 
 int gsp_node_edge_hold(gsp_node *node, size_t edge, bool hold)
@@ -258,16 +323,17 @@ int gsp_node_edge_rollback(gsp_node *node, size_t edge, uint64_t round)
 {
 	if (!node || edge >= node->n_edges)
 		return -EINVAL;
-	if (!node->ops->rollback)
-		return -ENOTSUP;
 	gsp__edge *e = &node->edges[edge];
+	const gsp__method_ops *ops = gsp__edge_ops(node, e);
+	if (!ops->rollback)
+		return -ENOTSUP;
 	int n = 0;
 	if (e->applied > round) {
 		/* Only the last applied round, while nothing has completed
 		 * since (that overwrote its update). */
 		if (e->applied != round + 1 || !e->undoable)
 			return -ERANGE;
-		node->ops->rollback(node, e);
+		ops->rollback(node, e);
 		e->applied = round;
 		e->undoable = false;
 		n = 1;
@@ -337,6 +403,53 @@ static size_t count_active(const gsp_node *node)
 	return n;
 }
 
+/* Moves the edges of the node's own method to the front of list[0..n);
+ * returns how many there are. */
+static size_t partition(const gsp_node *node, gsp__edge **list, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!list[i]->kind) {
+			gsp__edge *t = list[k];
+			list[k++] = list[i];
+			list[i] = t;
+		}
+	return k;
+}
+
+/* Runs the applies and projections: in one fused pass when every edge
+ * in them is of one kind (as always, unless an edge runs exact rounds on
+ * another method's node); else each kind applies, then each kind
+ * projects, so that every message is of the model after every apply. */
+static int run_kinds(gsp_node *node, gsp__edge **apply, size_t na,
+		     gsp__edge **proj, size_t np)
+{
+	if (!na && !np)
+		return 0;
+	const gsp__method_ops *first = gsp__edge_ops(node, na ? apply[0] : proj[0]);
+	bool one = true;
+	for (size_t i = 0; i < na; i++)
+		one &= gsp__edge_ops(node, apply[i]) == first;
+	for (size_t i = 0; i < np; i++)
+		one &= gsp__edge_ops(node, proj[i]) == first;
+	if (one)
+		return first->run(node, apply, na, proj, np);
+	/* At most two kinds: the node's method and exact.  Each list is
+	 * reordered in place, the node's method's edges first. */
+	const gsp__method_ops *kinds[2] = {node->ops, &gsp__exact_ops};
+	size_t a_split = partition(node, apply, na), p_split = partition(node, proj, np);
+	size_t a_from[2] = {0, a_split}, a_n[2] = {a_split, na - a_split};
+	size_t p_from[2] = {0, p_split}, p_n[2] = {p_split, np - p_split};
+	for (int k = 0; k < 2; k++)
+		if (a_n[k])
+			(void)kinds[k]->run(node, apply + a_from[k], a_n[k], NULL, 0);
+	int err = 0;
+	for (int k = 0; k < 2 && !err; k++)
+		if (p_n[k])
+			err = kinds[k]->run(node, NULL, 0, proj + p_from[k], p_n[k]);
+	return err;
+}
+
 /* The one path behind apply, project and step; `only` < SIZE_MAX limits
  * the projection to that edge. */
 static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
@@ -368,7 +481,7 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 			    (applying && e->state == GSP_EDGE_COMPLETED))
 				proj[np++] = e;
 		}
-	int err = (na || np) ? node->ops->run(node, apply, na, proj, np) : 0;
+	int err = run_kinds(node, apply, na, proj, np);
 	for (size_t i = 0; i < na; i++) {
 		gsp__edge *e = apply[i];
 		e->state = GSP_EDGE_IDLE;
@@ -380,12 +493,13 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 		np = 0;
 	for (size_t i = 0; i < np; i++) {
 		gsp__edge *e = proj[i];
-		node->ops->commit(node, e);
+		const gsp__method_ops *ops = gsp__edge_ops(node, e);
+		ops->commit(node, e);
 		uint8_t *t = e->msg;
 		e->msg = e->next_msg;
 		e->next_msg = t;
 		e->round++;
-		e->msg_len = node->ops->msg_size(node, e->round);
+		e->msg_len = ops->msg_size(node, e->round);
 		e->state = GSP_EDGE_IN_FLIGHT;
 		e->tx_bytes += e->msg_len;
 		e->tx_msgs++;
@@ -440,7 +554,7 @@ int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
 {
 	if (!node || edge >= node->n_edges || round == 0)
 		return -EINVAL;
-	return (int64_t)node->ops->msg_size(node, round);
+	return (int64_t)gsp__edge_ops(node, &node->edges[edge])->msg_size(node, round);
 }
 
 int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
@@ -456,7 +570,7 @@ int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
 		return GSP_EROUND;
 	if (len != e->msg_len)
 		return GSP_ESHAPE;
-	int err = node->ops->complete(node, e, msg);
+	int err = gsp__edge_ops(node, e)->complete(node, e, msg);
 	if (err)
 		return err;
 	e->state = GSP_EDGE_COMPLETED;

@@ -15,17 +15,20 @@ typedef struct method_case {
 	unsigned rank;
 	bool warm;
 	const char *spec;
+	bool exact_kind;   /* the generation: exact rounds at steps (pg node) */
 } method_case;
 
 static const method_case cases[] = {
-	{"pg rank 1 warm", GSP_METHOD_POWERGOSSIP, 1, true, "6x5,4x7,3"},
-	{"pg rank 1 cold", GSP_METHOD_POWERGOSSIP, 1, false, "6x5,4x7,3"},
-	{"pg rank 3 warm", GSP_METHOD_POWERGOSSIP, 3, true, "6x5,4x7,3"},
-	{"pg rank 3 cold", GSP_METHOD_POWERGOSSIP, 3, false, "6x5,4x7,3"},
-	{"exact", GSP_METHOD_EXACT, 1, true, "6x5,4x7,3"},
+	{"pg rank 1 warm", GSP_METHOD_POWERGOSSIP, 1, true, "6x5,4x7,3", false},
+	{"pg rank 1 cold", GSP_METHOD_POWERGOSSIP, 1, false, "6x5,4x7,3", false},
+	{"pg rank 3 warm", GSP_METHOD_POWERGOSSIP, 3, true, "6x5,4x7,3", false},
+	{"pg rank 3 cold", GSP_METHOD_POWERGOSSIP, 3, false, "6x5,4x7,3", false},
+	{"exact", GSP_METHOD_EXACT, 1, true, "6x5,4x7,3", false},
+	/* Round 1 at its own step, rounds 4 and 5 past the steps. */
+	{"exact kind on pg", GSP_METHOD_POWERGOSSIP, 2, true, "6x5,4x7,3", true},
 	/* Large enough for pg_run to spread it over GSP_THREADS=2. */
 	{"pg rank 2 spread", GSP_METHOD_POWERGOSSIP, 2, true,
-	 "256x512,256x512,256x512,256x512,512"},
+	 "256x512,256x512,256x512,256x512,512", false},
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(*cases)))
 
@@ -78,6 +81,11 @@ static pair pair_new(const method_case *mc)
 		ck_assert_int_eq(gsp_node_add_edge(p.node[i], 0.5f,
 						   i == LO ? GSP_ROLE_LO : GSP_ROLE_HI,
 						   seed, sizeof(seed)), 0);
+		static const float steps[3] = {0.6f, 1.3f, 0.4f};
+		if (mc->exact_kind)
+			ck_assert_int_eq(gsp_node_edge_reset_exact(p.node[i], 0, 0.5f,
+				i == LO ? GSP_ROLE_LO : GSP_ROLE_HI, seed,
+				sizeof(seed), steps, 3), 0);
 	}
 	p.sum0 = pair_sum(&p, NULL);
 	return p;
@@ -303,7 +311,8 @@ static snapshot snap(const pair *p, int i)
 {
 	snapshot s = {.params = params_copy(p, i), .info = edge_info(p, i)};
 	size_t cap = 0;
-	for (size_t t = 0; p->mc->method == GSP_METHOD_POWERGOSSIP &&
+	/* An exact generation keeps no factors. */
+	for (size_t t = 0; p->mc->method == GSP_METHOD_POWERGOSSIP && !p->mc->exact_kind &&
 			   t < gsp_layout_count(p->layout); t++) {
 		const gsp_tensor *ten = gsp_layout_tensor(p->layout, t);
 		const float *a, *b;
