@@ -163,8 +163,11 @@ START_TEST(test_pings_keep_a_quiet_link_alive)
 	connect_both();
 	run_until(a_down, 1500);
 	ck_assert_int_eq(A.downs + B.downs, 0);
-	/* A pings (B's answers keep B from ever being idle). */
-	ck_assert_uint_gt(A.stats.rtt_ns, 0);
+	/* One end pings, and its peer's answers keep that peer from ever
+	 * being idle: which one depends on whose timer fired first (B, once,
+	 * in a CI run under AddressSanitizer).  The pinging end measured the
+	 * round trip. */
+	ck_assert_msg(A.stats.rtt_ns > 0 || B.stats.rtt_ns > 0, "no PONG came back");
 }
 END_TEST
 
