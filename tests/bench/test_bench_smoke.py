@@ -123,6 +123,19 @@ class BenchSmoke(unittest.TestCase):
                            50 * float(g["bytes_per_node_step"]))
         self.assertNotEqual(g["steps_per_s_vs_allreduce"], "")
 
+    def test_straggler_sleeps_the_nodes_median(self):
+        """With a straggler, its sleep per step is the median of every
+        node's calibrated compute, the same figure the CSV records as
+        calibrated_compute_s (it was the straggler's own, noisier one)."""
+        p = subprocess.run(self.cmd("--systems", "compute-only", "--scenario", "straggler"),
+                           capture_output=True, text=True, timeout=150)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        with open(self.csv) as f:
+            (r,) = list(csv.DictReader(f))
+        self.assertEqual(r["scenario"], "straggler")
+        self.assertGreater(float(r["straggler_sleep_s"]), 0)
+        self.assertEqual(r["straggler_sleep_s"], r["calibrated_compute_s"])
+
     def test_plot_only_without_matplotlib_says_what_to_install(self):
         """--plot-only where matplotlib cannot be imported: one line that
         names the package and exit status 1 (it was a traceback)."""
