@@ -173,6 +173,14 @@ bool gsp__edge_diff(const float *mine, const float *peer, gsp_role role,
 	return true;
 }
 
+/* The largest message of any round for edges of kind ops (odd and even
+ * rounds may differ). */
+static size_t msg_cap(const gsp_node *node, const gsp__method_ops *ops)
+{
+	size_t odd = ops->msg_size(node, 1), even = ops->msg_size(node, 2);
+	return odd > even ? odd : even;
+}
+
 int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 		      const uint8_t *seed, size_t seed_len)
 {
@@ -181,9 +189,7 @@ int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 		return -EINVAL;
 	if (node->n_edges >= INT32_MAX)
 		return -E2BIG;
-	size_t odd = node->ops->msg_size(node, 1);
-	size_t even = node->ops->msg_size(node, 2);
-	size_t cap = odd > even ? odd : even;
+	size_t cap = msg_cap(node, node->ops);
 	gsp__edge *edges = realloc(node->edges,
 				   (node->n_edges + 1) * sizeof(*edges));
 	if (!edges)
@@ -230,8 +236,7 @@ static int edge_reset(gsp_node *node, size_t edge, float weight, gsp_role role,
 	fresh.weight = weight;
 	memcpy(fresh.seed, seed, GSP_SEED_BYTES);
 	const gsp__method_ops *ops = gsp__edge_ops(node, &fresh);
-	size_t cap = ops->msg_size(node, 1) > ops->msg_size(node, 2)
-			     ? ops->msg_size(node, 1) : ops->msg_size(node, 2);
+	size_t cap = msg_cap(node, ops);
 	uint8_t *msg = NULL, *next = NULL;
 	int err = 0;
 	if (n_steps && !(fresh.steps = malloc(n_steps * sizeof(*steps))))
@@ -405,7 +410,7 @@ static size_t count_active(const gsp_node *node)
 
 /* Moves the edges of the node's own method to the front of list[0..n);
  * returns how many there are. */
-static size_t partition(const gsp_node *node, gsp__edge **list, size_t n)
+static size_t partition(gsp__edge **list, size_t n)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
@@ -437,7 +442,7 @@ static int run_kinds(gsp_node *node, gsp__edge **apply, size_t na,
 	/* At most two kinds: the node's method and exact.  Each list is
 	 * reordered in place, the node's method's edges first. */
 	const gsp__method_ops *kinds[2] = {node->ops, &gsp__exact_ops};
-	size_t a_split = partition(node, apply, na), p_split = partition(node, proj, np);
+	size_t a_split = partition(apply, na), p_split = partition(proj, np);
 	size_t a_from[2] = {0, a_split}, a_n[2] = {a_split, na - a_split};
 	size_t p_from[2] = {0, p_split}, p_n[2] = {p_split, np - p_split};
 	for (int k = 0; k < 2; k++)

@@ -126,7 +126,6 @@ START_TEST(test_steps_per_round)
 {
 	gsp_config cfg = pg_config();
 	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 61);
-	size_t n = gsp_layout_floats(c.layout);
 	const float steps[3] = {0.25f, 1.5f, 0.0f};
 	reset_edge(&c, 0, true, steps, 3);
 	float *x0 = gsp_sim_params(c.sim, 0), *x1 = gsp_sim_params(c.sim, 1);
@@ -139,7 +138,6 @@ START_TEST(test_steps_per_round)
 		ck_assert_double_eq_tol(x0[0], a + c_w * d0, 1e-5 * (1 + fabs(a)));
 		ck_assert_double_eq_tol(x1[0], b - c_w * d0, 1e-5 * (1 + fabs(b)));
 	}
-	(void)n;
 	cluster_free(&c);
 }
 END_TEST

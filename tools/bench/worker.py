@@ -37,13 +37,14 @@ def emit(**rec):
     sys.stdout.flush()
 
 
-def barrier(ret_arg=None):
-    """True to go on, False when the harness says stop (or is gone).
-    "go X": ret_arg (a list) gets the float X."""
-    words = sys.stdin.readline().split()
-    if ret_arg is not None and len(words) == 2:
-        ret_arg.append(float(words[1]))
-    return bool(words) and words[0] == "go"
+def command():
+    """The harness' next line as words ([] when it is gone)."""
+    return sys.stdin.readline().split()
+
+
+def barrier():
+    """True to go on, False when the harness says stop (or is gone)."""
+    return command()[:1] == ["go"]
 
 
 def calibrate(model_name, batches, cfg, n=8):
@@ -120,9 +121,9 @@ def main(cfg, node):
     out = os.path.join(cfg["out"], "model%d-%%s.f32" % node)
     save = not system.startswith("ddp-") or node == 0
     emit(event="ready", calibrated_compute_s=compute_s)
-    arg = []
-    go = barrier(arg)
-    extra = arg[0] if straggler and arg else 0.0
+    words = command()           # "go SLEEP"
+    go = words[:1] == ["go"]
+    extra = float(words[1]) if straggler and len(words) > 1 else 0.0
     t0 = time.monotonic()
     step = 0
     compute = 0.0
