@@ -347,8 +347,9 @@ void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait);
  * again. */
 size_t edges_avg_settle(edge_set *s);
 void edges_avg_release(edge_set *s);
-/* edges_estimate over the edges an AVERAGE still runs (not held): a held
- * edge's last measurement, one round after both ends said they reached,
+/* edges_estimate over the edges an AVERAGE still runs (live, not held,
+ * not ending here): a held edge's last measurement, one round after both
+ * ends said they reached, or that of a generation a neighbour ended,
  * must not keep this end from saying so on the others. */
 double edges_estimate_going(const edge_set *s);
 /* The consensus estimate: the largest last difference norm (NaN before

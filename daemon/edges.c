@@ -396,7 +396,13 @@ static double estimate_of(const edge_set *s, bool going_only)
 	double est = NAN;
 	for (size_t i = 0; i < s->n; i++) {
 		const edge *e = &s->edge[i];
-		if (going_only && e->avg_held)
+		/* An AVERAGE runs no more rounds on an edge it holds, nor on one
+		 * whose generation ended (the neighbour left) or ends here: a
+		 * last measurement there must not keep this end from saying it
+		 * reached on the edges that go on (their rounds would then never
+		 * end).  A live edge whose session is down still counts: its
+		 * rounds resume. */
+		if (going_only && (e->avg_held || !e->live || e->ending_self))
 			continue;
 		/* The last measurement stands after a neighbour leaves. */
 		if (e->rounds_completed && !(e->diff_norm <= est))

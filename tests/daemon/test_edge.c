@@ -554,6 +554,30 @@ START_TEST(test_removal_ends_the_generation_with_the_peer)
 }
 END_TEST
 
+/* A neighbour that leaves during this end's AVERAGE (its own reached and
+ * it DETACHed) ends the generation here before this end held the edge:
+ * its last measurement, however large, stays in the estimate this end
+ * reports but not in the one that decides whether it says REACHED on the
+ * edges that go on (else their rounds never end: faults-average-reached
+ * once ran 66477 rounds to its 20 s limit on an 8-ring). */
+START_TEST(test_an_ended_edge_does_not_keep_the_average_going)
+{
+	edgepair p;
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 2, "9x7,3", NULL);
+	round_trip(&p);
+	ck_assert_uint_ge(p.a.e->rounds_completed, 1);
+	double last = p.a.e->diff_norm;
+	ck_assert(last > 1e-3);
+	ck_assert_double_eq(edges_estimate_going(&p.a.set), last);
+	ck_assert(!edge_end_begin(p.b.e, END_DETACH));
+	ep_pump(&p);
+	ck_assert(!p.a.e->live && !p.b.e->live);
+	ck_assert_double_eq(edges_estimate(&p.a.set), last);
+	ck_assert(isnan(edges_estimate_going(&p.a.set)));
+	ep_free(&p);
+}
+END_TEST
+
 /* ---- LeaveWait: a removed peer that does not answer ------------------- */
 
 /* Rounds 1 and 2 completed at both ends; b applied both (its STEP after
@@ -1005,6 +1029,7 @@ int main(void)
 	tcase_add_test(tc, test_behind_end_completes_from_the_ended_message);
 	tcase_add_test(tc, test_detach_ends_the_generation_with_the_peer);
 	tcase_add_test(tc, test_removal_ends_the_generation_with_the_peer);
+	tcase_add_test(tc, test_an_ended_edge_does_not_keep_the_average_going);
 	tcase_add_test(tc, test_leave_wait_ends_alone_at_the_offer);
 	tcase_add_test(tc, test_leave_wait_keeps_the_count_the_peer_was_told);
 	tcase_add_test(tc, test_leave_wait_takeback_waits_for_a_write);
