@@ -52,10 +52,10 @@ static const float *state_of(const gsp_node *node, size_t edge, size_t *ret_floa
 	if (!node || edge >= node->n_edges)
 		return NULL;
 	gsp__edge *e = &node->edges[edge];
-	/* A generation of another kind than the node's method (exact rounds
-	 * on a PowerGossip node, a schedule) is not saved. */
+	/* An edge with a window of exact rounds open (a schedule) is not
+	 * saved. */
 	*ret_err = -ENOTSUP;
-	if (!node->ops->edge_mem || e->kind)
+	if (!node->ops->edge_mem || e->n_steps)
 		return NULL;
 	const float *mem = node->ops->edge_mem(node, e, ret_floats);
 	*ret_err = mem ? 0 : -ENOMEM;
@@ -114,7 +114,7 @@ int gsp_node_edge_load(gsp_node *node, size_t edge, const uint8_t *buf, size_t l
 	if (!node || edge >= node->n_edges || (!buf && len))
 		return -EINVAL;
 	gsp__edge *e = &node->edges[edge];
-	if (!node->ops->edge_mem || e->kind)
+	if (!node->ops->edge_mem || e->n_steps)
 		return -ENOTSUP;
 	if (len < HEAD || memcmp(buf, magic, 4) != 0)
 		return -EBADMSG;

@@ -36,7 +36,7 @@ static int exact_run(gsp_node *node, gsp__edge **apply, size_t na,
 	for (size_t c0 = 0; c0 < n; c0 += EXACT_CHUNK) {
 		size_t len = n - c0 < EXACT_CHUNK ? n - c0 : EXACT_CHUNK;
 		for (size_t e = 0; e < na; e++) {
-			const float *d = (const float *)apply[e]->priv + c0;
+			const float *d = gsp__exact_diff(node, apply[e]) + c0;
 			float c = gsp__edge_coef(node, apply[e]);
 			for (size_t i = 0; i < len; i++)
 				x[c0 + i] += c * d[i];
@@ -62,13 +62,13 @@ static int exact_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 	/* Catches a NaN or infinity in msg too (mine is finite). */
 	if (!gsp__edge_diff(mine, peer, edge->role, NULL, n))
 		return GSP_ENONFINITE;
-	gsp__edge_diff(mine, peer, edge->role, edge->priv, n);
+	gsp__edge_diff(mine, peer, edge->role, gsp__exact_diff(node, edge), n);
 	return 0;
 }
 
 static void exact_rollback(gsp_node *node, gsp__edge *edge)
 {
-	const float *d = edge->priv;
+	const float *d = gsp__exact_diff(node, edge);
 	float c = -edge->applied_coef;
 	for (size_t i = 0; i < node->layout->floats; i++)
 		node->params[i] += c * d[i];

@@ -168,22 +168,27 @@ GSP_EXPORT int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
  * the next apply, as it does at the other end.  gsp_node_edge_reset
  * brings the edge back. */
 GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
-/* Starts a new generation on an edge, as gsp_node_edge_reset, whose
- * rounds are exact gossip whatever the node's method (the message is the
- * whole model): round t (1..n_steps) is applied with step steps[t - 1]
- * instead of the node's gamma, later rounds with the node's gamma.  With
- * gsp_graph_finite_schedule's steps on every edge of the graph, rounds in
- * lockstep, every node holds the network average after n_steps rounds.
- * A take-back subtracts a round with the step it was applied with;
- * gsp_node_edge_save does not save such a generation (-ENOTSUP).
- * gsp_node_edge_reset returns the edge to the node's method.  steps:
- * finite, >= 0, at most GSP_MAX_STEPS; -ENOTSUP for the node-synchronous
- * method (choco). */
+/* Opens a window of exact rounds in an edge's generation: rounds
+ * after_round + 1 .. after_round + n_steps are exact gossip whatever the
+ * node's method (the message is the whole model), round after_round + t
+ * applied with step steps[t - 1] instead of the node's gamma; later rounds
+ * are the node's method again (PowerGossip warm-starts from its factors
+ * of before the window).  Both ends of the edge open the same window, so a
+ * round's kind follows from its number at both.  With
+ * gsp_graph_finite_schedule's steps on every edge of the graph and rounds
+ * in lockstep, every node holds the network average after n_steps rounds.
+ * The edge may hold a completed round (after_round = that round: it lands
+ * as before).  A take-back subtracts a round with the kind and step it was
+ * applied with.  The window stays open until the edge applies a round
+ * past it, and gsp_node_edge_reset closes it; an edge with a window open
+ * is not saved (gsp_node_edge_save: -ENOTSUP).  n_steps 0 opens nothing.
+ * steps: finite, >= 0, at most GSP_MAX_STEPS (-EINVAL); -ERANGE if the
+ * edge has projected past after_round, -EBUSY if a window is open,
+ * -ENOTSUP for the node-synchronous method (choco), -ENOMEM. */
 #define GSP_MAX_STEPS 4096
-GSP_EXPORT int gsp_node_edge_reset_exact(gsp_node *node, size_t edge, float weight,
-					 gsp_role role, const uint8_t *seed,
-					 size_t seed_len, const float *steps,
-					 size_t n_steps) GSP_MUST_CHECK;
+GSP_EXPORT int gsp_node_edge_exact_rounds(gsp_node *node, size_t edge,
+					  uint64_t after_round, const float *steps,
+					  size_t n_steps) GSP_MUST_CHECK;
 /* Holds an edge out of projection (hold true) or lets it project again:
  * gsp_node_step and gsp_node_project skip a held edge, which keeps its
  * state, still completes a round in flight and applies its update (an

@@ -37,13 +37,16 @@ typedef struct gsp__edge {
 	uint8_t *next_msg;       /* project() writes here; swapped on commit */
 	size_t msg_len;
 	size_t msg_cap;
-	void *priv;              /* method state (of the edge's kind) */
-	/* The generation's kind when it is not the node's method
-	 * (gsp_node_edge_reset_exact): exact rounds, round t applied with
-	 * steps[t - 1] for t <= n_steps.  NULL: the node's method. */
-	const struct gsp__method_ops *kind;
+	void *priv;              /* the node's method's state */
+	/* A window of exact rounds (gsp_node_edge_exact_rounds): rounds
+	 * win_from + 1 .. win_from + n_steps are exact gossip whatever the
+	 * node's method, round win_from + t applied with steps[t - 1].
+	 * xdiff: such a round's update on a node of another method (an
+	 * exact node's is in priv).  n_steps 0: no window. */
+	uint64_t win_from;
 	float *steps;
 	size_t n_steps;
+	float *xdiff;
 	uint64_t tx_bytes, rx_bytes, tx_msgs, rx_msgs, exact_bytes, refills;
 } gsp__edge;
 
@@ -95,12 +98,27 @@ GSP_HIDDEN extern const gsp__method_ops gsp__powergossip_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__exact_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__choco_ops;
 
-/* The operations of an edge's current generation: its kind, else the
- * node's method. */
-static inline const gsp__method_ops *gsp__edge_ops(const gsp_node *node,
-						   const gsp__edge *edge)
+/* Whether round `round` of an edge is in its window of exact rounds. */
+static inline bool gsp__in_window(const gsp__edge *edge, uint64_t round)
 {
-	return edge->kind ? edge->kind : node->ops;
+	return edge->n_steps && round > edge->win_from &&
+	       round - edge->win_from <= edge->n_steps;
+}
+
+/* The operations of an edge's round `round`: exact gossip's in its
+ * window, else the node's method. */
+static inline const gsp__method_ops *gsp__round_ops(const gsp_node *node,
+						    const gsp__edge *edge,
+						    uint64_t round)
+{
+	return gsp__in_window(edge, round) ? &gsp__exact_ops : node->ops;
+}
+
+/* Where exact gossip keeps an edge's update: priv on an exact node,
+ * xdiff in a window on a node of another method. */
+static inline float *gsp__exact_diff(const gsp_node *node, const gsp__edge *edge)
+{
+	return node->ops == &gsp__exact_ops ? (float *)edge->priv : edge->xdiff;
 }
 
 /* Scratch of at least n floats, valid until the next call; NULL on OOM. */

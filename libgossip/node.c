@@ -103,20 +103,22 @@ int gsp_node_new(const gsp_layout *layout, float *params,
 	return 0;
 }
 
-/* Frees the method state of e's generation (of its kind). */
-static void edge_kind_free(gsp_node *node, gsp__edge *e)
+/* Closes e's window of exact rounds, if one is open. */
+static void window_close(gsp__edge *e)
 {
-	const gsp__method_ops *ops = gsp__edge_ops(node, e);
-	if (ops->edge_free)
-		ops->edge_free(e);
 	free(e->steps);
+	free(e->xdiff);
 	e->steps = NULL;
+	e->xdiff = NULL;
 	e->n_steps = 0;
+	e->win_from = 0;
 }
 
 static void edge_release(gsp_node *node, gsp__edge *e)
 {
-	edge_kind_free(node, e);
+	if (node->ops->edge_free)
+		node->ops->edge_free(e);
+	window_close(e);
 	free(e->msg);
 	free(e->next_msg);
 }
@@ -150,8 +152,9 @@ float *gsp__node_scratch(gsp_node *node, size_t n)
 float gsp__edge_coef(const gsp_node *node, const gsp__edge *edge)
 {
 	/* Applied: the edge's last completed round, edge->round. */
-	float gamma = edge->round >= 1 && edge->round <= edge->n_steps
-			      ? edge->steps[edge->round - 1] : node->cfg.gamma;
+	float gamma = gsp__in_window(edge, edge->round)
+			      ? edge->steps[edge->round - edge->win_from - 1]
+			      : node->cfg.gamma;
 	float c = gamma * edge->weight;
 	return edge->role == GSP_ROLE_LO ? c : -c;
 }
@@ -214,11 +217,8 @@ int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 	return (int)node->n_edges++;
 }
 
-/* A new generation on an edge, of kind `kind` (NULL: the node's method)
- * with its steps (copied); see gsp_node_edge_reset{,_exact}. */
-static int edge_reset(gsp_node *node, size_t edge, float weight, gsp_role role,
-		      const uint8_t *seed, size_t seed_len,
-		      const gsp__method_ops *kind, const float *steps, size_t n_steps)
+int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
+			gsp_role role, const uint8_t *seed, size_t seed_len)
 {
 	if (!node || edge >= node->n_edges || !seed ||
 	    seed_len != GSP_SEED_BYTES || !weight_ok(weight) ||
@@ -229,46 +229,22 @@ static int edge_reset(gsp_node *node, size_t edge, float weight, gsp_role role,
 		return -EBUSY;   /* apply the pending update first */
 	gsp__edge fresh = *e;
 	fresh.priv = NULL;
-	fresh.kind = kind;
-	fresh.steps = NULL;
-	fresh.n_steps = n_steps;
 	fresh.role = role;
 	fresh.weight = weight;
 	memcpy(fresh.seed, seed, GSP_SEED_BYTES);
-	const gsp__method_ops *ops = gsp__edge_ops(node, &fresh);
-	size_t cap = msg_cap(node, ops);
-	uint8_t *msg = NULL, *next = NULL;
-	int err = 0;
-	if (n_steps && !(fresh.steps = malloc(n_steps * sizeof(*steps))))
-		err = -ENOMEM;
-	else if (n_steps)
-		memcpy(fresh.steps, steps, n_steps * sizeof(*steps));
-	/* A kind whose messages are larger: buffers of its size, the old
-	 * message kept until the reset is sure (it is dropped then). */
-	if (!err && cap > e->msg_cap) {
-		msg = malloc(cap);
-		next = malloc(cap);
-		if (!msg || !next)
-			err = -ENOMEM;
-	}
-	if (!err && ops->edge_init)
-		err = ops->edge_init(node, &fresh);
+	int err = node->ops->edge_init ? node->ops->edge_init(node, &fresh) : 0;
 	if (err) {
-		if (ops->edge_free)
-			ops->edge_free(&fresh);
-		free(fresh.steps);
-		free(msg);
-		free(next);
+		if (node->ops->edge_free)
+			node->ops->edge_free(&fresh);
 		return err;
 	}
-	edge_kind_free(node, e);
-	if (msg) {
-		free(fresh.msg);
-		free(fresh.next_msg);
-		fresh.msg = msg;
-		fresh.next_msg = next;
-		fresh.msg_cap = cap;
-	}
+	if (node->ops->edge_free)
+		node->ops->edge_free(e);
+	window_close(e);
+	fresh.steps = NULL;
+	fresh.xdiff = NULL;
+	fresh.n_steps = 0;
+	fresh.win_from = 0;
 	fresh.state = GSP_EDGE_IDLE;
 	fresh.round = 0;
 	fresh.applied = 0;
@@ -280,25 +256,56 @@ static int edge_reset(gsp_node *node, size_t edge, float weight, gsp_role role,
 	return 0;
 }
 
-int gsp_node_edge_reset(gsp_node *node, size_t edge, float weight,
-			gsp_role role, const uint8_t *seed, size_t seed_len)
+int gsp_node_edge_exact_rounds(gsp_node *node, size_t edge, uint64_t after_round,
+			       const float *steps, size_t n_steps)
 {
-	return edge_reset(node, edge, weight, role, seed, seed_len, NULL, NULL, 0);
-}
-
-int gsp_node_edge_reset_exact(gsp_node *node, size_t edge, float weight,
-			      gsp_role role, const uint8_t *seed, size_t seed_len,
-			      const float *steps, size_t n_steps)
-{
-	if (!node || (n_steps && !steps) || n_steps > GSP_MAX_STEPS)
+	if (!node || edge >= node->n_edges || (n_steps && !steps) ||
+	    n_steps > GSP_MAX_STEPS || after_round > UINT64_MAX - n_steps)
 		return -EINVAL;
 	for (size_t t = 0; t < n_steps; t++)
 		if (!isfinite(steps[t]) || steps[t] < 0.0f)
 			return -EINVAL;
 	if (node->ops->synchronous)
 		return -ENOTSUP;
-	return edge_reset(node, edge, weight, role, seed, seed_len,
-			  &gsp__exact_ops, steps, n_steps);
+	gsp__edge *e = &node->edges[edge];
+	if (e->n_steps)
+		return -EBUSY;
+	if (e->round > after_round)
+		return -ERANGE;  /* a round of the window is projected already */
+	if (!n_steps)
+		return 0;
+	bool other = node->ops != &gsp__exact_ops;
+	size_t cap = msg_cap(node, &gsp__exact_ops);
+	float *copy = malloc(n_steps * sizeof(*copy));
+	float *xdiff = other ? malloc(node->layout->floats * sizeof(float) + 1) : NULL;
+	uint8_t *msg = NULL, *next = NULL;
+	/* Whole models on the wire: buffers of that size, the message in
+	 * flight copied over. */
+	if (cap > e->msg_cap) {
+		msg = malloc(cap);
+		next = malloc(cap);
+	}
+	if (!copy || (other && !xdiff) || (cap > e->msg_cap && (!msg || !next))) {
+		free(copy);
+		free(xdiff);
+		free(msg);
+		free(next);
+		return -ENOMEM;
+	}
+	memcpy(copy, steps, n_steps * sizeof(*copy));
+	if (msg) {
+		memcpy(msg, e->msg, e->msg_len);
+		free(e->msg);
+		free(e->next_msg);
+		e->msg = msg;
+		e->next_msg = next;
+		e->msg_cap = cap;
+	}
+	e->steps = copy;
+	e->xdiff = xdiff;
+	e->n_steps = n_steps;
+	e->win_from = after_round;
+	return 0;
 }
 
 int gsp_node_edge_hold(gsp_node *node, size_t edge, bool hold)
@@ -329,7 +336,7 @@ int gsp_node_edge_rollback(gsp_node *node, size_t edge, uint64_t round)
 	if (!node || edge >= node->n_edges)
 		return -EINVAL;
 	gsp__edge *e = &node->edges[edge];
-	const gsp__method_ops *ops = gsp__edge_ops(node, e);
+	const gsp__method_ops *ops = gsp__round_ops(node, e, e->applied);
 	if (!ops->rollback)
 		return -ENOTSUP;
 	int n = 0;
@@ -338,7 +345,14 @@ int gsp_node_edge_rollback(gsp_node *node, size_t edge, uint64_t round)
 		 * since (that overwrote its update). */
 		if (e->applied != round + 1 || !e->undoable)
 			return -ERANGE;
+		/* The round projected since is of the other kind (a window
+		 * opens or closes): to the kind of `applied` nothing was
+		 * projected after it. */
+		uint64_t projected = e->round;
+		if (gsp__round_ops(node, e, e->applied + 1) != ops)
+			e->round = e->applied;
 		ops->rollback(node, e);
+		e->round = projected;
 		e->applied = round;
 		e->undoable = false;
 		n = 1;
@@ -408,13 +422,20 @@ static size_t count_active(const gsp_node *node)
 	return n;
 }
 
-/* Moves the edges of the node's own method to the front of list[0..n);
- * returns how many there are. */
-static size_t partition(gsp__edge **list, size_t n)
+/* The operations of what node_run does with e: apply its completed round
+ * (next false) or project the next (next true). */
+static const gsp__method_ops *run_ops(const gsp_node *node, const gsp__edge *e, bool next)
+{
+	return gsp__round_ops(node, e, e->round + next);
+}
+
+/* Moves the edges whose round (next: the next round) is of the node's
+ * own method to the front of list[0..n); returns how many there are. */
+static size_t partition(const gsp_node *node, gsp__edge **list, size_t n, bool next)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (!list[i]->kind) {
+		if (run_ops(node, list[i], next) == node->ops) {
 			gsp__edge *t = list[k];
 			list[k++] = list[i];
 			list[i] = t;
@@ -422,8 +443,8 @@ static size_t partition(gsp__edge **list, size_t n)
 	return k;
 }
 
-/* Runs the applies and projections: in one fused pass when every edge
- * in them is of one kind (as always, unless an edge runs exact rounds on
+/* Runs the applies and projections: in one fused pass when every round
+ * in them is of one kind (as always, unless a window runs exact rounds on
  * another method's node); else each kind applies, then each kind
  * projects, so that every message is of the model after every apply. */
 static int run_kinds(gsp_node *node, gsp__edge **apply, size_t na,
@@ -431,18 +452,20 @@ static int run_kinds(gsp_node *node, gsp__edge **apply, size_t na,
 {
 	if (!na && !np)
 		return 0;
-	const gsp__method_ops *first = gsp__edge_ops(node, na ? apply[0] : proj[0]);
+	const gsp__method_ops *first = na ? run_ops(node, apply[0], false)
+					  : run_ops(node, proj[0], true);
 	bool one = true;
 	for (size_t i = 0; i < na; i++)
-		one &= gsp__edge_ops(node, apply[i]) == first;
+		one &= run_ops(node, apply[i], false) == first;
 	for (size_t i = 0; i < np; i++)
-		one &= gsp__edge_ops(node, proj[i]) == first;
+		one &= run_ops(node, proj[i], true) == first;
 	if (one)
 		return first->run(node, apply, na, proj, np);
 	/* At most two kinds: the node's method and exact.  Each list is
 	 * reordered in place, the node's method's edges first. */
 	const gsp__method_ops *kinds[2] = {node->ops, &gsp__exact_ops};
-	size_t a_split = partition(apply, na), p_split = partition(proj, np);
+	size_t a_split = partition(node, apply, na, false);
+	size_t p_split = partition(node, proj, np, true);
 	size_t a_from[2] = {0, a_split}, a_n[2] = {a_split, na - a_split};
 	size_t p_from[2] = {0, p_split}, p_n[2] = {p_split, np - p_split};
 	for (int k = 0; k < 2; k++)
@@ -493,12 +516,15 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 		e->applied = e->round;
 		e->applied_coef = gsp__edge_coef(node, e);
 		e->undoable = true;
+		/* Past its window, nothing can be taken back into it. */
+		if (e->n_steps && e->applied > e->win_from + e->n_steps)
+			window_close(e);
 	}
 	if (err)
 		np = 0;
 	for (size_t i = 0; i < np; i++) {
 		gsp__edge *e = proj[i];
-		const gsp__method_ops *ops = gsp__edge_ops(node, e);
+		const gsp__method_ops *ops = run_ops(node, e, true);
 		ops->commit(node, e);
 		uint8_t *t = e->msg;
 		e->msg = e->next_msg;
@@ -559,7 +585,7 @@ int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
 {
 	if (!node || edge >= node->n_edges || round == 0)
 		return -EINVAL;
-	return (int64_t)gsp__edge_ops(node, &node->edges[edge])->msg_size(node, round);
+	return (int64_t)gsp__round_ops(node, &node->edges[edge], round)->msg_size(node, round);
 }
 
 int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
@@ -575,7 +601,7 @@ int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
 		return GSP_EROUND;
 	if (len != e->msg_len)
 		return GSP_ESHAPE;
-	int err = gsp__edge_ops(node, e)->complete(node, e, msg);
+	int err = gsp__round_ops(node, e, e->round)->complete(node, e, msg);
 	if (err)
 		return err;
 	e->state = GSP_EDGE_COMPLETED;

@@ -623,7 +623,7 @@ int gsp_node_edge_factors(const gsp_node *node, size_t edge, size_t tensor,
 			  unsigned *ret_rank)
 {
 	if (!node || edge >= node->n_edges ||
-	    gsp__edge_ops(node, &node->edges[edge]) != &gsp__powergossip_ops ||
+	    node->ops != &gsp__powergossip_ops ||
 	    tensor >= node->layout->n || !node->layout->t[tensor].compressed)
 		return -EINVAL;
 	const pg_factor *f = &((pg_edge *)node->edges[edge].priv)->f[tensor];

@@ -5,7 +5,9 @@
  * anything further back is refused and changes nothing; and the edge's
  * next generation runs as usual.  PowerGossip at ranks 1 and 3, warm and
  * cold, and exact gossip, each on matrices and a vector; PowerGossip once
- * more on a layout whose steps the workers share by tensors. */
+ * more on a layout whose steps the workers share by tensors; windows of
+ * exact rounds (gsp_node_edge_exact_rounds) on PowerGossip and exact
+ * nodes, with take-backs on both sides of their two edges. */
 #include "internal.h"
 #include "testutil.h"
 
@@ -15,7 +17,7 @@ typedef struct method_case {
 	unsigned rank;
 	bool warm;
 	const char *spec;
-	bool exact_kind;   /* the generation: exact rounds at steps (pg node) */
+	bool window;       /* rounds 2..4 exact at their steps (a window) */
 } method_case;
 
 static const method_case cases[] = {
@@ -24,8 +26,11 @@ static const method_case cases[] = {
 	{"pg rank 3 warm", GSP_METHOD_POWERGOSSIP, 3, true, "6x5,4x7,3", false},
 	{"pg rank 3 cold", GSP_METHOD_POWERGOSSIP, 3, false, "6x5,4x7,3", false},
 	{"exact", GSP_METHOD_EXACT, 1, true, "6x5,4x7,3", false},
-	/* Round 1 at its own step, rounds 4 and 5 past the steps. */
-	{"exact kind on pg", GSP_METHOD_POWERGOSSIP, 2, true, "6x5,4x7,3", true},
+	/* A window of exact rounds 2..4: round 1 taken back once round 2
+	 * (exact) is projected, round 4 (exact) once round 5 (PowerGossip
+	 * again) is, round 5 past the window. */
+	{"window on pg", GSP_METHOD_POWERGOSSIP, 2, true, "6x5,4x7,3", true},
+	{"window on exact", GSP_METHOD_EXACT, 1, true, "6x5,4x7,3", true},
 	/* Large enough for pg_run to spread it over GSP_THREADS=2. */
 	{"pg rank 2 spread", GSP_METHOD_POWERGOSSIP, 2, true,
 	 "256x512,256x512,256x512,256x512,512", false},
@@ -82,10 +87,9 @@ static pair pair_new(const method_case *mc)
 						   i == LO ? GSP_ROLE_LO : GSP_ROLE_HI,
 						   seed, sizeof(seed)), 0);
 		static const float steps[3] = {0.6f, 1.3f, 0.4f};
-		if (mc->exact_kind)
-			ck_assert_int_eq(gsp_node_edge_reset_exact(p.node[i], 0, 0.5f,
-				i == LO ? GSP_ROLE_LO : GSP_ROLE_HI, seed,
-				sizeof(seed), steps, 3), 0);
+		if (mc->window)
+			ck_assert_int_eq(gsp_node_edge_exact_rounds(p.node[i], 0, 1,
+								    steps, 3), 0);
 	}
 	p.sum0 = pair_sum(&p, NULL);
 	return p;
@@ -311,8 +315,7 @@ static snapshot snap(const pair *p, int i)
 {
 	snapshot s = {.params = params_copy(p, i), .info = edge_info(p, i)};
 	size_t cap = 0;
-	/* An exact generation keeps no factors. */
-	for (size_t t = 0; p->mc->method == GSP_METHOD_POWERGOSSIP && !p->mc->exact_kind &&
+	for (size_t t = 0; p->mc->method == GSP_METHOD_POWERGOSSIP &&
 			   t < gsp_layout_count(p->layout); t++) {
 		const gsp_tensor *ten = gsp_layout_tensor(p->layout, t);
 		const float *a, *b;

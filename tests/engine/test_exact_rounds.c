@@ -1,0 +1,277 @@
+/* gsp_node_edge_exact_rounds: windows of exact rounds at per-round steps
+ * inside an edge's generation, on a node of another method (PowerGossip).
+ * The finite-time schedule opened on every edge of a PowerGossip cluster
+ * reaches the exact average in its K rounds and PowerGossip goes on after
+ * it; edges in and out of windows on one node conserve the sum and mix;
+ * each round moves both ends by its step; a window opens at a completed
+ * round; the refusals change nothing.  Take-backs at a window's edges:
+ * test_rollback. */
+#include "testutil.h"
+
+#define SPEC "24x16,16x9,7"
+
+static gsp_config pg_config(void)
+{
+	return config_of(GSP_METHOD_POWERGOSSIP, 2, optimal_gamma(GSP_TOPO_RING, 8));
+}
+
+/* Both ends of graph edge e open the window after their current round
+ * (the same at both: gsp_sim rounds are whole). */
+static void open_window(cluster *c, size_t e, const float *steps, size_t n_steps)
+{
+	unsigned node[2];
+	size_t at[2];
+	uint64_t round[2];
+	ck_assert_int_eq(gsp_sim_edge(c->sim, e, &node[0], &at[0], &node[1], &at[1]), 0);
+	for (int s = 0; s < 2; s++) {
+		gsp_edge_info info;
+		ck_assert_int_eq(gsp_node_edge_info(gsp_sim_node(c->sim, node[s]), at[s],
+						    &info), 0);
+		round[s] = info.round;
+	}
+	ck_assert_uint_eq(round[0], round[1]);
+	for (int s = 0; s < 2; s++)
+		ck_assert_int_eq(gsp_node_edge_exact_rounds(gsp_sim_node(c->sim, node[s]),
+							    at[s], round[s], steps,
+							    n_steps), 0);
+}
+
+static uint64_t node_tx(cluster *c, unsigned i)
+{
+	gsp_node *n = gsp_sim_node(c->sim, i);
+	uint64_t tx = 0;
+	for (size_t e = 0; e < gsp_node_edge_count(n); e++) {
+		gsp_edge_info info;
+		ck_assert_int_eq(gsp_node_edge_info(n, e, &info), 0);
+		tx += info.tx_bytes;
+	}
+	return tx;
+}
+
+/* PowerGossip's two message sizes (odd and even rounds) on node 0. */
+static uint64_t pg_pair_bytes(cluster *c)
+{
+	gsp_node *n = gsp_sim_node(c->sim, 0);
+	return (uint64_t)(gsp_node_message_size(n, 0, 1) + gsp_node_message_size(n, 0, 2));
+}
+
+/* A PowerGossip cluster gossips a while, then every edge opens the
+ * finite-time schedule's window: after its K rounds every node holds the
+ * average of the models it started the window with, and PowerGossip
+ * rounds follow in the same generation. */
+static void check_schedule(gsp_topology topo, unsigned n)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(topo, n, NULL, SPEC, &cfg, 53);
+	size_t floats = gsp_layout_floats(c.layout);
+	cluster_rounds(&c, 5);
+	double e0 = cluster_stats(&c).error;
+	double steps_d[64];
+	float steps[64];
+	size_t k;
+	ck_assert_int_eq(gsp_graph_finite_schedule(c.graph, steps_d, 64, &k, NULL), 0);
+	for (size_t t = 0; t < k; t++)
+		steps[t] = (float)steps_d[t];
+	for (size_t e = 0; e < gsp_graph_edge_count(c.graph); e++)
+		open_window(&c, e, steps, k);
+	uint64_t tx0 = node_tx(&c, 0);
+	for (size_t t = 0; t < k; t++) {
+		if (t + 1 == k)
+			ck_assert_msg(cluster_stats(&c).error > 1e-11 * e0,
+				      "n %u: at the average a round early", n);
+		cluster_rounds(&c, 1);
+	}
+	gsp_sim_stats st = cluster_stats(&c);
+	ck_assert_msg(st.error <= 1e-13 * e0, "n %u: error %g of the start", n,
+		      st.error / e0);
+	ck_assert(st.mean_drift <= 1e-6);
+	/* Whole models: K rounds on each of node 0's edges. */
+	ck_assert_uint_eq(node_tx(&c, 0) - tx0,
+			  (uint64_t)k * gsp_graph_degree(c.graph, 0) * floats * 4);
+	/* PowerGossip again, in the same generation: its messages, the sum
+	 * kept, and the models stay at the average. */
+	uint64_t tx1 = node_tx(&c, 0);
+	cluster_rounds(&c, 2);
+	ck_assert_uint_eq(node_tx(&c, 0) - tx1, pg_pair_bytes(&c) * gsp_graph_degree(c.graph, 0));
+	ck_assert(pg_pair_bytes(&c) < 2 * floats * 4);
+	st = cluster_stats(&c);
+	ck_assert(st.mean_drift <= 1e-6);
+	ck_assert_msg(st.error <= 1e-12 * e0, "n %u: error %g after", n, st.error / e0);
+	/* Its round count went on through the window. */
+	gsp_edge_info info;
+	ck_assert_int_eq(gsp_node_edge_info(gsp_sim_node(c.sim, 0), 0, &info), 0);
+	ck_assert_uint_eq(info.round, 5 + k + 2);
+	cluster_free(&c);
+}
+
+START_TEST(test_schedule_on_powergossip)
+{
+	check_schedule(GSP_TOPO_RING, 8);
+	check_schedule(GSP_TOPO_TORUS, 16);
+	check_schedule(GSP_TOPO_EXPONENTIAL, 16);
+}
+END_TEST
+
+/* Half the ring's edges in a long window at the node's gamma, half
+ * PowerGossip: the nodes with one of each run both kinds in one step; the
+ * sum is kept and the models come together. */
+START_TEST(test_mixed_kinds)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(GSP_TOPO_RING, 8, NULL, SPEC, &cfg, 59);
+	double e0 = cluster_stats(&c).error;
+	float steps[40];
+	for (size_t t = 0; t < 40; t++)
+		steps[t] = cfg.gamma;
+	for (size_t e = 0; e < gsp_graph_edge_count(c.graph); e += 2)
+		open_window(&c, e, steps, 40);
+	cluster_rounds(&c, 30);
+	gsp_sim_stats st = cluster_stats(&c);
+	ck_assert(st.finite);
+	ck_assert(st.mean_drift <= 1e-6);
+	ck_assert_msg(st.error < 0.1 * e0, "error %g of the start", st.error / e0);
+	cluster_free(&c);
+}
+END_TEST
+
+/* A two-node PowerGossip pair, two PowerGossip rounds, then a window of
+ * three: each window round moves both ends by steps[t] * w * (other -
+ * own); the round after it is PowerGossip's again. */
+START_TEST(test_steps_per_round)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 61);
+	const float steps[3] = {0.25f, 1.5f, 0.0f};
+	cluster_rounds(&c, 2);
+	open_window(&c, 0, steps, 3);
+	float *x0 = gsp_sim_params(c.sim, 0), *x1 = gsp_sim_params(c.sim, 1);
+	gsp_node *n0 = gsp_sim_node(c.sim, 0);
+	for (int t = 0; t < 3; t++) {
+		double c_w = steps[t] * 0.5;   /* w = 1/2 on the 2-node ring */
+		double d0 = (double)x1[0] - x0[0], a = x0[0], b = x1[0];
+		ck_assert_int_eq(gsp_node_message_size(n0, 0, 3 + t),
+				 (int64_t)gsp_layout_floats(c.layout) * 4);
+		cluster_rounds(&c, 1);
+		ck_assert_double_eq_tol(x0[0], a + c_w * d0, 1e-5 * (1 + fabs(a)));
+		ck_assert_double_eq_tol(x1[0], b - c_w * d0, 1e-5 * (1 + fabs(b)));
+	}
+	int64_t pg6 = gsp_node_message_size(n0, 0, 6);
+	ck_assert(pg6 > 0 && pg6 < (int64_t)gsp_layout_floats(c.layout) * 4);
+	uint64_t tx = node_tx(&c, 0);
+	cluster_rounds(&c, 1);
+	ck_assert_uint_eq(node_tx(&c, 0) - tx, (uint64_t)pg6);
+	cluster_free(&c);
+}
+END_TEST
+
+/* The daemon's case: the window opens once round r has completed, before
+ * it is applied.  Round r lands as PowerGossip's, round r + 1 goes out as
+ * a whole model, and the pair's sum stays. */
+START_TEST(test_opens_at_a_completed_round)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 71);
+	gsp_node *n[2] = {gsp_sim_node(c.sim, 0), gsp_sim_node(c.sim, 1)};
+	float *x[2] = {gsp_sim_params(c.sim, 0), gsp_sim_params(c.sim, 1)};
+	size_t floats = gsp_layout_floats(c.layout);
+	double sum0 = 0;
+	for (int i = 0; i < 2; i++)
+		for (size_t j = 0; j < floats; j++)
+			sum0 += x[i][j];
+	cluster_rounds(&c, 3);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(gsp_node_project(n[i]), 1);
+	for (int i = 0; i < 2; i++) {
+		const void *msg;
+		size_t len;
+		uint64_t round;
+		ck_assert_int_eq(gsp_node_message(n[1 - i], 0, &msg, &len, &round), 0);
+		ck_assert_int_eq(gsp_node_complete(n[i], 0, round, msg, len), 0);
+	}
+	const float steps[1] = {1.0f};
+	for (int i = 0; i < 2; i++) {
+		gsp_edge_info info;
+		ck_assert_int_eq(gsp_node_edge_info(n[i], 0, &info), 0);
+		ck_assert(info.state == GSP_EDGE_COMPLETED && info.round == 4);
+		ck_assert_int_eq(gsp_node_edge_exact_rounds(n[i], 0, 4, steps, 1), 0);
+	}
+	/* One exact round at step 1 with w = 1/2: the 2-node average. */
+	cluster_rounds(&c, 1);
+	double sum = 0, gap = 0;
+	for (size_t j = 0; j < floats; j++) {
+		sum += x[0][j] + x[1][j];
+		gap = fmax(gap, fabs((double)x[0][j] - x[1][j]));
+	}
+	ck_assert_msg(gap <= 1e-5, "gap %g", gap);
+	ck_assert_double_eq_tol(sum, sum0, 1e-4 * (1 + fabs(sum0)));
+	cluster_free(&c);
+}
+END_TEST
+
+START_TEST(test_refused)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 67);
+	gsp_node *node = gsp_sim_node(c.sim, 0);
+	uint8_t *buf;
+	size_t len;
+	float bad[2] = {0.5f, NAN}, neg[1] = {-0.1f}, ok[1] = {0.5f};
+	cluster_rounds(&c, 1);
+	gsp_edge_info before, after;
+	ck_assert_int_eq(gsp_node_edge_info(node, 0, &before), 0);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 1, bad, 2), -EINVAL);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 1, neg, 1), -EINVAL);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 1, NULL, 1), -EINVAL);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 1, ok, GSP_MAX_STEPS + 1), -EINVAL);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, UINT64_MAX, ok, 1), -EINVAL);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 9, 1, ok, 1), -EINVAL);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(NULL, 0, 1, ok, 1), -EINVAL);
+	/* Round 1 is projected: a window after round 0 is too late. */
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 0, ok, 1), -ERANGE);
+	/* No steps: nothing opens, and the edge is still saved. */
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 1, ok, 0), 0);
+	ck_assert_int_eq(gsp_node_edge_state_size(node, 0, &len), 0);
+	ck_assert_int_eq(gsp_node_edge_info(node, 0, &after), 0);
+	ck_assert(memcmp(&before, &after, sizeof(before)) == 0);
+	/* Open: not twice, not saved, nothing loaded into it; PowerGossip's
+	 * factors are still there. */
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 2, ok, 1), 0);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 5, ok, 1), -EBUSY);
+	ck_assert_int_eq(gsp_node_edge_state_size(node, 0, &len), -ENOTSUP);
+	ck_assert_int_eq(gsp_node_edge_save(node, 0, &buf, &len), -ENOTSUP);
+	ck_assert_int_eq(gsp_node_edge_load(node, 0, (const uint8_t *)"GSE1", 4), -ENOTSUP);
+	ck_assert_int_eq(gsp_node_edge_factors(node, 0, 0, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(gsp_sim_node(c.sim, 1), 0, 2, ok, 1), 0);
+	/* Rounds 2 (PowerGossip) and 3 (the window) applied: still open, since
+	 * round 3 could be taken back; once round 4 is applied it closes and
+	 * the edge is saved again. */
+	cluster_rounds(&c, 2);
+	ck_assert_int_eq(gsp_node_edge_save(node, 0, &buf, &len), -ENOTSUP);
+	cluster_rounds(&c, 1);
+	ck_assert_int_eq(gsp_node_edge_save(node, 0, &buf, &len), 0);
+	free(buf);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 4, ok, 1), 0);
+	cluster_free(&c);
+
+	/* Choco's rounds need every edge of its own kind. */
+	gsp_config choco = config_of(GSP_METHOD_CHOCO_SIGN, 1, 0.1);
+	c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &choco, 67);
+	ck_assert_int_eq(gsp_node_edge_exact_rounds(gsp_sim_node(c.sim, 0), 0, 0, ok, 1),
+			 -ENOTSUP);
+	cluster_free(&c);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("exact_rounds");
+	TCase *tc = tcase_create("exact_rounds");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_schedule_on_powergossip);
+	tcase_add_test(tc, test_mixed_kinds);
+	tcase_add_test(tc, test_steps_per_round);
+	tcase_add_test(tc, test_opens_at_a_completed_round);
+	tcase_add_test(tc, test_refused);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
