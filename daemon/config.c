@@ -29,6 +29,7 @@ typedef struct parser {
 	int err;
 	unsigned err_line;
 	unsigned gamma_line;    /* the last Gamma = line */
+	unsigned schedule_line; /* the last AverageSchedule = line */
 	char *msg;
 	size_t msg_len;
 } parser;
@@ -57,6 +58,9 @@ void gsp_daemon_config_clear(gsp_daemon_config *cfg)
 	if (!cfg)
 		return;
 	free(cfg->peers);
+	free(cfg->avg_steps);
+	cfg->avg_steps = NULL;
+	cfg->avg_n_steps = 0;
 	sodium_memzero(cfg->private_key, sizeof(cfg->private_key));
 	cfg->peers = NULL;
 	cfg->n_peers = 0;
@@ -194,6 +198,13 @@ static int node_key(parser *p, const char *name, const char *v)
 		return parse_float(v, &c->engine.gamma)
 			       ? fail(p, -EINVAL, "Gamma must be a number >= 0 or auto, not '%s'", v)
 			       : 1;
+	}
+	if (!strcmp(name, "AverageSchedule")) {
+		p->schedule_line = p->line;
+		if (strcmp(v, "finite") && strcmp(v, "off"))
+			return fail(p, -EINVAL, "AverageSchedule takes finite or off, not '%s'", v);
+		c->avg_finite = !strcmp(v, "finite");
+		return 1;
 	}
 	if (!strcmp(name, "Fraction"))
 		return parse_float(v, &c->engine.choco_fraction) ||
@@ -383,6 +394,22 @@ static int finish(parser *p)
 		p->line = 0;
 		return fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");
 	}
+	if (c->avg_finite && !c->nodes) {
+		p->line = p->schedule_line;
+		return fail(p, -EINVAL, "AverageSchedule = finite needs Nodes (and Topology): "
+			    "the schedule is the graph's");
+	}
+	if (c->avg_finite && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
+		p->line = p->schedule_line;
+		return fail(p, -EINVAL, "AverageSchedule = finite runs exact rounds on single "
+			    "edges; a choco method's rounds need every edge");
+	}
+	for (size_t i = 0; c->avg_finite && i < c->n_peers; i++)
+		if (c->peers[i].weight > 0) {
+			p->line = c->peers[i].line;
+			return fail(p, -EINVAL, "AverageSchedule = finite needs the "
+				    "Metropolis-Hastings weights of its graph: no Weight");
+		}
 	if (c->gamma_auto && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
 		/* auto is exact gossip's step for the graph; Choco's must suit
 		 * its compression, and auto's diverges (BENCHMARKS.md). */

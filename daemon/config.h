@@ -10,6 +10,8 @@
  *   Method = powergossip               powergossip|exact|choco-*
  *   Rank = 4
  *   Gamma = 1.0                        or "auto" with Topology and Nodes
+ *   AverageSchedule = finite           AVERAGE runs the finite-time
+ *                                      schedule (Topology and Nodes); off
  *   WarmStart = on
  *   MaxStaleness = 4                   steps an edge may lag before STEP waits
  *   LogLevel = info                    error|warning|info|debug
@@ -59,8 +61,13 @@ typedef struct gsp_daemon_config {
 	char socket_path[GSP_PATH_MAX];
 	gsp_config engine;
 	bool gamma_auto;
-	gsp_topology topology;          /* for Gamma = auto */
+	gsp_topology topology;          /* for Gamma = auto, AverageSchedule */
 	unsigned nodes;
+	bool avg_finite;                /* AverageSchedule = finite */
+	/* Its steps, for Topology and Nodes (gossipd computes them at start;
+	 * gsp_daemon_config_clear frees them). */
+	float *avg_steps;
+	size_t avg_n_steps;
 	unsigned max_staleness;
 	unsigned max_wait_ms;           /* STEP waits at most this for a lagging edge */
 	unsigned detach_wait_ms;        /* DETACH waits at most this for the peers */

@@ -111,7 +111,8 @@ static int keep_round(edge *e)
 		return -ENOMEM;
 	uint16_t degree = s->ops->degree(s->ctx);
 	gsp_msg_round r = {.flags = (s->averaging ? GSP_ROUND_AVERAGING : 0) |
-				    (s->reached ? GSP_ROUND_REACHED : 0),
+				    (s->reached ? GSP_ROUND_REACHED : 0) |
+				    edge__finite_flag(e),
 			   .degree = degree, .generation = e->generation,
 			   .round = round, .payload = msg, .payload_len = len};
 	if ((err = gsp_msg_round_encode(&r, buf, cap, &n)) != 0) {
@@ -175,7 +176,7 @@ static bool within_bound(const edge_set *s, double num, double den, size_t len)
 }
 
 /* Completes the in-flight round with the peer's message. */
-static int complete(edge *e, uint64_t round, uint16_t degree,
+static int complete(edge *e, uint64_t round, uint16_t degree, uint8_t flags,
 		    const uint8_t *payload, size_t len)
 {
 	edge_set *s = e->set;
@@ -226,6 +227,7 @@ static int complete(edge *e, uint64_t round, uint16_t degree,
 	e->completed = round;
 	e->rounds_completed++;
 	e->rounds_total++;
+	edge__finite_check(e, round, flags);
 	if (e->ending != TARGET_NONE)
 		edge__settle(e);
 	edge__changed(e);
@@ -260,7 +262,8 @@ void edge_step_done(edge *e)
 		return;
 	uint8_t *early = e->early;
 	e->early = NULL;
-	int err = complete(e, e->early_round, e->early_degree, early, e->early_len);
+	int err = complete(e, e->early_round, e->early_degree, e->early_flags, early,
+			   e->early_len);
 	free(early);
 	if (err) {
 		s->counters->rx_malformed++;
@@ -305,6 +308,7 @@ static int keep_early(edge *e, const gsp_msg_round *msg)
 	e->early_round = msg->round;
 	e->early_generation = msg->generation;
 	e->early_degree = msg->degree;
+	e->early_flags = msg->flags;
 	edge__changed(e);
 	return 0;
 }
@@ -339,7 +343,8 @@ static int on_round(edge *e, const uint8_t *pt, size_t len)
 	if (msg.round != e->completed + 1)
 		return -EBADMSG;
 	if (e->sent_round == msg.round)
-		return complete(e, msg.round, msg.degree, msg.payload, msg.payload_len);
+		return complete(e, msg.round, msg.degree, msg.flags, msg.payload,
+				msg.payload_len);
 	/* The peer stepped before us: keep its round until we project. */
 	return keep_early(e, &msg);
 }

@@ -44,7 +44,15 @@ typedef enum edge_end_why {
 	END_NONE = 0,
 	END_REMOVED,             /* a reload removed the peer */
 	END_DETACH,              /* the model goes */
+	END_RESTART,             /* a new generation must follow (a new session) */
 } edge_end_why;
+
+/* An AVERAGE's finite-time schedule on an edge (edge_sched.c). */
+typedef enum edge_sched {
+	SCHED_NONE = 0,
+	SCHED_WAIT,              /* window open, held until the node's are */
+	SCHED_RUN,               /* its rounds go on */
+} edge_sched;
 
 typedef struct edge_ops {
 	/* One frame on e's session; a negative errno when it could not be
@@ -164,6 +172,7 @@ struct edge {
 	uint64_t early_round;
 	uint32_t early_generation;
 	uint16_t early_degree;
+	uint8_t early_flags;
 	uint8_t *deferred[EDGE_DEFERRED_MAX];   /* frames that came while busy */
 	size_t deferred_len[EDGE_DEFERRED_MAX];
 	uint64_t deferred_session[EDGE_DEFERRED_MAX];
@@ -181,6 +190,11 @@ struct edge {
 	 * next round must not change what this end decides of this one. */
 	uint64_t peer_reached_at[2], sent_reached_at[2];
 	bool avg_held;           /* held out of projection for that */
+	/* The finite-time schedule: the peer's id (its session's first
+	 * RESYNC), and this AVERAGE's window on the edge (the engine's
+	 * edge info says whether one is open). */
+	uint32_t peer_schedule;
+	edge_sched sched;
 	bool straggler;          /* a STEP stopped waiting for it; cleared
 				  * once it applies within MaxStaleness
 				  * EDGE_PACE_ROUNDS times in a row */
@@ -225,6 +239,11 @@ struct edge_set {
 	bool takeback_waiting;
 	bool averaging;          /* an AVERAGE runs here, */
 	bool reached;            /* and reached its target: our ROUNDs say so */
+	/* The finite-time schedule AVERAGEs offer (AverageSchedule): its
+	 * steps and id (0: none). */
+	float *sched_steps;
+	size_t sched_n;
+	uint32_t sched_id;
 };
 
 int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
@@ -347,6 +366,17 @@ void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait);
  * again. */
 size_t edges_avg_settle(edge_set *s);
 void edges_avg_release(edge_set *s);
+/* The finite-time schedule (PROTOCOL.md 4.4, FINITE): the steps this
+ * set's AVERAGEs offer (copied; n 0: none), and their id.  An edge whose
+ * two ends' ROUNDs of a round both said FINITE opens the schedule's
+ * window after it and is held (SCHED_WAIT); edges_sched_release lets
+ * every held one go at once when no edge the AVERAGE runs may still
+ * agree, and returns how many went (0: none, or some still may).
+ * edges_sched_end: the AVERAGE is over (held ones go; a window open in
+ * the engine runs on in the STEPs that follow). */
+int edges_set_schedule(edge_set *s, const float *steps, size_t n);
+size_t edges_sched_release(edge_set *s);
+void edges_sched_end(edge_set *s);
 /* edges_estimate over the edges an AVERAGE still runs (live, not held,
  * not ending here): a held edge's last measurement, one round after both
  * ends said they reached, or that of a generation a neighbour ended,

@@ -61,6 +61,7 @@ static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 	if (e->ending_self || e->set->detaching)
 		m->flags |= GSP_RESYNC_NO_START;
 	m->weight = e->cfg->weight;
+	m->schedule = e->set->sched_id;
 }
 
 int edge__send_resync(edge *e, bool ending)
@@ -73,7 +74,7 @@ int edge__send_resync(edge *e, bool ending)
 		e->offered_weight = m.weight;
 		e->offered_no_start = m.flags & GSP_RESYNC_NO_START;
 	}
-	uint8_t buf[64];
+	uint8_t buf[96];
 	size_t n;
 	int err = gsp_msg_resync_encode(&m, buf, sizeof(buf), &n);
 	return err ? err : edge__send(e, buf, n);
@@ -155,6 +156,7 @@ void edge__record_end(edge *e, uint64_t applied)
 	e->live = false;
 	e->ending = TARGET_NONE;
 	e->leave_expired = false;
+	edge__sched_reset(e);
 	/* Only a live generation's rounds mean anything in a RESYNC. */
 	e->completed = e->sent_round = applied;
 	gsp_info("peer %s: edge generation %u ended at round %llu", e->name,
@@ -276,6 +278,7 @@ static void start_generation(edge *e)
 	memset(e->peer_reached_at, 0, sizeof(e->peer_reached_at));
 	memset(e->sent_reached_at, 0, sizeof(e->sent_reached_at));
 	e->avg_held = false;     /* the engine's reset let it go */
+	edge__sched_reset(e);
 	e->last_apply_step = s->steps;
 	s->dirty = true;
 	gsp_info("peer %s: edge generation %u up (%s)", e->name, e->generation,
@@ -469,6 +472,7 @@ static void decide(edge *e, const gsp_msg_resync *m)
 {
 	edge_set *s = e->set;
 	e->resyncs++;
+	e->peer_schedule = m->schedule;
 	bool cont = same_live(e, m) && consistent(e, m) && !(m->flags & GSP_RESYNC_ENDING);
 	if (cont) {
 		e->continued++;

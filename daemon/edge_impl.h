@@ -43,4 +43,11 @@ int edge__kept(const edge *e, uint64_t round);
  * the next apply. */
 uint64_t edge__applied(const edge *e);
 
+/* The finite-time schedule (edge_sched.c): FINITE or 0 for our next
+ * ROUND; after round `round` completed with the peer's flags, the
+ * window opens if both said FINITE; a new or ended generation has none. */
+uint8_t edge__finite_flag(const edge *e);
+void edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags);
+void edge__sched_reset(edge *e);
+
 #endif

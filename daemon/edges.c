@@ -44,6 +44,7 @@ void edge_set_free(edge_set *s)
 	free(s->edge);
 	s->edge = NULL;
 	s->n = 0;
+	(void)edges_set_schedule(s, NULL, 0);
 }
 
 /* A disabled engine edge for slot e (its generation starts later). */
@@ -389,6 +390,7 @@ void edges_avg_release(edge_set *s)
 			(void)gsp_node_edge_hold(s->model.node, e->index, false);
 		e->avg_held = false;
 	}
+	edges_sched_end(s);
 }
 
 static double estimate_of(const edge_set *s, bool going_only)

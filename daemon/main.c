@@ -143,6 +143,34 @@ static void state_files(gossipd *d)
 			 "a round at one end only)", path, gsp_strerror(err));
 }
 
+/* AverageSchedule = finite: the finite-time schedule of the configured
+ * graph (Topology, Nodes), which every node of it computes alike. */
+static int finite_schedule(gsp_daemon_config *cfg)
+{
+	gsp_graph *g;
+	double *d = malloc(GSP_MAX_STEPS * sizeof(*d));
+	size_t k = 0;
+	int rc = d ? gsp_graph_new(cfg->topology, cfg->nodes, &g) : -ENOMEM;
+	if (!rc) {
+		rc = gsp_graph_finite_schedule(g, d, GSP_MAX_STEPS, &k, NULL);
+		gsp_graph_free(g);
+	}
+	if (!rc && !(cfg->avg_steps = malloc((k ? k : 1) * sizeof(float))))
+		rc = -ENOMEM;
+	if (rc) {
+		fprintf(stderr, "gossipd: %s: AverageSchedule = finite: no schedule for a "
+			"%s graph of %u nodes (%s)\n", cfg->path,
+			gsp_topology_name(cfg->topology), cfg->nodes, gsp_strerror(rc));
+		free(d);
+		return -EINVAL;
+	}
+	for (size_t t = 0; t < k; t++)
+		cfg->avg_steps[t] = (float)d[t];
+	cfg->avg_n_steps = k;
+	free(d);
+	return 0;
+}
+
 static int setup(gossipd *d, const char *config_path)
 {
 	char err[512], msg[512];
@@ -182,6 +210,8 @@ static int setup(gossipd *d, const char *config_path)
 		gsp_graph_free(g);
 		d->cfg.engine.gamma = (float)gamma;
 	}
+	if (d->cfg.avg_finite && (rc = finite_schedule(&d->cfg)) != 0)
+		return rc;
 	rc = mesh_init(&d->mesh, d->loop, d->key, &d->counters, &d->cfg, msg,
 		       sizeof(msg));
 	if (rc) {

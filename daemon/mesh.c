@@ -115,8 +115,8 @@ static uint16_t edge_degree(void *ctx)
 static void edge_ended(void *ctx, edge *e, edge_end_why why)
 {
 	peer *p = mesh_peer_of(ctx, e);
-	if (why != END_REMOVED)
-		return;   /* DETACH: the model goes, and every session with it */
+	if (why == END_DETACH)
+		return;   /* the model goes, and every session with it */
 	if (p->leaving)
 		peers_leave_done(p);
 	else if (!p->removed && p->session)
@@ -152,6 +152,10 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 	m->edges.sim_index = cfg->index;
 	m->edges.max_degree = cfg->nodes > 1 ? cfg->nodes - 1 : GSP_MAX_PEERS;
 	m->edges.max_round_change = cfg->max_round_change;
+	if (edges_set_schedule(&m->edges, cfg->avg_steps, cfg->avg_n_steps) != 0) {
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < m->peers.n; i++) {
 		peer *p = &m->peers.peer[i];
 		if (!edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p))) {

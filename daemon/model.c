@@ -111,7 +111,8 @@ static int check_buffer(int fd, uint64_t need, char *err_text, size_t err_len)
 }
 
 /* The largest ROUND payload of any edge (rounds 1 and 2 cover both
- * message shapes). */
+ * message shapes; the finite-time schedule's rounds carry the whole
+ * model). */
 static uint64_t max_payload(const model *m, size_t n_edges)
 {
 	uint64_t best = 0;
@@ -120,6 +121,9 @@ static uint64_t max_payload(const model *m, size_t n_edges)
 		if (sz > (int64_t)best)
 			best = (uint64_t)sz;
 	}
+	uint64_t whole = (uint64_t)gsp_layout_floats(m->layout) * 4;
+	if (n_edges && m->mesh->edges.sched_n && whole > best)
+		best = whole;
 	return best;
 }
 

@@ -410,6 +410,8 @@ static void average_advance(stepper *s)
 		}
 		if (up == 0)
 			return;
+		/* The schedule's windows go once all of this node's are open. */
+		edges_sched_release(edges(s));
 		s->avg_rounds++;
 		int r = run_engine(s, STEP_AVERAGE_RUN);
 		if (r == 1)

@@ -142,6 +142,8 @@ typedef struct gsp_edge_info {
 	uint64_t tx_msgs, rx_msgs;
 	uint64_t exact_bytes;       /* what exact gossip would have sent */
 	uint64_t refills;           /* zero columns refilled from the RNG */
+	uint64_t window_end;        /* the open window's last round
+				     * (gsp_node_edge_exact_rounds; 0: none) */
 } gsp_edge_info;
 
 /* params: m floats laid out as in layout, owned by the caller and alive for
@@ -180,8 +182,9 @@ GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
  * The edge may hold a completed round (after_round = that round: it lands
  * as before).  A take-back subtracts a round with the kind and step it was
  * applied with.  The window stays open until the edge applies a round
- * past it, and gsp_node_edge_reset closes it; an edge with a window open
- * is not saved (gsp_node_edge_save: -ENOTSUP).  n_steps 0 opens nothing.
+ * past it, and gsp_node_edge_reset closes it; gsp_node_edge_save keeps it
+ * (with its update on a node of another method: a whole model more).
+ * n_steps 0 opens nothing.
  * steps: finite, >= 0, at most GSP_MAX_STEPS (-EINVAL); -ERANGE if the
  * edge has projected past after_round, -EBUSY if a window is open,
  * -ENOTSUP for the node-synchronous method (choco), -ENOMEM. */

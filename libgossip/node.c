@@ -403,6 +403,7 @@ int gsp_node_edge_info(const gsp_node *node, size_t edge,
 	ret_info->rx_msgs = e->rx_msgs;
 	ret_info->exact_bytes = e->exact_bytes;
 	ret_info->refills = e->refills;
+	ret_info->window_end = e->n_steps ? e->win_from + e->n_steps : 0;
 	return 0;
 }
 

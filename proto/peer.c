@@ -176,7 +176,8 @@ int gsp_msg_model_decode(const uint8_t *buf, size_t len, gsp_msg_model *ret)
 static bool round_ok(const gsp_msg_round *m)
 {
 	return m->degree >= 1 && m->generation >= 1 && m->round >= 1 &&
-	       m->payload_len >= 1 && !(m->flags & ~(GSP_ROUND_REACHED | GSP_ROUND_AVERAGING));
+	       m->payload_len >= 1 &&
+	       !(m->flags & ~(GSP_ROUND_REACHED | GSP_ROUND_AVERAGING | GSP_ROUND_FINITE));
 }
 
 static void round_head(const gsp_msg_round *msg, uint8_t *buf)
@@ -248,7 +249,7 @@ int gsp_msg_round_decode(const uint8_t *buf, size_t len, gsp_msg_round *ret)
 
 /* ---- RESYNC ------------------------------------------------------------- */
 
-#define RESYNC_BYTES (1 + 1 + 4 + 8 + 8 + GSP_GEN_TAG_BYTES + 4 + 8 + 8 + 4)
+#define RESYNC_BYTES (1 + 1 + 4 + 8 + 8 + GSP_GEN_TAG_BYTES + 4 + 8 + 8 + 4 + 4)
 
 static bool resync_ok(const gsp_msg_resync *m)
 {
@@ -295,6 +296,7 @@ int gsp_msg_resync_encode(const gsp_msg_resync *msg, uint8_t *buf, size_t cap,
 	wr_u64(&w, msg->ended_applied);
 	wr_u64(&w, msg->ending_applied);
 	wr_f32(&w, msg->weight);
+	wr_u32(&w, msg->schedule);
 	*ret_len = RESYNC_BYTES;
 	return 0;
 }
@@ -320,6 +322,7 @@ int gsp_msg_resync_decode(const uint8_t *buf, size_t len, gsp_msg_resync *ret)
 	m.ended_applied = rd_u64(&r);
 	m.ending_applied = rd_u64(&r);
 	m.weight = rd_f32(&r);
+	m.schedule = rd_u32(&r);
 	if (!rd_done(&r) || !resync_ok(&m))
 		return -EBADMSG;
 	*ret = m;

@@ -79,7 +79,7 @@ extern "C" {
 /* ---- versions and limits ---------------------------------------------- */
 
 #define GSP_PROTO_VERSION_MAJOR 1
-#define GSP_PROTO_VERSION_MINOR 5
+#define GSP_PROTO_VERSION_MINOR 6
 #define GSP_PROTO_VERSION \
 	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
 #define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
@@ -296,9 +296,11 @@ typedef struct gsp_msg_model {
 #define GSP_MSG_ROUND_HEAD 16
 /* Flags: the sender's round is one of an AVERAGE (AVERAGING), which has
  * reached its target (REACHED: it goes on serving rounds until its
- * averaging neighbours' have too). */
+ * averaging neighbours' have too).  FINITE (1.6): that AVERAGE offers
+ * the finite-time schedule on this edge (PROTOCOL.md 4.4). */
 #define GSP_ROUND_REACHED 0x01
 #define GSP_ROUND_AVERAGING 0x02
+#define GSP_ROUND_FINITE 0x04
 typedef struct gsp_msg_round {
 	uint8_t flags;               /* GSP_ROUND_*; others 0 */
 	uint16_t degree;             /* sender's edge count, >= 1 */
@@ -323,7 +325,9 @@ typedef struct gsp_msg_round {
  * by degrees), which a generation agreed on in this session starts with
  * (PROTOCOL.md 4.6, "Weights"); finite, in [0, 1].  NO_START (1.5): the
  * sender starts no new generation in this session (its model goes, or
- * it is ending the live one), so neither end agrees on one. */
+ * it is ending the live one), so neither end agrees on one.  schedule
+ * (1.6): the id of the finite-time schedule the sender's AVERAGEs offer
+ * (0: none); the two ends of an edge run it only with equal ids. */
 #define GSP_RESYNC_LIVE 0x01
 #define GSP_RESYNC_NO_HISTORY 0x02
 #define GSP_RESYNC_ENDING 0x04
@@ -338,6 +342,7 @@ typedef struct gsp_msg_resync {
 	uint64_t ended_applied;
 	uint64_t ending_applied;
 	float weight;
+	uint32_t schedule;
 } gsp_msg_resync;
 
 /* PING and PONG (a PONG echoes the PING's fields). */

@@ -68,7 +68,8 @@
 enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
        FAULT_TIMEOUT = 16, FAULT_RESTART = 32, FAULT_WEIGHT = 64,
        FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512,
-       FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048, FAULT_LEAVEWAIT = 4096 };
+       FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048, FAULT_LEAVEWAIT = 4096,
+       FAULT_FINITE = 8192 };
 
 /* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
  * allows them at both ends. */
@@ -91,6 +92,9 @@ typedef struct sim_stats {
 	unsigned long long avg_off;      /* of them off the loop */
 	unsigned long long avg_holds;    /* edges held: both ends' ROUNDs said
 					  * REACHED (edges_avg_settle) */
+	unsigned long long windows;      /* --faults finite: windows opened at
+					  * an end, and let go (released) */
+	unsigned long long released;
 	unsigned long long avg_end[6];   /* how they ended (AVEND_*) */
 	unsigned long long avg_detach_off; /* DETACHes that waited for a round
 					    * off the loop (the AVERAGE went on) */
@@ -141,6 +145,7 @@ typedef struct sim {
 	unsigned steps;
 	edgepair p;
 	bool busy[2];            /* an offloaded step is running */
+	uint64_t win_seen[2];    /* the last window counted at each end */
 	bool detaching[2];       /* a DETACH waits for the edge to end */
 	/* --faults modelgoes: the edge ended, and the model goes at a later
 	 * action (step.c: on the loop's next turn; frames and sessions may
@@ -502,6 +507,15 @@ static void after_action(sim *s)
 {
 	for (int i = 0; i < 2; i++) {
 		ep_end *x = end_of(s, i);
+		gsp_edge_info info;
+		if (x->node && gsp_node_edge_info(x->node, 0, &info) == 0 &&
+		    info.window_end && info.window_end != s->win_seen[i]) {
+			s->win_seen[i] = info.window_end;
+			s->st.windows++;
+			if (s->trace)
+				printf("       (a schedule window opens at %c: rounds up to %llu)\n",
+				       i ? 'b' : 'a', (unsigned long long)info.window_end);
+		}
 		avg_takeback(s, i);
 		/* A DETACH holds its write until the model goes (a take-back
 		 * by subtraction needs it): one that lost it waits for its
@@ -568,6 +582,20 @@ static void after_action(sim *s)
 
 static void avg_killed(sim *s, int i);
 
+/* What a daemon's configuration gives its edge set, at start and at every
+ * restart: SIGHUPs may list more peers (FAULT_WEIGHT), so the graph
+ * allows that degree in the peer's ROUNDs; with FAULT_FINITE its
+ * AVERAGEs offer the pair's finite-time schedule (one step of 1: a round
+ * at w = 1/2 leaves both ends at their average). */
+static void set_up(sim *s, ep_end *x)
+{
+	static const float pair_schedule[1] = {1.0f};
+	if (s->faults & FAULT_WEIGHT)
+		x->set.max_degree = SIM_MAX_DEGREE;
+	if (s->faults & FAULT_FINITE)
+		ck_assert_int_eq(edges_set_schedule(&x->set, pair_schedule, 1), 0);
+}
+
 /* The daemon at i is killed and restarts (its edge records gone; the
  * trainer's parameters stay, with what it had applied). */
 static void crash(sim *s, int i)
@@ -580,8 +608,7 @@ static void crash(sim *s, int i)
 	if ((s->faults & FAULT_HALFCLOSE) && x->session && x->other->session)
 		half_close(s, i, pick(s, x->n_out + 1));
 	ep_restart(x, &s->cfg, false, true);
-	if (s->faults & FAULT_WEIGHT)
-		x->set.max_degree = SIM_MAX_DEGREE;
+	set_up(s, x);
 	/* Its records are gone. */
 	for (int k = 0; k < EP_FILES; k++) {
 		free(x->files[k].buf);
@@ -644,8 +671,7 @@ static void restart(sim *s, int i)
 		(void)deliver_one(s, x);
 	/* Its trainer registers at once, or later (an action of its own). */
 	ep_restart_from(x, &s->cfg, &x->files[v % EP_FILES], undo, pick(s, 2));
-	if (s->faults & FAULT_WEIGHT)
-		x->set.max_degree = SIM_MAX_DEGREE;
+	set_up(s, x);
 	/* The versions after v were never written. */
 	x->persists = x->delivered = s->began[i] = v;
 }
@@ -814,6 +840,8 @@ static void avg_advance(sim *s, int i)
 		/* The daemon would spin here, its timers starved. */
 		ck_assert_msg(av->rounds < 100000, "seed %llu: an AVERAGE's rounds project "
 			      "nothing", (unsigned long long)s->seed);
+		/* The schedule's windows go once all of this end's are open. */
+		s->st.released += edges_sched_release(&x->set);
 		av->rounds++;
 		if (avg_run_engine(s, i) == 1)
 			return;
@@ -1204,10 +1232,8 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 			end_of(&s, i)->on_changed = avg_edges_changed;
 			end_of(&s, i)->hook_ctx = &s;
 		}
-	/* SIGHUPs may list more peers (FAULT_WEIGHT): the graph allows
-	 * that degree in the peer's ROUNDs. */
-	if (faults & FAULT_WEIGHT)
-		s.p.a.set.max_degree = s.p.b.set.max_degree = SIM_MAX_DEGREE;
+	for (int i = 0; i < 2; i++)
+		set_up(&s, end_of(&s, i));
 	double sum0 = ep_sum(&s.p);
 	double scale = 0;
 	for (size_t k = 0; k < s.p.a.n_floats; k++)
@@ -1274,6 +1300,8 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	stats->avg_rounds += s.st.avg_rounds;
 	stats->avg_off += s.st.avg_off;
 	stats->avg_holds += s.st.avg_holds;
+	stats->windows += s.st.windows;
+	stats->released += s.st.released;
 	for (int k = 0; k < 6; k++)
 		stats->avg_end[k] += s.st.avg_end[k];
 	stats->avg_detach_off += s.st.avg_detach_off;
@@ -1357,6 +1385,9 @@ START_TEST(test_schedules)
 		       st.avg_end[AVEND_CANCELLED], st.avg_detach_off, st.avg_takebacks,
 		       st.avg_next[NEXT_DETACH_DRAIN], st.avg_next[NEXT_DETACH],
 		       st.avg_next[NEXT_STEP], st.avg_next[NEXT_AVERAGE]);
+	if (faults & FAULT_FINITE)
+		printf("finite: %llu schedule windows opened at an end, %llu let go by "
+		       "edges_sched_release\n", st.windows, st.released);
 	if (n_bad) {
 		printf("failing seeds:");
 		for (unsigned k = 0; k < n_bad; k++)
@@ -1400,9 +1431,10 @@ static int parse_faults(const char *list, unsigned *ret)
 		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
 		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
 		{"modelgoes", FAULT_MODELGOES}, {"leavewait", FAULT_LEAVEWAIT},
+		{"finite", FAULT_FINITE},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
 			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE |
-			FAULT_AVGDETACH | FAULT_MODELGOES | FAULT_LEAVEWAIT},
+			FAULT_AVGDETACH | FAULT_MODELGOES | FAULT_LEAVEWAIT | FAULT_FINITE},
 		{"none", 0},
 	};
 	unsigned bits = 0;

@@ -63,8 +63,18 @@ START_TEST(test_valid)
 	ck_assert_uint_eq(cfg.peers[1].public_key[0], 32);
 	ck_assert(cfg.peers[1].weight == 0.25f);
 	ck_assert_uint_eq(cfg.peers[1].line, 19);
+	ck_assert(!cfg.avg_finite);   /* off by default */
 	gsp_daemon_config_clear(&cfg);
 	gsp_daemon_config_clear(NULL);
+	/* The last of its lines counts. */
+	ck_assert_msg(parse("[Node]\nNodes = 8\nAverageSchedule = off\n"
+			    "AverageSchedule = finite\n", &cfg, err) == 0, "%s", err);
+	ck_assert(cfg.avg_finite);
+	gsp_daemon_config_clear(&cfg);
+	ck_assert_msg(parse("[Node]\nAverageSchedule = finite\nAverageSchedule = off\n",
+			    &cfg, err) == 0, "%s", err);
+	ck_assert(!cfg.avg_finite);
+	gsp_daemon_config_clear(&cfg);
 }
 END_TEST
 
@@ -115,6 +125,14 @@ START_TEST(test_errors_name_the_line)
 		 "test.conf:3: Gamma = auto is exact gossip's step for the graph; a choco method"},
 		{"[Node]\nMethod = choco-topk\nNodes = 4\nGamma = auto\n",
 		 "test.conf:4: Gamma = auto is exact gossip's step"},
+		{"[Node]\nAverageSchedule = yes\n", "test.conf:2: AverageSchedule takes finite or off"},
+		{"[Node]\nAverageSchedule = finite\n",
+		 "test.conf:2: AverageSchedule = finite needs Nodes"},
+		{"[Node]\nNodes = 4\nMethod = choco-sign\nGamma = 0.1\nAverageSchedule = finite\n",
+		 "test.conf:5: AverageSchedule = finite runs exact rounds on single edges"},
+		{"[Node]\nNodes = 4\nAverageSchedule = finite\n\n[Peer]\nPublicKey = " KEY_A
+		 "\nWeight = 0.5\n", "test.conf:5: AverageSchedule = finite needs the "
+		 "Metropolis-Hastings weights"},
 		{"[Node]\nLogLevel = loud\n", "test.conf:2: LogLevel"},
 		{"[Node]\nDrainWait = 3600001\n", "test.conf:2: DrainWait must be 0..3600000"},
 		{"[Node]\n\nDrainWait = -1\n", "test.conf:3: DrainWait"},

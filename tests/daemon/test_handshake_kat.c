@@ -32,13 +32,13 @@ static const gsp_msg_ping PING = {
 
 /* Whole messages, clear bytes first (at our protocol version). */
 static const char INIT_HEX[] =
-	"1005017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
+	"1006017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
 	"8a1b14793ea81dad9ab39a7fc32049e4a9fd6d637491e6a715d1e80d3fcc17c8"
-	"c566bc0fafd102aa7fa1d292a41045ea9829ca5cb58d91cb59db71c02e6d332d"
-	"382a9caa52d9737823829f9d96b298fda2ba076bdd2de63560a02c1cfc75f9";
+	"c566bc10fca92889d3af49a7b7284e0b3a0c545cb58d91cb59db71c02e6d3375"
+	"06d2495a54d41de5957e8c515e8a367fa522e937b4da23fe7b74888219dbf1";
 static const char RESP_HEX[] =
-	"110501ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
-	"ff3e6b6f97102fde5c9107d3ec76192ee2964f";
+	"110601ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
+	"ff3e6b7f12a51e1f24700c2a3ac6a4d00c8290";
 /* The initiator's second transport frame: its length header, then the
  * sealed PING. */
 static const char FRAME_HEX[] =

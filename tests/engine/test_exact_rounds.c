@@ -4,7 +4,8 @@
  * reaches the exact average in its K rounds and PowerGossip goes on after
  * it; edges in and out of windows on one node conserve the sum and mix;
  * each round moves both ends by its step; a window opens at a completed
- * round; the refusals change nothing.  Take-backs at a window's edges:
+ * round; an edge saved inside its window and loaded elsewhere goes on bit
+ * for bit; the refusals change nothing.  Take-backs at a window's edges:
  * test_rollback. */
 #include "testutil.h"
 
@@ -164,6 +165,18 @@ START_TEST(test_steps_per_round)
 }
 END_TEST
 
+/* Each node of a pair completes its round with the other's message. */
+static void exchange(gsp_node *n[2])
+{
+	for (int i = 0; i < 2; i++) {
+		const void *msg;
+		size_t len;
+		uint64_t round;
+		ck_assert_int_eq(gsp_node_message(n[1 - i], 0, &msg, &len, &round), 0);
+		ck_assert_int_eq(gsp_node_complete(n[i], 0, round, msg, len), 0);
+	}
+}
+
 /* The daemon's case: the window opens once round r has completed, before
  * it is applied.  Round r lands as PowerGossip's, round r + 1 goes out as
  * a whole model, and the pair's sum stays. */
@@ -181,13 +194,7 @@ START_TEST(test_opens_at_a_completed_round)
 	cluster_rounds(&c, 3);
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(gsp_node_project(n[i]), 1);
-	for (int i = 0; i < 2; i++) {
-		const void *msg;
-		size_t len;
-		uint64_t round;
-		ck_assert_int_eq(gsp_node_message(n[1 - i], 0, &msg, &len, &round), 0);
-		ck_assert_int_eq(gsp_node_complete(n[i], 0, round, msg, len), 0);
-	}
+	exchange(n);
 	const float steps[1] = {1.0f};
 	for (int i = 0; i < 2; i++) {
 		gsp_edge_info info;
@@ -204,6 +211,109 @@ START_TEST(test_opens_at_a_completed_round)
 	}
 	ck_assert_msg(gap <= 1e-5, "gap %g", gap);
 	ck_assert_double_eq_tol(sum, sum0, 1e-4 * (1 + fabs(sum0)));
+	cluster_free(&c);
+}
+END_TEST
+
+static gsp_edge_info info_of(gsp_node *n)
+{
+	gsp_edge_info info;
+	ck_assert_int_eq(gsp_node_edge_info(n, 0, &info), 0);
+	return info;
+}
+
+/* A 2-node PowerGossip pair and a copy of it made at a point inside a
+ * window from each end's saved edge (a daemon restarted from its
+ * records): the copy's rounds, through the window's end and back to
+ * PowerGossip, are the original's bit for bit. */
+typedef struct restored {
+	gsp_layout *layout;
+	float *x[2];
+	gsp_node *n[2];
+} restored;
+
+static restored restore_pair(cluster *c)
+{
+	restored r;
+	gsp_config cfg = pg_config();
+	size_t floats = gsp_layout_floats(c->layout);
+	ck_assert_int_eq(gsp_layout_parse(SPEC, &r.layout), 0);
+	for (int i = 0; i < 2; i++) {
+		gsp_node *from = gsp_sim_node(c->sim, (unsigned)i);
+		r.x[i] = malloc(floats * sizeof(float));
+		ck_assert_ptr_nonnull(r.x[i]);
+		memcpy(r.x[i], gsp_sim_params(c->sim, (unsigned)i), floats * sizeof(float));
+		ck_assert_int_eq(gsp_node_new(r.layout, r.x[i], &cfg, &r.n[i]), 0);
+		uint8_t seed[GSP_SEED_BYTES] = {0}, *buf;
+		size_t len;
+		gsp_edge_info info = info_of(from);
+		ck_assert_int_eq(gsp_node_add_edge(r.n[i], info.weight, info.role, seed,
+						   sizeof(seed)), 0);
+		ck_assert_int_eq(gsp_node_edge_save(from, 0, &buf, &len), 0);
+		ck_assert(memcmp(buf, "GSE2", 4) == 0);
+		/* Malformed: cut short, or a window of no steps. */
+		ck_assert_int_eq(gsp_node_edge_load(r.n[i], 0, buf, len - 1), -EBADMSG);
+		ck_assert_int_eq(gsp_node_edge_load(r.n[i], 0, buf, len + 0), 0);
+		ck_assert_uint_eq(info_of(r.n[i]).window_end, info.window_end);
+		free(buf);
+	}
+	return r;
+}
+
+/* One whole round of a pair of nodes, as gsp_sim_round does it. */
+static void pair_round(gsp_node *n[2])
+{
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_ge(gsp_node_step(n[i]), 0);
+	exchange(n);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_ge(gsp_node_apply(n[i]), 0);
+}
+
+START_TEST(test_window_saved_and_loaded)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 73);
+	const float steps[3] = {0.5f, 1.0f, 0.25f};
+	size_t floats = gsp_layout_floats(c.layout);
+	cluster_rounds(&c, 2);
+	open_window(&c, 0, steps, 3);
+	cluster_rounds(&c, 1);
+	restored r = restore_pair(&c);
+	gsp_node *orig[2] = {gsp_sim_node(c.sim, 0), gsp_sim_node(c.sim, 1)};
+	for (int t = 0; t < 5; t++) {
+		pair_round(orig);
+		pair_round(r.n);
+		for (int i = 0; i < 2; i++)
+			ck_assert_msg(memcmp(r.x[i], gsp_sim_params(c.sim, (unsigned)i),
+					     floats * sizeof(float)) == 0,
+				      "round %d after the load: node %d differs", 4 + t, i);
+	}
+	ck_assert_uint_eq(info_of(r.n[0]).window_end, 0);
+	/* Garbage in the window's part is refused and changes nothing. */
+	uint8_t *buf;
+	size_t len;
+	cluster_free(&c);
+	c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 73);
+	cluster_rounds(&c, 2);
+	open_window(&c, 0, steps, 3);
+	gsp_node *n0 = gsp_sim_node(c.sim, 0);
+	ck_assert_int_eq(gsp_node_edge_save(n0, 0, &buf, &len), 0);
+	size_t at = len - 8 - 4 * floats - 12 - 16;   /* win_from, n_steps */
+	uint8_t keep = buf[at + 8];
+	buf[at + 8] = 0;                                /* n_steps 0 */
+	ck_assert_int_eq(gsp_node_edge_load(r.n[0], 0, buf, len), -EBADMSG);
+	buf[at + 8] = keep;
+	uint8_t nan_bits[4] = {0x00, 0x00, 0xc0, 0x7f};
+	memcpy(buf + at + 16, nan_bits, 4);             /* a NaN step */
+	ck_assert_int_eq(gsp_node_edge_load(r.n[0], 0, buf, len), -EBADMSG);
+	ck_assert_uint_eq(info_of(r.n[0]).window_end, 0);
+	free(buf);
+	for (int i = 0; i < 2; i++) {
+		gsp_node_free(r.n[i]);
+		free(r.x[i]);
+	}
+	gsp_layout_free(r.layout);
 	cluster_free(&c);
 }
 END_TEST
@@ -233,22 +343,24 @@ START_TEST(test_refused)
 	ck_assert_int_eq(gsp_node_edge_state_size(node, 0, &len), 0);
 	ck_assert_int_eq(gsp_node_edge_info(node, 0, &after), 0);
 	ck_assert(memcmp(&before, &after, sizeof(before)) == 0);
-	/* Open: not twice, not saved, nothing loaded into it; PowerGossip's
-	 * factors are still there. */
+	/* Open: not twice; saved with the window (a whole model more), and
+	 * PowerGossip's factors are still there. */
+	size_t closed_len = len;
 	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 2, ok, 1), 0);
 	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 5, ok, 1), -EBUSY);
-	ck_assert_int_eq(gsp_node_edge_state_size(node, 0, &len), -ENOTSUP);
-	ck_assert_int_eq(gsp_node_edge_save(node, 0, &buf, &len), -ENOTSUP);
-	ck_assert_int_eq(gsp_node_edge_load(node, 0, (const uint8_t *)"GSE1", 4), -ENOTSUP);
+	ck_assert_int_eq(gsp_node_edge_state_size(node, 0, &len), 0);
+	ck_assert_uint_eq(len, closed_len + 16 + 4 + 8 + 4 * gsp_layout_floats(c.layout));
 	ck_assert_int_eq(gsp_node_edge_factors(node, 0, 0, NULL, NULL, NULL), 0);
 	ck_assert_int_eq(gsp_node_edge_exact_rounds(gsp_sim_node(c.sim, 1), 0, 2, ok, 1), 0);
 	/* Rounds 2 (PowerGossip) and 3 (the window) applied: still open, since
 	 * round 3 could be taken back; once round 4 is applied it closes and
-	 * the edge is saved again. */
+	 * the edge saves as before. */
 	cluster_rounds(&c, 2);
-	ck_assert_int_eq(gsp_node_edge_save(node, 0, &buf, &len), -ENOTSUP);
+	ck_assert_uint_eq(info_of(node).window_end, 3);
 	cluster_rounds(&c, 1);
+	ck_assert_uint_eq(info_of(node).window_end, 0);
 	ck_assert_int_eq(gsp_node_edge_save(node, 0, &buf, &len), 0);
+	ck_assert(memcmp(buf, "GSE1", 4) == 0);
 	free(buf);
 	ck_assert_int_eq(gsp_node_edge_exact_rounds(node, 0, 4, ok, 1), 0);
 	cluster_free(&c);
@@ -271,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, test_mixed_kinds);
 	tcase_add_test(tc, test_steps_per_round);
 	tcase_add_test(tc, test_opens_at_a_completed_round);
+	tcase_add_test(tc, test_window_saved_and_loaded);
 	tcase_add_test(tc, test_refused);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

@@ -28,7 +28,7 @@ import gossipcluster as cluster  # noqa: E402
 
 BUILD = None
 HS_INIT_FRAME = 4 + 127
-HS_INIT_TYPE_VERSION = bytes([0x10, 5, 1])     # type, then u16 LE 1.5
+HS_INIT_TYPE_VERSION = bytes([0x10, 6, 1])     # type, then u16 LE 1.6
 
 
 def edge(c, i):

@@ -233,7 +233,7 @@ START_TEST(test_version_of)
 	ck_assert_int_eq(gsp_proto_version_of(round, 3, &v), -ENOMSG);
 	ck_assert_int_eq(gsp_proto_version_of(NULL, 0, &v), -EBADMSG);
 	ck_assert_uint_eq(v, 0x0702);
-	ck_assert_uint_eq(GSP_PROTO_VERSION, 0x0105);
+	ck_assert_uint_eq(GSP_PROTO_VERSION, 0x0106);
 }
 END_TEST
 

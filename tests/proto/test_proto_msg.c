@@ -130,7 +130,8 @@ static bool eq_resync(const void *pa, const void *pb)
 	       a->last_completed == b->last_completed &&
 	       a->last_sent == b->last_sent &&
 	       memcmp(a->gen_tag, b->gen_tag, sizeof(a->gen_tag)) == 0 &&
-	       memcmp(&a->weight, &b->weight, sizeof(a->weight)) == 0;
+	       memcmp(&a->weight, &b->weight, sizeof(a->weight)) == 0 &&
+	       a->schedule == b->schedule;
 }
 
 static bool eq_ping(const void *pa, const void *pb)
@@ -321,6 +322,7 @@ static const gsp_msg_resync resync_sample = {
 	.gen_tag = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
 		     12 },
 	.weight = 0.25f,
+	.schedule = 0x0a0b0c0d,
 };
 
 static const gsp_msg_ping ping_sample = {
@@ -687,7 +689,7 @@ START_TEST(test_sizes)
 
 	ck_assert_uint_eq(encode_case(find(GSP_HS_INIT), buf), 127);
 	ck_assert_uint_eq(encode_case(find(GSP_HS_RESP), buf), 51);
-	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 62);
+	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 66);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_PING), buf), 17);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_ROUND), buf),
 			  GSP_MSG_ROUND_HEAD + sizeof(payload_sample));
@@ -728,6 +730,8 @@ START_TEST(test_byte_layout)
 	ck_assert_mem_eq(buf + 50, resync_ending, 8);
 	static const uint8_t resync_weight[4] = {0x00, 0x00, 0x80, 0x3e}; /* 0.25f */
 	ck_assert_mem_eq(buf + 58, resync_weight, 4);
+	static const uint8_t resync_schedule[4] = {0x0d, 0x0c, 0x0b, 0x0a};
+	ck_assert_mem_eq(buf + 62, resync_schedule, 4);
 
 	encode_case(find(GSP_MSG_MODEL), buf);
 	static const uint8_t model_head[18] = {
@@ -824,8 +828,10 @@ START_TEST(test_round_rules)
 	uint8_t buf[BUF_MAX], head[GSP_MSG_ROUND_HEAD];
 	size_t len;
 
-	expect_patched(c, 1, 4, -EBADMSG);    /* unknown flag */
+	expect_patched(c, 1, 8, -EBADMSG);    /* unknown flag */
+	expect_patched(c, 1, 0x80, -EBADMSG);
 	expect_patched(c, 1, GSP_ROUND_REACHED | GSP_ROUND_AVERAGING, 0);
+	expect_patched(c, 1, GSP_ROUND_AVERAGING | GSP_ROUND_FINITE, 0);   /* 1.6 */
 	expect_patched(c, 2, 0, -EBADMSG);    /* degree 0 */
 	expect_patched(c, 4, 0, -EBADMSG);    /* generation 0 */
 	expect_patched(c, 15, 0, 0);          /* round still >= 1 */

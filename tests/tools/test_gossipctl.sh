@@ -631,7 +631,7 @@ fi
 # Failures from the daemon: exit 1 with a message.
 for case in \
 	"refuse|gossipctl: $T/refuse.sock: gossipd refused STATUS: not today (Operation not permitted)" \
-	"major|gossipctl: $T/major.sock: gossipd speaks local API version 2.0, gossipctl 1.5" \
+	"major|gossipctl: $T/major.sock: gossipd speaks local API version 2.0, gossipctl 1.6" \
 	"badjson|gossipctl: $T/badjson.sock: malformed status document from gossipd: line 1, column 11: " \
 	"badtype|gossipctl: $T/badtype.sock: malformed status document from gossipd: edges[0].round is not an integer >= 0" \
 	"badroot|gossipctl: $T/badroot.sock: malformed status document from gossipd: the document is not a JSON object" \

@@ -1,0 +1,141 @@
+/* edge_sched: an AVERAGE's finite-time schedule on the edges (edge.h,
+ * PROTOCOL.md 4.4 FINITE): the schedule the set offers and its id, the
+ * FINITE flag of our ROUNDs, opening the window at both ends after the
+ * same round, and letting a node's windows go only once all are open, so
+ * that the node starts the schedule from its model after all its
+ * ordinary rounds. */
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edge_impl.h"
+#include "log.h"
+
+int edges_set_schedule(edge_set *s, const float *steps, size_t n)
+{
+	free(s->sched_steps);
+	s->sched_steps = NULL;
+	s->sched_n = 0;
+	s->sched_id = 0;
+	if (!n)
+		return 0;
+	if (n > GSP_MAX_STEPS)
+		return -EINVAL;
+	if (!(s->sched_steps = malloc(n * sizeof(*steps))))
+		return -ENOMEM;
+	memcpy(s->sched_steps, steps, n * sizeof(*steps));
+	s->sched_n = n;
+	/* The id: BLAKE2b-256 of the steps as f32 little-endian, first four
+	 * bytes little-endian; never 0 (0 says "none"). */
+	uint8_t *le = malloc(4 * n), h[32];
+	if (!le)
+		return -ENOMEM;
+	for (size_t t = 0; t < n; t++) {
+		uint32_t v;
+		memcpy(&v, &steps[t], 4);
+		for (int b = 0; b < 4; b++)
+			le[4 * t + b] = (uint8_t)(v >> (8 * b));
+	}
+	crypto_generichash(h, sizeof(h), le, 4 * n, NULL, 0);
+	free(le);
+	s->sched_id = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+		      (uint32_t)h[3] << 24;
+	if (!s->sched_id)
+		s->sched_id = 1;
+	return 0;
+}
+
+/* Whether this end offers the schedule in its next ROUND of e. */
+uint8_t edge__finite_flag(const edge *e)
+{
+	const edge_set *s = e->set;
+	gsp_edge_info info;
+	bool offer = s->attached && s->averaging && !s->reached && s->sched_id &&
+		     e->peer_schedule == s->sched_id && e->weight <= 0.0f &&
+		     e->sched == SCHED_NONE && !e->ending_self &&
+		     s->model.method <= GSP_METHOD_EXACT &&
+		     /* No window open (one closes once a round past it is
+		      * applied; records keep it across a restart). */
+		     gsp_node_edge_info(s->model.node, e->index, &info) == 0 &&
+		     !info.window_end;
+	return offer ? GSP_ROUND_FINITE : 0;
+}
+
+/* Our flags in our ROUND of `round` (kept: also after a restart). */
+static uint8_t sent_flags(const edge *e, uint64_t round)
+{
+	int k = edge__kept(e, round);
+	return k >= 0 && e->sent[k].len > 1 ? e->sent[k].buf[1] : 0;
+}
+
+void edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags)
+{
+	edge_set *s = e->set;
+	if (!(peer_flags & GSP_ROUND_FINITE) || !(sent_flags(e, round) & GSP_ROUND_FINITE))
+		return;
+	/* Both ends said FINITE in round `round`: both open the window after
+	 * it, and an AVERAGE holds the edge until the node's other windows are
+	 * open.  (One that ended meanwhile, at its time limit, holds nothing:
+	 * the window's rounds go on in the STEPs that follow.) */
+	int err = gsp_node_edge_exact_rounds(s->model.node, e->index, round,
+					     s->sched_steps, s->sched_n);
+	if (!err && s->averaging)
+		err = gsp_node_edge_hold(s->model.node, e->index, true);
+	if (err) {
+		/* The peer opens it: end the generation with it (at the count
+		 * both applied, no window round among them), then a new one. */
+		gsp_err("peer %s: cannot open the schedule's window after round %llu "
+			"(%s): the generation ends", e->name, (unsigned long long)round,
+			gsp_strerror(err));
+		(void)edge_end_begin(e, END_RESTART);
+		return;
+	}
+	e->sched = s->averaging ? SCHED_WAIT : SCHED_RUN;
+	gsp_debug("peer %s: schedule window after round %llu, %zu rounds", e->name,
+		  (unsigned long long)round, s->sched_n);
+	edge__changed(e);
+}
+
+void edge__sched_reset(edge *e)
+{
+	e->sched = SCHED_NONE;
+}
+
+/* The edges an AVERAGE runs rounds on. */
+static bool averages_on(const edge *e)
+{
+	return e->live && e->state == EDGE_UP && !e->ending_self && !e->avg_held;
+}
+
+size_t edges_sched_release(edge_set *s)
+{
+	size_t waiting = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const edge *e = &s->edge[i];
+		if (!averages_on(e))
+			continue;
+		/* One that may still agree: the node waits for it. */
+		if (e->sched == SCHED_NONE && edge__finite_flag(e))
+			return 0;
+		waiting += e->sched == SCHED_WAIT;
+	}
+	for (size_t i = 0; waiting && i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (e->sched != SCHED_WAIT)
+			continue;
+		(void)gsp_node_edge_hold(s->model.node, e->index, false);
+		e->sched = SCHED_RUN;
+	}
+	return waiting;
+}
+
+void edges_sched_end(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		edge *e = &s->edge[i];
+		if (e->sched == SCHED_WAIT && s->attached)
+			(void)gsp_node_edge_hold(s->model.node, e->index, false);
+		e->sched = SCHED_NONE;
+	}
+}
