@@ -115,8 +115,11 @@ size_t edges_sched_release(edge_set *s)
 		const edge *e = &s->edge[i];
 		if (!averages_on(e))
 			continue;
-		/* One that may still agree: the node waits for it. */
-		if (e->sched == SCHED_NONE && edge__finite_flag(e))
+		/* One that may still agree: the node waits for it, unless its
+		 * peer's AVERAGE has reached its target (that peer says REACHED,
+		 * not FINITE, so the edge's rounds end the ordinary way). */
+		if (e->sched == SCHED_NONE && edge__finite_flag(e) &&
+		    !(e->peer_averaging && e->peer_reached))
 			return 0;
 		waiting += e->sched == SCHED_WAIT;
 	}

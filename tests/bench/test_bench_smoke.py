@@ -69,7 +69,8 @@ class BenchSmoke(unittest.TestCase):
     def test_run_counts_bytes_and_cleans_up(self):
         p = subprocess.Popen(self.cmd("--systems",
                                       "gossipd-powergossip-r1,gossipd-choco-topk,ddp-allreduce",
-                                      "--choco-fraction", "0.02"),
+                                      "--choco-fraction", "0.02",
+                                      "--average-schedule", "finite"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = p.communicate(timeout=150)
         self.assertEqual(p.returncode, 0, err[-3000:])
@@ -98,6 +99,12 @@ class BenchSmoke(unittest.TestCase):
         self.assertGreater(float(g["rounds_per_step"]), 0)
         self.assertGreater(float(g["average_rounds"]), 0)
         self.assertGreater(float(g["average_bytes_per_node"]), 0)
+        # the final AVERAGE's finite-time schedule (one exact round on a
+        # pair): both nodes reach it, at float rounding, not at 1e-3
+        self.assertEqual((g["average_schedule"], rows["gossipd-choco-topk"]["average_schedule"]),
+                         ("finite", ""))
+        self.assertEqual(g["average_reached"], "2")
+        self.assertLess(float(g["average_estimate"]), 1e-4, g["average_estimate"])
         # the daemons' own counts over the training span: the engine's
         # payload is the minimum (an edge may have one more round in
         # flight at the end), framing costs a little on the wire, and the

@@ -629,6 +629,27 @@ class Faults(unittest.TestCase):
         self.assertLessEqual(rounds[7], 12, rounds)
         self.assertLessEqual(max(rounds), 70, rounds)
 
+    def test_average_finite_with_a_reached_neighbour(self):
+        """The same with node 0 averaging to a target it is always at
+        (1e9): it says REACHED, not FINITE, from its first round on, so its
+        edges never open the schedule's window.  Its neighbours must not hold their other
+        edges' windows waiting for it (they did: every node but 0 then
+        waited for its 20 s limit): all reach, well before the limit, and
+        the average stays."""
+        c = cluster.owned_by(self, cluster.Cluster(
+            BUILD, 8, node_conf=conf(8) + "AverageSchedule = finite\n"))
+        c.start()
+        got, drift, s0, s1 = self.ring_average(c, "finite0", ["1e9"] + ["1e-3"] * 7)
+        took = [float(m.group(4)) for m in got]
+        print("finite-time AVERAGE, node 0 to 1e9: reached %s; rounds %s; seconds %s; "
+              "rms spread %.3g -> %.3g; drift %.3g" % (
+                  "".join("y" if m.group(3) == "yes" else "n" for m in got),
+                  ",".join(m.group(1) for m in got), ",".join("%.2f" % t for t in took),
+                  s0, s1, drift))
+        self.assertEqual([m.group(3) for m in got], ["yes"] * 8)
+        self.assertLess(max(took), 15.0, took)
+        self.assert_conserved(drift, s0, s1)
+
     def test_average_waits_for_a_late_neighbour(self):
         """A 2-node edge whose node 1 pauses 1.5 s after its steps, before
         its DRAIN and AVERAGE (a trainer at a barrier).  Node 0's AVERAGE,
