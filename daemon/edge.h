@@ -239,6 +239,7 @@ struct edge_set {
 	bool takeback_waiting;
 	bool averaging;          /* an AVERAGE runs here, */
 	bool reached;            /* and reached its target: our ROUNDs say so */
+	bool measured;           /* it has measured its estimate (a round) */
 	/* The finite-time schedule AVERAGEs offer (AverageSchedule): its
 	 * steps and id (0: none). */
 	float *sched_steps;
@@ -371,11 +372,15 @@ void edges_avg_release(edge_set *s);
  * two ends' ROUNDs of a round both said FINITE opens the schedule's
  * window after it and is held (SCHED_WAIT); edges_sched_release lets
  * every held one go at once when no edge the AVERAGE runs may still
- * agree, and returns how many went (0: none, or some still may).
+ * agree (or, with force, whatever the others do), and returns how many
+ * went (0: none, or some still may).  edges_sched_waiting: some are held
+ * so.  An AVERAGE offers FINITE once it has measured its estimate (its
+ * first round) and only while it has not reached its target.
  * edges_sched_end: the AVERAGE is over (held ones go; a window open in
  * the engine runs on in the STEPs that follow). */
 int edges_set_schedule(edge_set *s, const float *steps, size_t n);
-size_t edges_sched_release(edge_set *s);
+size_t edges_sched_release(edge_set *s, bool force);
+bool edges_sched_waiting(const edge_set *s);
 void edges_sched_end(edge_set *s);
 /* edges_estimate over the edges an AVERAGE still runs (live, not held,
  * not ending here): a held edge's last measurement, one round after both

@@ -51,7 +51,7 @@ uint8_t edge__finite_flag(const edge *e)
 {
 	const edge_set *s = e->set;
 	gsp_edge_info info;
-	bool offer = s->attached && s->averaging && !s->reached && s->sched_id &&
+	bool offer = s->attached && s->averaging && s->measured && !s->reached && s->sched_id &&
 		     e->peer_schedule == s->sched_id && e->weight <= 0.0f &&
 		     e->sched == SCHED_NONE && !e->ending_self &&
 		     s->model.method <= GSP_METHOD_EXACT &&
@@ -108,12 +108,15 @@ static bool averages_on(const edge *e)
 	return e->live && e->state == EDGE_UP && !e->ending_self && !e->avg_held;
 }
 
-size_t edges_sched_release(edge_set *s)
+size_t edges_sched_release(edge_set *s, bool force)
 {
 	size_t waiting = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const edge *e = &s->edge[i];
 		if (!averages_on(e))
+			continue;
+		waiting += e->sched == SCHED_WAIT;
+		if (force)
 			continue;
 		/* One that may still agree: the node waits for it, unless its
 		 * peer's AVERAGE has reached its target (that peer says REACHED,
@@ -121,7 +124,6 @@ size_t edges_sched_release(edge_set *s)
 		if (e->sched == SCHED_NONE && edge__finite_flag(e) &&
 		    !(e->peer_averaging && e->peer_reached))
 			return 0;
-		waiting += e->sched == SCHED_WAIT;
 	}
 	for (size_t i = 0; waiting && i < s->n; i++) {
 		edge *e = &s->edge[i];
@@ -131,6 +133,14 @@ size_t edges_sched_release(edge_set *s)
 		e->sched = SCHED_RUN;
 	}
 	return waiting;
+}
+
+bool edges_sched_waiting(const edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->edge[i].sched == SCHED_WAIT && averages_on(&s->edge[i]))
+			return true;
+	return false;
 }
 
 void edges_sched_end(edge_set *s)

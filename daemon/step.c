@@ -9,6 +9,8 @@
 #include "step.h"
 
 static void average_advance(stepper *s);
+static void average_stop_waiting(stepper *s);
+static bool average_round(stepper *s);
 
 static edge_set *edges(stepper *s)
 {
@@ -67,7 +69,7 @@ bool step_busy(const stepper *s)
 static void reply(stepper *s, int err, const char *text)
 {
 	/* An AVERAGE's rounds are over, whatever ended it. */
-	edges(s)->reached = edges(s)->averaging = false;
+	edges(s)->reached = edges(s)->averaging = edges(s)->measured = false;
 	s->result.err = err;
 	s->result.text = err ? (text ? text : gsp_strerror(err)) : NULL;
 	s->state = STEP_REPLY;
@@ -305,6 +307,10 @@ static void drain_advance(stepper *s)
 static void on_wait_timer(uv_timer_t *t)
 {
 	stepper *s = t->data;
+	if (s->state == STEP_AVERAGE) {
+		average_stop_waiting(s);
+		return;
+	}
 	if (s->state == STEP_DRAIN) {
 		edges_drain_expired(edges(s), s->drain_wait_ms);
 		drain_advance(s);
@@ -359,6 +365,7 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 static void average_finish(stepper *s)
 {
 	uv_timer_stop(&s->avg_timer);
+	uv_timer_stop(&s->wait_timer);
 	edges_avg_release(edges(s));
 	/* The edges' callbacks meanwhile (a generation that ends or starts)
 	 * must not run the AVERAGE on from inside its end. */
@@ -398,6 +405,7 @@ static void average_advance(stepper *s)
 		bool reached = s->avg_rounds > 0 && est <= s->avg_target;
 		edges(s)->averaging = true;
 		edges(s)->reached = reached;
+		edges(s)->measured = s->avg_rounds > 0;
 		size_t going = edges_avg_settle(edges(s));
 		s->avg_settled = up > 0 && going == 0;
 		bool done = s->avg_settled ||
@@ -411,18 +419,42 @@ static void average_advance(stepper *s)
 		if (up == 0)
 			return;
 		/* The schedule's windows go once all of this node's are open. */
-		edges_sched_release(edges(s));
-		s->avg_rounds++;
-		int r = run_engine(s, STEP_AVERAGE_RUN);
-		if (r == 1)
+		edges_sched_release(edges(s), false);
+		if (!average_round(s))
 			return;
-		s->state = STEP_AVERAGE;
-		if (r < 0) {
-			uv_timer_stop(&s->avg_timer);
-			reply(s, r, step_error_text(r));
-			return;
-		}
 	}
+	/* Windows that wait for an edge that may still agree: at most
+	 * DrainWait without a round here (a neighbour whose own rounds wait
+	 * for ours cannot agree: on a ring such waits close a cycle). */
+	if (s->state == STEP_AVERAGE && edges_sched_waiting(edges(s)) &&
+	    !uv_is_active((uv_handle_t *)&s->wait_timer))
+		uv_timer_start(&s->wait_timer, on_wait_timer, s->drain_wait_ms, 0);
+}
+
+/* One AVERAGE round's engine step; false when the AVERAGE does not go on
+ * here (the step runs off the loop, or failed). */
+static bool average_round(stepper *s)
+{
+	s->avg_rounds++;
+	int r = run_engine(s, STEP_AVERAGE_RUN);
+	if (r == 1)
+		return false;
+	s->state = STEP_AVERAGE;
+	if (r < 0) {
+		uv_timer_stop(&s->avg_timer);
+		reply(s, r, step_error_text(r));
+		return false;
+	}
+	return true;
+}
+
+/* DrainWait passed with schedule windows held: they go now, and their
+ * rounds go out at once (other edges' rounds may be in flight). */
+static void average_stop_waiting(stepper *s)
+{
+	if (edges_sched_release(edges(s), true) && !average_round(s))
+		return;
+	average_advance(s);
 }
 
 static void on_average_timer(uv_timer_t *t)

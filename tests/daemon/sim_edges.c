@@ -746,7 +746,7 @@ static void avg_reply(sim *s, int i, int why, bool next)
 				     "no session", "-ECANCELED: the trainer detaches"};
 	ep_end *x = end_of(s, i);
 	sim_avg *av = &s->avg[i];
-	x->set.reached = x->set.averaging = false;
+	x->set.reached = x->set.averaging = x->set.measured = false;
 	av->state = AV_IDLE;
 	av->expired = false;
 	s->st.avg_end[why]++;
@@ -823,6 +823,7 @@ static void avg_advance(sim *s, int i)
 		bool reached = av->rounds > 0 && est <= av->target;
 		x->set.averaging = true;
 		x->set.reached = reached;
+		x->set.measured = av->rounds > 0;
 		bool held = x->e->avg_held;
 		size_t going = edges_avg_settle(&x->set);
 		s->st.avg_holds += !held && x->e->avg_held;
@@ -841,7 +842,7 @@ static void avg_advance(sim *s, int i)
 		ck_assert_msg(av->rounds < 100000, "seed %llu: an AVERAGE's rounds project "
 			      "nothing", (unsigned long long)s->seed);
 		/* The schedule's windows go once all of this end's are open. */
-		s->st.released += edges_sched_release(&x->set);
+		s->st.released += edges_sched_release(&x->set, false);
 		av->rounds++;
 		if (avg_run_engine(s, i) == 1)
 			return;

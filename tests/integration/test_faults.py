@@ -626,16 +626,17 @@ class Faults(unittest.TestCase):
         # "reached" around them (gossip rounds to 1e-3 take about 400
         # here: faults-average-reached).  The others also served their
         # neighbours' last STEPs' rounds meanwhile (node 7 takes 52).
-        self.assertLessEqual(rounds[7], 12, rounds)
+        self.assertLessEqual(rounds[7], 24, rounds)
         self.assertLessEqual(max(rounds), 70, rounds)
 
     def test_average_finite_with_a_reached_neighbour(self):
         """The same with node 0 averaging to a target it is always at
         (1e9): it says REACHED, not FINITE, from its first round on, so its
-        edges never open the schedule's window.  Its neighbours must not hold their other
-        edges' windows waiting for it (they did: every node but 0 then
-        waited for its 20 s limit): all reach, well before the limit, and
-        the average stays."""
+        edges never open the schedule's window.  Its neighbours must not
+        hold their other edges' windows waiting for it, nor for a
+        neighbour whose rounds wait for theirs (at most DrainWait): every
+        node but 0 waited for its 20 s limit before; all reach, well
+        before the limit, and the average stays."""
         c = cluster.owned_by(self, cluster.Cluster(
             BUILD, 8, node_conf=conf(8) + "AverageSchedule = finite\n"))
         c.start()

@@ -20,7 +20,7 @@ from collections import namedtuple
 from .errors import InvalidArgument, ProtocolError
 
 VERSION_MAJOR = 1
-VERSION_MINOR = 5
+VERSION_MINOR = 6
 VERSION = VERSION_MAJOR << 8 | VERSION_MINOR
 
 FRAME_HEADER = 4
