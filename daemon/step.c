@@ -452,7 +452,11 @@ static bool average_round(stepper *s)
  * rounds go out at once (other edges' rounds may be in flight). */
 static void average_stop_waiting(stepper *s)
 {
-	if (edges_sched_release(edges(s), true) && !average_round(s))
+	size_t n = edges_sched_release(edges(s), true);
+	if (n)
+		gsp_info("AVERAGE: %zu schedule window(s) go after DrainWait without a round "
+			 "(an edge that could still agree did not)", n);
+	if (n && !average_round(s))
 		return;
 	average_advance(s);
 }
