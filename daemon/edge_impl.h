@@ -43,6 +43,13 @@ int edge__kept(const edge *e, uint64_t round);
  * the next apply. */
 uint64_t edge__applied(const edge *e);
 
+/* An AVERAGE may run rounds on e: its generation is live here, its
+ * session works, and this end is not ending it. */
+static inline bool edge__avg_runs(const edge *e)
+{
+	return e->live && e->state == EDGE_UP && !e->ending_self;
+}
+
 /* The finite-time schedule (edge_sched.c): FINITE or 0 for our next
  * ROUND; after round `round` completed with the peer's flags, the
  * window opens if both said FINITE; a new or ended generation has none. */

@@ -28,17 +28,18 @@ int edges_set_schedule(edge_set *s, const float *steps, size_t n)
 	s->sched_n = n;
 	/* The id: BLAKE2b-256 of the steps as f32 little-endian, first four
 	 * bytes little-endian; never 0 (0 says "none"). */
-	uint8_t *le = malloc(4 * n), h[32];
-	if (!le)
-		return -ENOMEM;
+	crypto_generichash_state st;
+	uint8_t h[32];
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
 	for (size_t t = 0; t < n; t++) {
 		uint32_t v;
+		uint8_t le[4];
 		memcpy(&v, &steps[t], 4);
 		for (int b = 0; b < 4; b++)
-			le[4 * t + b] = (uint8_t)(v >> (8 * b));
+			le[b] = (uint8_t)(v >> (8 * b));
+		crypto_generichash_update(&st, le, sizeof(le));
 	}
-	crypto_generichash(h, sizeof(h), le, 4 * n, NULL, 0);
-	free(le);
+	crypto_generichash_final(&st, h, sizeof(h));
 	s->sched_id = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
 		      (uint32_t)h[3] << 24;
 	if (!s->sched_id)
@@ -102,10 +103,10 @@ void edge__sched_reset(edge *e)
 	e->sched = SCHED_NONE;
 }
 
-/* The edges an AVERAGE runs rounds on. */
+/* The edges an AVERAGE still runs rounds on (not held as over). */
 static bool averages_on(const edge *e)
 {
-	return e->live && e->state == EDGE_UP && !e->ending_self && !e->avg_held;
+	return edge__avg_runs(e) && !e->avg_held;
 }
 
 size_t edges_sched_release(edge_set *s, bool force)

@@ -367,7 +367,7 @@ size_t edges_avg_settle(edge_set *s)
 	size_t going = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		edge *e = &s->edge[i];
-		if (!e->live || e->state != EDGE_UP || e->ending_self)
+		if (!edge__avg_runs(e))
 			continue;
 		uint64_t r = e->completed;
 		bool over = r && e->peer_reached_at[r & 1] == r && e->sent_reached_at[r & 1] == r;

@@ -224,25 +224,15 @@ int gsp_node_edge_load(gsp_node *node, size_t edge, const uint8_t *buf, size_t l
 	 * in buffers that hold it. */
 	size_t whole = (size_t)node->layout->floats * 4;
 	size_t cap = e->msg_cap < whole && window ? whole : e->msg_cap;
-	uint8_t *msg = NULL, *next = NULL;
 	int err = 0;
 	if (msg_len > cap || (round && msg_len != gsp__round_ops(node, &w, round)->msg_size(node, round)))
 		err = -EBADMSG;
-	else if (cap > e->msg_cap && (!(msg = malloc(cap)) || !(next = malloc(cap))))
+	else if (gsp__edge_msg_room(e, cap) != 0)
 		err = -ENOMEM;
 	if (err) {
-		free(msg);
-		free(next);
 		free(steps);
 		free(xdiff);
 		return err;
-	}
-	if (msg) {
-		free(e->msg);
-		free(e->next_msg);
-		e->msg = msg;
-		e->next_msg = next;
-		e->msg_cap = cap;
 	}
 	free(e->steps);
 	free(e->xdiff);

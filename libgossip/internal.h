@@ -123,6 +123,9 @@ static inline float *gsp__exact_diff(const gsp_node *node, const gsp__edge *edge
 
 /* Scratch of at least n floats, valid until the next call; NULL on OOM. */
 GSP_HIDDEN float *gsp__node_scratch(gsp_node *node, size_t n);
+/* Message buffers of at least cap bytes, the retained message kept;
+ * -ENOMEM leaves the edge as it was. */
+GSP_HIDDEN int gsp__edge_msg_room(gsp__edge *edge, size_t cap);
 /* Coefficient of an edge's update: +gamma*w at lo, -gamma*w at hi. */
 GSP_HIDDEN float gsp__edge_coef(const gsp_node *node, const gsp__edge *edge);
 

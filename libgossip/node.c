@@ -184,6 +184,25 @@ static size_t msg_cap(const gsp_node *node, const gsp__method_ops *ops)
 	return odd > even ? odd : even;
 }
 
+int gsp__edge_msg_room(gsp__edge *e, size_t cap)
+{
+	if (cap <= e->msg_cap)
+		return 0;
+	uint8_t *msg = malloc(cap), *next = malloc(cap);
+	if (!msg || !next) {
+		free(msg);
+		free(next);
+		return -ENOMEM;
+	}
+	memcpy(msg, e->msg, e->msg_len);
+	free(e->msg);
+	free(e->next_msg);
+	e->msg = msg;
+	e->next_msg = next;
+	e->msg_cap = cap;
+	return 0;
+}
+
 int gsp_node_add_edge(gsp_node *node, float weight, gsp_role role,
 		      const uint8_t *seed, size_t seed_len)
 {
@@ -275,32 +294,16 @@ int gsp_node_edge_exact_rounds(gsp_node *node, size_t edge, uint64_t after_round
 	if (!n_steps)
 		return 0;
 	bool other = node->ops != &gsp__exact_ops;
-	size_t cap = msg_cap(node, &gsp__exact_ops);
 	float *copy = malloc(n_steps * sizeof(*copy));
 	float *xdiff = other ? malloc(node->layout->floats * sizeof(float) + 1) : NULL;
-	uint8_t *msg = NULL, *next = NULL;
-	/* Whole models on the wire: buffers of that size, the message in
-	 * flight copied over. */
-	if (cap > e->msg_cap) {
-		msg = malloc(cap);
-		next = malloc(cap);
-	}
-	if (!copy || (other && !xdiff) || (cap > e->msg_cap && (!msg || !next))) {
+	/* Whole models on the wire: buffers of that size. */
+	if (!copy || (other && !xdiff) ||
+	    gsp__edge_msg_room(e, msg_cap(node, &gsp__exact_ops)) != 0) {
 		free(copy);
 		free(xdiff);
-		free(msg);
-		free(next);
 		return -ENOMEM;
 	}
 	memcpy(copy, steps, n_steps * sizeof(*copy));
-	if (msg) {
-		memcpy(msg, e->msg, e->msg_len);
-		free(e->msg);
-		free(e->next_msg);
-		e->msg = msg;
-		e->next_msg = next;
-		e->msg_cap = cap;
-	}
 	e->steps = copy;
 	e->xdiff = xdiff;
 	e->n_steps = n_steps;
