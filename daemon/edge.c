@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "edge_impl.h"
 #include "log.h"
 
@@ -106,7 +107,7 @@ static int keep_round(edge *e)
 	if (err)
 		return err;
 	size_t cap = GSP_MSG_ROUND_HEAD + 1 + len, n;
-	uint8_t *buf = malloc(cap);
+	uint8_t *buf = gsp_bigmem_malloc(cap);
 	if (!buf)
 		return -ENOMEM;
 	uint16_t degree = s->ops->degree(s->ctx);
@@ -215,7 +216,7 @@ static int complete(edge *e, uint64_t round, uint16_t degree, uint8_t flags,
 	if (((uintptr_t)payload & 3) == 0) {
 		err = gsp_node_complete(node, e->index, round, payload, len);
 	} else {
-		void *copy = malloc(len ? len : 1);
+		void *copy = gsp_bigmem_malloc(len ? len : 1);
 		if (!copy)
 			return -ENOMEM;
 		memcpy(copy, payload, len);
@@ -300,7 +301,7 @@ static int keep_early(edge *e, const gsp_msg_round *msg)
 	if (e->early)
 		return e->early_generation == msg->generation &&
 		       e->early_round == msg->round ? 0 : -EBADMSG;
-	e->early = malloc(msg->payload_len ? msg->payload_len : 1);
+	e->early = gsp_bigmem_malloc(msg->payload_len ? msg->payload_len : 1);
 	if (!e->early)
 		return -ENOMEM;
 	memcpy(e->early, msg->payload, msg->payload_len);
@@ -442,7 +443,7 @@ static int defer(edge *e, const uint8_t *pt, size_t len)
 		s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "too many frames during a step");
 		return 0;
 	}
-	uint8_t *copy = malloc(len);
+	uint8_t *copy = gsp_bigmem_malloc(len);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, pt, len);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "edge_impl.h"
 #include "log.h"
 #include "sim.h"
@@ -656,7 +657,7 @@ static int copy_round(const uint8_t *msg, uint32_t len, uint32_t generation,
 	*ret = (edge_msg){0};
 	if (!len || gsp_msg_round_decode(msg, len, &m) != 0 || m.generation != generation)
 		return 0;
-	if (!(ret->buf = malloc(len)))
+	if (!(ret->buf = gsp_bigmem_malloc(len)))
 		return -ENOMEM;
 	memcpy(ret->buf, msg, len);
 	ret->len = len;

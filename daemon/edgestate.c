@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "edgestate.h"
 #include "file.h"
@@ -118,34 +119,70 @@ int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
 	return (int)n;
 }
 
-static uint8_t *put_blob(uint8_t *p, const uint8_t *b, uint32_t n)
+/* The file as pieces to write in order: its fixed fields, written into
+ * one small buffer (heads), and the records' messages and states where
+ * they are.  Saving writes them with no copy of the messages (a model's
+ * exact ROUND is megabytes, and the records are saved at every STEP). */
+typedef struct pieces {
+	struct iovec *iov;
+	size_t n;
+	uint8_t *heads;
+	uint8_t *mark;     /* heads not yet in iov start here */
+	size_t len;        /* the file's bytes */
+} pieces;
+
+static void pieces_free(pieces *f)
 {
-	p = put(p, n, 4);
-	if (n)
-		memcpy(p, b, n);
-	return p + n;
+	free(f->iov);
+	free(f->heads);
 }
 
-int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
-		     uint8_t **ret_buf, size_t *ret_len)
+static void piece(pieces *f, const void *b, size_t len)
 {
+	if (!len)
+		return;
+	f->iov[f->n++] = (struct iovec){.iov_base = (void *)b, .iov_len = len};
+	f->len += len;
+}
+
+/* The head bytes up to p, then the blob b. */
+static uint8_t *blob(pieces *f, uint8_t *p, const uint8_t *b, uint32_t len)
+{
+	if (!len)
+		return p;
+	piece(f, f->mark, (size_t)(p - f->mark));
+	piece(f, b, len);
+	f->mark = p;
+	return p;
+}
+
+static uint8_t *len_blob(pieces *f, uint8_t *p, const uint8_t *b, uint32_t len)
+{
+	return blob(f, put(p, len, 4), b, len);
+}
+
+static int pieces_of(const edge_record *r, size_t n, uint64_t writes, pieces *f)
+{
+	*f = (pieces){0};
 	if (n > EDGESTATE_MAX)
 		return -EINVAL;
-	/* v2 while no record carries a generation's state (older daemons
-	 * read it), else v3. */
-	bool v3 = has_state(r, n);
-	size_t len = MAGIC_LEN + 8 + 4;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		if (r[i].msg_len > EDGESTATE_MSG_MAX || r[i].engine_len > EDGESTATE_MSG_MAX ||
 		    r[i].kept_len[0] > EDGESTATE_MSG_MAX || r[i].kept_len[1] > EDGESTATE_MSG_MAX)
 			return -EINVAL;
-		len += HEAD + r[i].msg_len;
-		if (v3)
-			len += 16 + (size_t)r[i].engine_len + r[i].kept_len[0] + r[i].kept_len[1];
-	}
-	uint8_t *buf = malloc(len), *p = buf;
-	if (!buf)
+	/* v2 while no record carries a generation's state (older daemons
+	 * read it), else v3. */
+	bool v3 = has_state(r, n);
+	size_t per = HEAD + (v3 ? 16 : 0);
+	f->heads = malloc(MAGIC_LEN + 12 + n * per);
+	/* Each record: head, message, weight and length, engine state,
+	 * length, kept, length, kept; and the last heads. */
+	f->iov = malloc((1 + n * 8) * sizeof(*f->iov));
+	if (!f->heads || !f->iov) {
+		pieces_free(f);
 		return -ENOMEM;
+	}
+	uint8_t *p = f->mark = f->heads;
 	memcpy(p, v3 ? magic_v3 : magic, MAGIC_LEN);
 	p = put(p + MAGIC_LEN, writes, 8);
 	p = put(p, n, 4);
@@ -157,19 +194,36 @@ int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
 		p = put(p, r[i].ended_generation, 4);
 		p = put(p, r[i].ended_applied, 8);
 		memcpy(p, r[i].seed, 32);
-		p = put(p + 32, r[i].msg_len, 4);
-		if (r[i].msg_len)
-			memcpy(p, r[i].msg, r[i].msg_len);
-		p += r[i].msg_len;
+		p = len_blob(f, p + 32, r[i].msg, r[i].msg_len);
 		if (!v3)
 			continue;
 		uint32_t w;
 		memcpy(&w, &r[i].weight, 4);
 		p = put(p, w, 4);
-		p = put_blob(p, r[i].engine, r[i].engine_len);
+		p = len_blob(f, p, r[i].engine, r[i].engine_len);
 		for (int k = 0; k < 2; k++)
-			p = put_blob(p, r[i].kept[k], r[i].kept_len[k]);
+			p = len_blob(f, p, r[i].kept[k], r[i].kept_len[k]);
 	}
+	piece(f, f->mark, (size_t)(p - f->mark));
+	return 0;
+}
+
+int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
+		     uint8_t **ret_buf, size_t *ret_len)
+{
+	pieces f;
+	int rc = pieces_of(r, n, writes, &f);
+	if (rc)
+		return rc;
+	uint8_t *buf = malloc(f.len), *p = buf;
+	for (size_t i = 0; buf && i < f.n; i++) {
+		memcpy(p, f.iov[i].iov_base, f.iov[i].iov_len);
+		p += f.iov[i].iov_len;
+	}
+	size_t len = f.len;
+	pieces_free(&f);
+	if (!buf)
+		return -ENOMEM;
 	*ret_buf = buf;
 	*ret_len = len;
 	return 0;
@@ -178,12 +232,11 @@ int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
 int edgestate_save(const char *path, const edge_record *r, size_t n,
 		   uint64_t writes)
 {
-	uint8_t *buf;
-	size_t len;
-	int rc = edgestate_encode(r, n, writes, &buf, &len);
+	pieces f;
+	int rc = pieces_of(r, n, writes, &f);
 	if (rc)
 		return rc;
-	rc = file_write_atomic(path, buf, len, false);
-	free(buf);
+	rc = file_writev_atomic(path, f.iov, f.n, false);
+	pieces_free(&f);
 	return rc;
 }

@@ -3,12 +3,18 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
 #include "file.h"
+
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
 
 int file_read(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len)
 {
@@ -57,21 +63,38 @@ int file_read(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len)
 	return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
+/* Writes the n pieces in order; iov is used up (advanced past what was
+ * written). */
+static int writev_all(int fd, struct iovec *iov, size_t n)
 {
-	while (len) {
-		ssize_t r = write(fd, p, len);
+	for (;;) {
+		while (n && iov->iov_len == 0) {
+			iov++;
+			n--;
+		}
+		if (!n)
+			return 0;
+		ssize_t r = writev(fd, iov, n > IOV_MAX ? IOV_MAX : (int)n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
-		p += r;
-		len -= (size_t)r;
+		if (r == 0)
+			return -EIO;
+		size_t done = (size_t)r;
+		while (done && done >= iov->iov_len) {
+			done -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (done) {     /* inside the piece iov points at */
+			iov->iov_base = (uint8_t *)iov->iov_base + done;
+			iov->iov_len -= done;
+		}
 	}
-	return 0;
 }
 
-int file_write_atomic(const char *path, const uint8_t *buf, size_t len, bool sync)
+int file_writev_atomic(const char *path, struct iovec *iov, size_t n, bool sync)
 {
 	char tmp[4096];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
@@ -79,7 +102,7 @@ int file_write_atomic(const char *path, const uint8_t *buf, size_t len, bool syn
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int rc = write_all(fd, buf, len);
+	int rc = writev_all(fd, iov, n);
 	if (rc == 0 && sync && fsync(fd) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
@@ -89,4 +112,10 @@ int file_write_atomic(const char *path, const uint8_t *buf, size_t len, bool syn
 	if (rc)
 		unlink(tmp);
 	return rc;
+}
+
+int file_write_atomic(const char *path, const uint8_t *buf, size_t len, bool sync)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	return file_writev_atomic(path, &iov, 1, sync);
 }

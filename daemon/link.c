@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "link_impl.h"
 #include "log.h"
 #include "proto.h"
@@ -144,7 +145,7 @@ static int write_frame(plink *l, write_req *w)
 /* A frame of body_len bytes: the request with its header written. */
 static write_req *frame_new(size_t body_len)
 {
-	write_req *w = malloc(sizeof(*w) + GSP_FRAME_HEADER + body_len);
+	write_req *w = gsp_bigmem_malloc(sizeof(*w) + GSP_FRAME_HEADER + body_len);
 	if (!w)
 		return NULL;
 	if (gsp_frame_header_write(w->data, GSP_FRAME_HEADER, (uint32_t)body_len) != 0) {

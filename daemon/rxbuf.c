@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "proto.h"
 #include "rxbuf.h"
 
@@ -48,6 +49,7 @@ int rxbuf_space(rxbuf *b, size_t chunk, uint8_t **ret_ptr, size_t *ret_room)
 		uint8_t *nb = realloc(b->data, want);
 		if (!nb)
 			return -ENOMEM;
+		gsp_bigmem_advise(nb, want);
 		b->data = nb;
 		b->cap = want;
 	}

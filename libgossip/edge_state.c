@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "internal.h"
 
 static const uint8_t magic[4] = {'G', 'S', 'E', '1'};
@@ -154,7 +155,7 @@ static int load_window(const gsp_node *node, const uint8_t *p, size_t rest,
 	if (xf != want || rest - 4 * n - 8 != 4 * xf)
 		return -EBADMSG;
 	float *steps = malloc(n * sizeof(float));
-	float *xdiff = xf ? malloc(xf * sizeof(float) + 1) : NULL;
+	float *xdiff = xf ? gsp_bigmem_malloc(xf * sizeof(float) + 1) : NULL;
 	if (!steps || (xf && !xdiff)) {
 		free(steps);
 		free(xdiff);

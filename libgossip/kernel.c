@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "internal.h"
 
 /* ---- compiler plumbing ------------------------------------------------ */
@@ -218,6 +219,7 @@ static bool reserve(float **buf, size_t *len, size_t n)
 	void *p = NULL;
 	if (posix_memalign(&p, 64, n * sizeof(float)))
 		return false;
+	gsp_bigmem_advise(p, n * sizeof(float));
 	free(*buf);
 	*buf = p;
 	*len = n;

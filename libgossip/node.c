@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "internal.h"
 
 void gsp_config_default(gsp_config *cfg)
@@ -188,7 +189,7 @@ int gsp__edge_msg_room(gsp__edge *e, size_t cap)
 {
 	if (cap <= e->msg_cap)
 		return 0;
-	uint8_t *msg = malloc(cap), *next = malloc(cap);
+	uint8_t *msg = gsp_bigmem_malloc(cap), *next = gsp_bigmem_malloc(cap);
 	if (!msg || !next) {
 		free(msg);
 		free(next);
@@ -295,7 +296,7 @@ int gsp_node_edge_exact_rounds(gsp_node *node, size_t edge, uint64_t after_round
 		return 0;
 	bool other = node->ops != &gsp__exact_ops;
 	float *copy = malloc(n_steps * sizeof(*copy));
-	float *xdiff = other ? malloc(node->layout->floats * sizeof(float) + 1) : NULL;
+	float *xdiff = other ? gsp_bigmem_malloc(node->layout->floats * sizeof(float) + 1) : NULL;
 	/* Whole models on the wire: buffers of that size. */
 	if (!copy || (other && !xdiff) ||
 	    gsp__edge_msg_room(e, msg_cap(node, &gsp__exact_ops)) != 0) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "tmpdir.h"
@@ -554,6 +555,23 @@ END_TEST
 
 /* ---- save ------------------------------------------------------------- */
 
+/* Saves n records to path and reads the file back: it must be
+ * edgestate_encode's bytes.  The file's bytes, freed by the caller. */
+static uint8_t *save_is_encoding(const char *path, const edge_record *in, size_t n,
+				 uint64_t writes, size_t *ret_len)
+{
+	ck_assert_int_eq(edgestate_save(path, in, n, writes), 0);
+	uint8_t *want, *got;
+	size_t want_len, got_len;
+	ck_assert_int_eq(edgestate_encode(in, n, writes, &want, &want_len), 0);
+	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
+	ck_assert_uint_eq(got_len, want_len);
+	ck_assert(!memcmp(got, want, want_len));
+	free(want);
+	*ret_len = got_len;
+	return got;
+}
+
 START_TEST(test_save_writes_the_encoding)
 {
 	edge_record in[4];
@@ -562,18 +580,12 @@ START_TEST(test_save_writes_the_encoding)
 	path_of(path, sizeof(path), "edges");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	for (size_t k = n + 1; k-- > 0;) {          /* replaces the last file */
-		ck_assert_int_eq(edgestate_save(path, in, k, 0), 0);
-		uint8_t *want, *got;
-		size_t want_len, got_len;
-		ck_assert_int_eq(edgestate_encode(in, k, 0, &want, &want_len), 0);
-		ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
-		ck_assert_uint_eq(got_len, want_len);
-		ck_assert(!memcmp(got, want, want_len));
+		size_t got_len;
+		uint8_t *got = save_is_encoding(path, in, k, 0, &got_len);
 		ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), (int)k);
 		for (size_t i = 0; i < k; i++)
 			assert_same(&out[i], &in[i]);
 		free(got);
-		free(want);
 		ck_assert_int_eq(access(tmp, F_OK), -1);     /* renamed away */
 		ck_assert_int_eq(errno, ENOENT);
 	}
@@ -701,6 +713,93 @@ START_TEST(test_file_read_large_edgestate)
 }
 END_TEST
 
+/* Pieces written with writev: more of them than one writev takes
+ * (IOV_MAX), empty ones among them, come back in order. */
+START_TEST(test_writev_many_pieces)
+{
+	enum { N = 3000 };
+	static struct iovec iov[N];
+	static uint8_t src[N * 7];
+	uint8_t *want = malloc(sizeof(src));
+	ck_assert_ptr_nonnull(want);
+	size_t off = 0, len = 0;
+	for (size_t i = 0; i < N; i++) {
+		size_t n = i % 7;                          /* 0..6 bytes */
+		for (size_t k = 0; k < n; k++)
+			src[off + k] = (uint8_t)(i * 13 + k);
+		iov[i] = (struct iovec){.iov_base = src + off, .iov_len = n};
+		memcpy(want + len, src + off, n);
+		off += n;
+		len += n;
+	}
+	char path[128];
+	path_of(path, sizeof(path), "pieces");
+	ck_assert_int_eq(file_writev_atomic(path, iov, N, false), 0);
+	uint8_t *got;
+	size_t got_len;
+	ck_assert_int_eq(file_read(path, 1u << 20, &got, &got_len), 0);
+	ck_assert_uint_eq(got_len, len);
+	ck_assert(!memcmp(got, want, len));
+	free(got);
+	/* No pieces: an empty file. */
+	ck_assert_int_eq(file_writev_atomic(path, iov, 0, false), 0);
+	ck_assert_int_eq(file_read(path, 16, &got, &got_len), 0);
+	ck_assert_uint_eq(got_len, 0);
+	free(got);
+	free(want);
+}
+END_TEST
+
+/* Records with generations' state in more pieces than one writev takes:
+ * the file is the encoding, and parses back to them. */
+START_TEST(test_save_state_many_pieces)
+{
+	enum { N = 300 };
+	static edge_record in[N];
+	static uint8_t msg[1000], eng[500], kept[2][700];
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i ^ 0x5a);
+	memset(eng, 0x11, sizeof(eng));
+	memset(kept[0], 0x22, sizeof(kept[0]));
+	memset(kept[1], 0x33, sizeof(kept[1]));
+	for (int i = 0; i < N; i++) {
+		in[i] = (edge_record){0};
+		memset(in[i].key, i, GSP_KEY_BYTES);
+		in[i].generation = (uint32_t)i + 1;
+		in[i].live = 1;
+		in[i].applied = (uint64_t)i * 5;
+		in[i].msg = msg;
+		in[i].msg_len = (uint32_t)(i * 3 % sizeof(msg));
+		in[i].weight = 0.25f;
+		in[i].engine = eng;
+		in[i].engine_len = (uint32_t)(1 + i % sizeof(eng));
+		in[i].kept[0] = kept[0];
+		in[i].kept_len[0] = (uint32_t)(i * 7 % sizeof(kept[0]));
+		in[i].kept[1] = kept[1];
+		in[i].kept_len[1] = (uint32_t)(i * 11 % sizeof(kept[1]));
+	}
+	char path[128];
+	path_of(path, sizeof(path), "edges");
+	size_t got_len;
+	uint8_t *got = save_is_encoding(path, in, N, 9, &got_len);
+	uint64_t writes = 0;
+	ck_assert_int_eq(edgestate_parse(got, got_len, out, &writes), N);
+	ck_assert_uint_eq(writes, 9);
+	for (int i = 0; i < N; i++) {
+		assert_same(&out[i], &in[i]);
+		ck_assert(out[i].weight == 0.25f);
+		ck_assert_uint_eq(out[i].engine_len, in[i].engine_len);
+		ck_assert(!memcmp(out[i].engine, eng, in[i].engine_len));
+		for (int k = 0; k < 2; k++) {
+			ck_assert_uint_eq(out[i].kept_len[k], in[i].kept_len[k]);
+			if (in[i].kept_len[k])
+				ck_assert(!memcmp(out[i].kept[k], kept[k], in[i].kept_len[k]));
+		}
+	}
+	free(got);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("daemon-edgestate");
@@ -721,6 +820,8 @@ int main(void)
 	tcase_add_test(tc, test_save_into_missing_directory);
 	tcase_add_test(tc, test_file_read_grows);
 	tcase_add_test(tc, test_file_read_large_edgestate);
+	tcase_add_test(tc, test_writev_many_pieces);
+	tcase_add_test(tc, test_save_state_many_pieces);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
