@@ -143,6 +143,31 @@ class BenchSmoke(unittest.TestCase):
         self.assertGreater(float(r["straggler_sleep_s"]), 0)
         self.assertEqual(r["straggler_sleep_s"], r["calibrated_compute_s"])
 
+    def test_require_quiet_leaves_a_busy_machine_alone(self):
+        """--require-quiet while another process keeps a core busy: the
+        system is not run, an earlier row is not replaced, the log names
+        the busy process, and the exit status says so (without it, such a
+        run went ahead on a loaded machine and only recorded the load)."""
+        with open(self.csv, "w") as f:
+            f.write("an earlier run's rows\n")
+        burner = subprocess.Popen([PYTHON, "-c", "import time\nend = time.monotonic() + 60\n"
+                                   "while time.monotonic() < end: pass"])
+        try:
+            p = subprocess.Popen(self.cmd("--systems", "compute-only", "--require-quiet"),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            _, err = p.communicate(timeout=120)
+        finally:
+            burner.kill()
+            burner.wait()
+        self.assertEqual(p.returncode, 1, err[-3000:])
+        self.assertIn("SKIPPED: machine busy", err)
+        self.assertIn("python3:", err)
+        self.assertIn("not run", err.splitlines()[-1])
+        self.assertNotIn("  step ", err)                   # no training ran
+        with open(self.csv) as f:
+            self.assertEqual(f.read(), "an earlier run's rows\n")
+        self.assertEqual(ours(p.pid), [], "namespaces left after exit")
+
     def test_plot_only_without_matplotlib_says_what_to_install(self):
         """--plot-only where matplotlib cannot be imported: one line that
         names the package and exit status 1 (it was a traceback)."""

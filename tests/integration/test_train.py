@@ -179,6 +179,29 @@ class GossipCluster(unittest.TestCase):
                      "fewer while training (", "fewer including the final AVERAGE ("):
             self.assertIn(text, r.stdout)
 
+    @unittest.skipUnless(os.path.exists(os.path.join(FMNIST, "t10k-labels-idx1-ubyte.gz")),
+                         "dataset-fashion-mnist is not installed")
+    def test_average_schedule_finite_ends_at_the_exact_average(self):
+        """--average-schedule finite: the final AVERAGE ends with the
+        graph's finite-time schedule (two exact rounds on a 4-ring), at
+        the exact average: every node's consensus estimate is float
+        rounding and every node scores the same, where gossip stops near
+        its target (1e-3; on a pair gossip is exact too, so 4 nodes)."""
+        for schedule, lo, hi in (("finite", 0, 1e-5), ("off", 1e-5, 1.0)):
+            r, left = self.run_cluster("--nodes", "4", "--epochs", "1", "--layers",
+                                       "784-16-10", "--average-schedule", schedule)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(left, [])
+            lines = r.stdout.split("\n")
+            head = lines[1].split()
+            self.assertEqual(head[5:7], ["rounds", "estimate"], r.stdout)
+            f = lines[2][len("powergossip rank 4 "):].split()
+            averaged, estimate = f[1], float(f[3])
+            self.assertTrue(lo <= estimate <= hi, (schedule, r.stdout))
+            if schedule == "finite":
+                low, _, high = averaged.rstrip("%").split("/")
+                self.assertEqual(low, high, r.stdout)
+
     def test_ctrl_c_stops_everything(self):
         """Ctrl-C (SIGINT to the whole process group, as a terminal sends
         it) while training: gossip-cluster exits 130 within seconds, and

@@ -58,13 +58,14 @@ def others(interval=1.0, exclude=()):
 def wait_quiet(max_wait, threshold=0.3, log=None):
     """Waits up to max_wait seconds for other processes to use less than
     threshold cores; returns what it saw last (the run goes ahead either
-    way: the record says how quiet it was)."""
+    way, unless the caller refuses a busy machine: the record says how
+    quiet it was, and whether it was quiet)."""
     t0 = time.monotonic()
     while True:
         heavy, busy = others()
         rec = dict(load1=loadavg()[0], other_cores=round(busy, 2),
                    heavy=" ".join("%s:%.2f" % (c, x) for x, _, c in heavy[:3]),
-                   waited_s=round(time.monotonic() - t0, 1))
+                   waited_s=round(time.monotonic() - t0, 1), quiet=busy < threshold)
         if busy < threshold or time.monotonic() - t0 >= max_wait:
             return rec
         if log:
