@@ -145,20 +145,17 @@ static void piece(pieces *f, const void *b, size_t len)
 	f->len += len;
 }
 
-/* The head bytes up to p, then the blob b. */
-static uint8_t *blob(pieces *f, uint8_t *p, const uint8_t *b, uint32_t len)
-{
-	if (!len)
-		return p;
-	piece(f, f->mark, (size_t)(p - f->mark));
-	piece(f, b, len);
-	f->mark = p;
-	return p;
-}
-
+/* A blob's u32 length into the heads at p, then (if any) the heads up to
+ * there and the blob b where it is. */
 static uint8_t *len_blob(pieces *f, uint8_t *p, const uint8_t *b, uint32_t len)
 {
-	return blob(f, put(p, len, 4), b, len);
+	p = put(p, len, 4);
+	if (len) {
+		piece(f, f->mark, (size_t)(p - f->mark));
+		piece(f, b, len);
+		f->mark = p;
+	}
+	return p;
 }
 
 static int pieces_of(const edge_record *r, size_t n, uint64_t writes, pieces *f)
