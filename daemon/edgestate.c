@@ -5,7 +5,7 @@
 #include <sys/uio.h>
 
 #include "edgestate.h"
-#include "file.h"
+#include "slotfile.h"
 
 static const char magic[] = "gossipd edges v2\n";
 static const char magic_v1[] = "gossipd edges v1\n";   /* no write count */
@@ -226,14 +226,14 @@ int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
 	return 0;
 }
 
-int edgestate_save(const char *path, const edge_record *r, size_t n,
+int edgestate_save(slotfile *file, const edge_record *r, size_t n,
 		   uint64_t writes)
 {
 	pieces f;
 	int rc = pieces_of(r, n, writes, &f);
 	if (rc)
 		return rc;
-	rc = file_writev_atomic(path, f.iov, f.n, false);
+	rc = slotfile_writev(file, f.iov, f.n);
 	pieces_free(&f);
 	return rc;
 }

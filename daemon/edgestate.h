@@ -4,10 +4,11 @@
  * trainer lives ends those generations at the rounds it had applied (its
  * neighbours then take back or complete the round between, PROTOCOL.md
  * 4.6) instead of leaving a round at one end.  Written after every STEP
- * that changed a count: whole to a temporary file, then renamed (no
- * fsync: it is for a killed process, not a lost machine).  The messages
- * go to the file from where the edges keep them (writev), not through a
- * copy: an exact round's are megabytes, on the path to the next send.
+ * that changed a count: whole, as the new contents of a slot file
+ * (slotfile.h: rewritten in place; no fsync: it is for a killed process,
+ * not a lost machine).  The messages go to the file from where the edges
+ * keep them (pwritev), not through a copy: an exact round's are
+ * megabytes, on the path to the next send.
  *
  * With the records goes the count of the daemon's writes into the
  * trainer's buffer that they include (undo.h: a write the records do not
@@ -36,6 +37,7 @@
 #include <stdint.h>
 
 #include "key.h"
+#include "slotfile.h"
 
 #define EDGESTATE_MAX 4096
 #define EDGESTATE_MSG_MAX (64u << 20)
@@ -77,9 +79,9 @@ int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
 /* The bytes of n records and the write count, in a new buffer. */
 int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
 		     uint8_t **ret_buf, size_t *ret_len);
-/* Writes them to path (path.tmp, rename): edgestate_encode's bytes,
+/* Writes them as the file's new contents: edgestate_encode's bytes,
  * without building them in one buffer.  0 or -errno. */
-int edgestate_save(const char *path, const edge_record *r, size_t n,
+int edgestate_save(slotfile *file, const edge_record *r, size_t n,
 		   uint64_t writes);
 
 #endif

@@ -63,9 +63,7 @@ int file_read(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len)
 	return 0;
 }
 
-/* Writes the n pieces in order; iov is used up (advanced past what was
- * written). */
-static int writev_all(int fd, struct iovec *iov, size_t n)
+int file_pwritev(int fd, struct iovec *iov, size_t n, off_t off)
 {
 	for (;;) {
 		while (n && iov->iov_len == 0) {
@@ -74,7 +72,7 @@ static int writev_all(int fd, struct iovec *iov, size_t n)
 		}
 		if (!n)
 			return 0;
-		ssize_t r = writev(fd, iov, n > IOV_MAX ? IOV_MAX : (int)n);
+		ssize_t r = pwritev(fd, iov, n > IOV_MAX ? IOV_MAX : (int)n, off);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -82,6 +80,7 @@ static int writev_all(int fd, struct iovec *iov, size_t n)
 		if (r == 0)
 			return -EIO;
 		size_t done = (size_t)r;
+		off += r;
 		while (done && done >= iov->iov_len) {
 			done -= iov->iov_len;
 			iov++;
@@ -94,15 +93,16 @@ static int writev_all(int fd, struct iovec *iov, size_t n)
 	}
 }
 
-int file_writev_atomic(const char *path, struct iovec *iov, size_t n, bool sync)
+int file_write_atomic(const char *path, const uint8_t *buf, size_t len, bool sync)
 {
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	char tmp[4096];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int rc = writev_all(fd, iov, n);
+	int rc = file_pwritev(fd, &iov, 1, 0);
 	if (rc == 0 && sync && fsync(fd) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
@@ -112,10 +112,4 @@ int file_writev_atomic(const char *path, struct iovec *iov, size_t n, bool sync)
 	if (rc)
 		unlink(tmp);
 	return rc;
-}
-
-int file_write_atomic(const char *path, const uint8_t *buf, size_t len, bool sync)
-{
-	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-	return file_writev_atomic(path, &iov, 1, sync);
 }

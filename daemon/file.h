@@ -1,7 +1,7 @@
 /*
  * file: reading a whole small file with read(2): no stdio buffer keeps a
  * copy (the config may hold an inline private key), and a size cap; and
- * replacing a whole file atomically, from one buffer or from pieces.
+ * replacing a whole file atomically; and writing pieces at an offset.
  */
 #ifndef GOSSIPD_FILE_H
 #define GOSSIPD_FILE_H
@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 /* The file's bytes in a new buffer (*ret_buf, freed by the caller, who
@@ -19,8 +20,9 @@ int file_read(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len);
 /* Writes len bytes to path.tmp (fsync'd when sync), then renames it to
  * path: a reader sees the old file or the new one.  0 or -errno. */
 int file_write_atomic(const char *path, const uint8_t *buf, size_t len, bool sync);
-/* The same with the bytes of n pieces in order (no copy into one buffer).
- * iov is used up: its entries are advanced past what was written. */
-int file_writev_atomic(const char *path, struct iovec *iov, size_t n, bool sync);
+/* Writes the bytes of n pieces in order at off, in IOV_MAX pieces per
+ * call (no copy into one buffer).  iov is used up: its entries are
+ * advanced past what was written.  0 or -errno. */
+int file_pwritev(int fd, struct iovec *iov, size_t n, off_t off);
 
 #endif

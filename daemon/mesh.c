@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "file.h"
 
@@ -138,6 +139,7 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 	      const gsp_daemon_config *cfg, char *err, size_t err_len)
 {
 	memset(m, 0, sizeof(*m));
+	slotfile_init(&m->records);
 	int rc = peers_init(&m->peers, loop, key, c, cfg, &mesh_peers_ops, m, err,
 			    err_len);
 	if (!rc)
@@ -168,6 +170,7 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 
 void mesh_free(mesh *m)
 {
+	slotfile_close(&m->records);
 	edge_set_free(&m->edges);
 	peers_free(&m->peers);
 	if (m->has_pending)
@@ -205,15 +208,31 @@ void mesh_idle(mesh *m)
 
 /* ---- the edges' records ----------------------------------------------- */
 
+/* The single file of before the slots is older than what they hold. */
+static void remove_legacy(mesh *m)
+{
+	if (unlink(m->state_path) != 0 && errno != ENOENT)
+		gsp_warn("cannot remove the old edges' records %s: %s", m->state_path,
+			 strerror(errno));
+	m->state_legacy = false;
+}
+
 int mesh_set_state_file(mesh *m, const char *path)
 {
 	uint8_t *buf;
 	size_t len;
-	int rc = file_read(path, EDGESTATE_FILE_MAX, &buf, &len);
+	slotfile_close(&m->records);
+	int rc = slotfile_open(&m->records, path);
+	if (!rc)
+		rc = slotfile_read(&m->records, EDGESTATE_FILE_MAX, &buf, &len);
+	bool slots = rc == 0;
+	if (rc == -ENOENT)      /* the single file of before the slots */
+		rc = file_read(path, EDGESTATE_FILE_MAX, &buf, &len);
 	if (rc == -ENOENT)
 		rc = 0, buf = NULL, len = 0;
 	if (rc)
 		return rc;
+	bool legacy = !slots && buf;
 	edge_record *r = buf ? calloc(EDGESTATE_MAX, sizeof(*r)) : NULL;
 	int n = buf ? (r ? edgestate_parse(buf, len, r, &m->edges.writes) : -ENOMEM) : 0;
 	for (int k = 0; !rc && k < n; k++)
@@ -225,6 +244,9 @@ int mesh_set_state_file(mesh *m, const char *path)
 	if (n < 0)
 		return n;
 	snprintf(m->state_path, sizeof(m->state_path), "%s", path);
+	m->state_legacy = legacy;
+	if (slots)
+		remove_legacy(m);
 	return rc;
 }
 
@@ -284,9 +306,11 @@ static void save_records(mesh *m)
 		r[i].msg_len = 0;
 	}
 	if (!err)
-		err = edgestate_save(m->state_path, r, s->n, s->writes);
+		err = edgestate_save(&m->records, r, s->n, s->writes);
 	if (!err)
 		s->counters->records_saved++;
+	if (!err && m->state_legacy)
+		remove_legacy(m);
 	free(r);
 	s->dirty = false;
 	if (err && !m->state_failed)

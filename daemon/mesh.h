@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "edge.h"
+#include "edgestate.h"
 #include "peers.h"
 
 typedef struct mesh {
@@ -21,6 +22,8 @@ typedef struct mesh {
 	gsp_daemon_config pending;   /* a reload waiting for the engine */
 	bool has_pending;
 	char state_path[GSP_PATH_MAX];  /* edgestate file ("": none) */
+	slotfile records;        /* state_path.0 and .1 */
+	bool state_legacy;       /* state_path itself held the records */
 	bool state_failed;       /* a save failed (logged once) */
 	bool state_dropped;      /* the last save left out generations' state */
 } mesh;
@@ -36,8 +39,10 @@ void mesh_set_changed(mesh *m, void (*changed)(void *ctx), void *ctx);
 void mesh_reload(mesh *m, gsp_daemon_config *cfg);
 /* The engine is free again (busy is false): a waiting reload runs. */
 void mesh_idle(mesh *m);
-/* The edges' records (edgestate) are kept at path: those there now are
- * restored (a restart).  0 or a negative errno. */
+/* The edges' records (edgestate) are kept at path (the slot files
+ * path.0 and path.1): those there now are restored (a restart); without
+ * them, those of the single file path that gossipd wrote before, which
+ * goes once the slots hold newer ones.  0 or a negative errno. */
 int mesh_set_state_file(mesh *m, const char *path);
 /* Writes the records if a count or a generation changed (not while the
  * engine is busy, nor inside a write into the buffer), then lets out the

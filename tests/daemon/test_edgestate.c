@@ -557,14 +557,36 @@ END_TEST
 
 /* Saves n records to path and reads the file back: it must be
  * edgestate_encode's bytes.  The file's bytes, freed by the caller. */
+/* edgestate_save into the slot file at path, as a daemon started there. */
+static int save_at(const char *path, const edge_record *in, size_t n, uint64_t writes)
+{
+	slotfile f;
+	int rc = slotfile_open(&f, path);
+	if (!rc)
+		rc = edgestate_save(&f, in, n, writes);
+	slotfile_close(&f);
+	return rc;
+}
+
+/* The newest contents there, as the next start reads them. */
+static int read_at(const char *path, size_t max, uint8_t **buf, size_t *len)
+{
+	slotfile f;
+	int rc = slotfile_open(&f, path);
+	if (!rc)
+		rc = slotfile_read(&f, max, buf, len);
+	slotfile_close(&f);
+	return rc;
+}
+
 static uint8_t *save_is_encoding(const char *path, const edge_record *in, size_t n,
 				 uint64_t writes, size_t *ret_len)
 {
-	ck_assert_int_eq(edgestate_save(path, in, n, writes), 0);
+	ck_assert_int_eq(save_at(path, in, n, writes), 0);
 	uint8_t *want, *got;
 	size_t want_len, got_len;
 	ck_assert_int_eq(edgestate_encode(in, n, writes, &want, &want_len), 0);
-	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
+	ck_assert_int_eq(read_at(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
 	ck_assert_uint_eq(got_len, want_len);
 	ck_assert(!memcmp(got, want, want_len));
 	free(want);
@@ -576,27 +598,29 @@ START_TEST(test_save_writes_the_encoding)
 {
 	edge_record in[4];
 	size_t n = sample(in);
-	char path[128], tmp[140];
+	char path[128], slot[2][140];
 	path_of(path, sizeof(path), "edges");
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	for (size_t k = n + 1; k-- > 0;) {          /* replaces the last file */
+	for (int k = 0; k < 2; k++)
+		snprintf(slot[k], sizeof(slot[k]), "%s.%d", path, k);
+	for (size_t k = n + 1; k-- > 0;) {          /* replaces the last contents */
 		size_t got_len;
 		uint8_t *got = save_is_encoding(path, in, k, 0, &got_len);
 		ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), (int)k);
 		for (size_t i = 0; i < k; i++)
 			assert_same(&out[i], &in[i]);
 		free(got);
-		ck_assert_int_eq(access(tmp, F_OK), -1);     /* renamed away */
-		ck_assert_int_eq(errno, ENOENT);
 	}
-	/* Refused records leave the last file as it was. */
-	ck_assert_int_eq(edgestate_save(path, in, EDGESTATE_MAX + 1, 0), -EINVAL);
+	/* The two slots and nothing else. */
+	ck_assert_int_eq(access(slot[0], F_OK), 0);
+	ck_assert_int_eq(access(slot[1], F_OK), 0);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	/* Refused records leave the last contents as they were. */
+	ck_assert_int_eq(save_at(path, in, EDGESTATE_MAX + 1, 0), -EINVAL);
 	uint8_t *got;
 	size_t got_len;
-	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
+	ck_assert_int_eq(read_at(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
 	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), 0);
 	free(got);
-	ck_assert_int_eq(access(tmp, F_OK), -1);
 }
 END_TEST
 
@@ -604,14 +628,16 @@ START_TEST(test_save_into_missing_directory)
 {
 	edge_record in[4];
 	size_t n = sample(in);
-	char path[128], tmp[140];
+	char path[128], slot[140];
 	path_of(path, sizeof(path), "no-such-dir/edges");
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int rc = edgestate_save(path, in, n, 0);
+	snprintf(slot, sizeof(slot), "%s.0", path);
+	int rc = save_at(path, in, n, 0);
 	ck_assert_int_lt(rc, 0);
 	ck_assert_int_eq(rc, -ENOENT);
-	ck_assert_int_eq(access(path, F_OK), -1);
-	ck_assert_int_eq(access(tmp, F_OK), -1);
+	ck_assert_int_eq(access(slot, F_OK), -1);
+	uint8_t *got;
+	size_t got_len;
+	ck_assert_int_eq(read_at(path, EDGESTATE_FILE_MAX, &got, &got_len), -ENOENT);
 }
 END_TEST
 
@@ -696,25 +722,25 @@ START_TEST(test_file_read_large_edgestate)
 	}
 	char path[128];
 	path_of(path, sizeof(path), "edges");
-	ck_assert_int_eq(edgestate_save(path, in, 300, 0), 0);
+	ck_assert_int_eq(save_at(path, in, 300, 0), 0);
 	uint8_t *want, *got;
 	size_t want_len, got_len;
 	ck_assert_int_eq(edgestate_encode(in, 300, 0, &want, &want_len), 0);
 	ck_assert_uint_gt(want_len, 100000);
-	ck_assert_int_eq(file_read(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
+	ck_assert_int_eq(read_at(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
 	ck_assert_uint_eq(got_len, want_len);
 	ck_assert(!memcmp(got, want, want_len));
 	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), 300);
 	for (int i = 0; i < 300; i++)
 		assert_same(&out[i], &in[i]);
 	free(got);
-	ck_assert_int_eq(file_read(path, want_len - 1, &got, &got_len), -EFBIG);
+	ck_assert_int_eq(read_at(path, want_len - 1, &got, &got_len), -EFBIG);
 	free(want);
 }
 END_TEST
 
-/* Pieces written with writev: more of them than one writev takes
- * (IOV_MAX), empty ones among them, come back in order. */
+/* Pieces written with file_pwritev at an offset: more of them than one
+ * pwritev takes (IOV_MAX), empty ones among them, come back in order. */
 START_TEST(test_writev_many_pieces)
 {
 	enum { N = 3000 };
@@ -734,17 +760,23 @@ START_TEST(test_writev_many_pieces)
 	}
 	char path[128];
 	path_of(path, sizeof(path), "pieces");
-	ck_assert_int_eq(file_writev_atomic(path, iov, N, false), 0);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(file_pwritev(fd, iov, N, 5), 0);    /* after 5 bytes */
+	close(fd);
 	uint8_t *got;
 	size_t got_len;
 	ck_assert_int_eq(file_read(path, 1u << 20, &got, &got_len), 0);
-	ck_assert_uint_eq(got_len, len);
-	ck_assert(!memcmp(got, want, len));
+	ck_assert_uint_eq(got_len, len + 5);
+	ck_assert(!memcmp(got + 5, want, len));
 	free(got);
-	/* No pieces: an empty file. */
-	ck_assert_int_eq(file_writev_atomic(path, iov, 0, false), 0);
-	ck_assert_int_eq(file_read(path, 16, &got, &got_len), 0);
-	ck_assert_uint_eq(got_len, 0);
+	/* No pieces: nothing written. */
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(file_pwritev(fd, iov, 0, 0), 0);
+	close(fd);
+	ck_assert_int_eq(file_read(path, 1u << 20, &got, &got_len), 0);
+	ck_assert_uint_eq(got_len, len + 5);
 	free(got);
 	free(want);
 }

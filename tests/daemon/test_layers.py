@@ -20,7 +20,7 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "edge_impl.h": "edge",
          "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
-SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "notify", "peercred",
+SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "slotfile", "notify", "peercred",
           "ratelimit",
           "edgestate", "undo"}
 PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",

@@ -785,12 +785,13 @@ class Faults(unittest.TestCase):
         self.assert_conserved(drift, s0, s1)
 
     def sigkill_restart(self, tag, steps, env=None, inside_write=False,
-                        sig=signal.SIGKILL):
+                        sig=signal.SIGKILL, between=None):
         """Daemon 1 killed with SIGKILL and restarted twice (every daemon
         with env in its environment), its
         trainer stepping on meanwhile (offline) and registering again by
         itself; inside_write: each kill comes while the daemon writes the
-        trainer's parameters (its buffer's undo section says so).
+        trainer's parameters (its buffer's undo section says so);
+        between(c): called after each kill, before the restart.
         Returns (kills, offline steps, reconnects, drift, rms0, rms1,
         daemon 1's counters at the end)."""
         c = cluster.owned_by(self, cluster.Cluster(BUILD, 4, node_conf=conf(4)))
@@ -813,6 +814,8 @@ class Faults(unittest.TestCase):
             # links go (its trainer steps offline meanwhile).
             self.assertTrue(cluster.eventually(
                 lambda: self.edges_up(c, 0) < 2 and self.edges_up(c, 2) < 2, 30))
+            if between is not None:
+                between(c)
             c.start(nodes=[1], extra_env=env)
             self.assertTrue(cluster.eventually(lambda: self.steps(c, 1) >= 5, 30),
                             "trainer 1 did not come back:\n" + c.tail_logs())
@@ -849,6 +852,43 @@ class Faults(unittest.TestCase):
               "reconnects %d; rms spread %.3g -> %.3g; drift %.3g" % (
                   kills, offline, reconnects, s0, s1, drift))
         self.assertGreaterEqual(reconnects, kills)
+        self.assert_conserved(drift, s0, s1)
+
+    @staticmethod
+    def to_single_file(c, i):
+        """Node i's edges' records as the single file KEYFILE.edges that
+        gossipd wrote before the slot files (daemon/slotfile.h): the
+        newest valid slot's contents; the slots removed."""
+        base = c.keys[i][0] + ".edges"
+        newest = None
+        for k in (0, 1):
+            path = "%s.%d" % (base, k)
+            if not os.path.exists(path):
+                continue
+            with open(path, "rb") as f:
+                b = f.read()
+            os.unlink(path)
+            magic, seq, n, zero = struct.unpack("<8sQQQ", b[:32])
+            if (magic == b"gsp slot" and n == len(b) - 32 and zero == 0 and seq
+                    and (newest is None or seq > newest[0])):
+                newest = (seq, b[32:])
+        assert newest is not None, "no records in %s.0 or .1" % base
+        with open(base, "wb") as f:
+            f.write(newest[1])
+
+    def test_daemon_restart_from_the_single_records_file(self):
+        """Daemon 1 killed twice, its records turned each time into the
+        single file of the versions before the slot files: the restarted
+        daemon continues both generations from it as from the slots
+        (sigkill_restart counts the log lines), the average holds, and the
+        single file is gone once the slots hold newer records."""
+        kills, offline, reconnects, drift, s0, s1, _ = self.sigkill_restart(
+            "single", 800, between=lambda c: self.to_single_file(c, 1))
+        base = self.last_cluster.keys[1][0] + ".edges"
+        print("daemon SIGKILL and restart x%d from the single records file: "
+              "rms spread %.3g -> %.3g; drift %.3g" % (kills, s0, s1, drift))
+        self.assertFalse(os.path.exists(base))
+        self.assertTrue(os.path.exists(base + ".0") and os.path.exists(base + ".1"))
         self.assert_conserved(drift, s0, s1)
 
     def test_daemon_sigterm_restart(self):
