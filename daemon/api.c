@@ -335,7 +335,7 @@ static void client_process(api_client *c)
 {
 	size_t off = 0;
 	while (!c->closing && c->wlen == c->woff) {
-		const uint8_t *body;
+		uint8_t *body;
 		uint32_t len;
 		int err = rxbuf_frame(&c->rx, &off, GSP_API_MAX_FRAME, &body, &len);
 		if (err == -EAGAIN)

@@ -107,9 +107,14 @@ static int keep_round(edge *e)
 	if (err)
 		return err;
 	size_t cap = GSP_MSG_ROUND_HEAD + 1 + len, n;
-	uint8_t *buf = gsp_bigmem_malloc(cap);
+	/* The oldest kept ROUND goes: its memory takes the new one when it is
+	 * large enough (a model-sized round's new memory costs a page fault
+	 * per page on the path to the send: bigmem.h). */
+	edge_msg *old = &e->sent[0];
+	uint8_t *buf = old->buf && old->cap >= cap ? old->buf : gsp_bigmem_malloc(cap);
 	if (!buf)
 		return -ENOMEM;
+	size_t have = buf == old->buf ? old->cap : cap;
 	uint16_t degree = s->ops->degree(s->ctx);
 	gsp_msg_round r = {.flags = (s->averaging ? GSP_ROUND_AVERAGING : 0) |
 				    (s->reached ? GSP_ROUND_REACHED : 0) |
@@ -117,12 +122,17 @@ static int keep_round(edge *e)
 			   .degree = degree, .generation = e->generation,
 			   .round = round, .payload = msg, .payload_len = len};
 	if ((err = gsp_msg_round_encode(&r, buf, cap, &n)) != 0) {
-		free(buf);
+		if (buf != old->buf)
+			free(buf);
 		return err;
 	}
-	edge__msg_free(&e->sent[0]);
+	if (buf == old->buf)
+		*old = (edge_msg){0};
+	else
+		edge__msg_free(old);
 	e->sent[0] = e->sent[1];
-	e->sent[1] = (edge_msg){.buf = buf, .len = n, .round = round, .degree = degree};
+	e->sent[1] = (edge_msg){.buf = buf, .len = n, .cap = have, .round = round,
+				.degree = degree};
 	e->sent_round = round;
 	e->sent_reached_at[round & 1] = s->averaging && s->reached ? round : 0;
 	s->dirty = true;         /* the records keep it (edgestate) */

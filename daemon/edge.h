@@ -91,6 +91,7 @@ typedef struct edge_model {
 typedef struct edge_msg {
 	uint8_t *buf;
 	size_t len;
+	size_t cap;              /* bytes of buf allocated (0: len) */
 	uint64_t round;
 	uint16_t degree;
 } edge_msg;

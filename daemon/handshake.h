@@ -105,7 +105,8 @@ void gsp_hs_clear(gsp_hs *hs);
 
 /* Transport: out = ciphertext of len bytes + GSP_SESSION_OVERHEAD.  Open
  * fails with -EBADMSG on a wrong tag (or counter: TCP keeps order, so the
- * next frame must carry exactly the next counter) and changes nothing. */
+ * next frame must carry exactly the next counter) and changes nothing but
+ * out.  Open may decrypt in place (out == ct). */
 int gsp_session_seal(gsp_session *s, const uint8_t *pt, size_t len, uint8_t *out);
 int gsp_session_open(gsp_session *s, const uint8_t *ct, size_t len, uint8_t *out);
 void gsp_session_clear(gsp_session *s);

@@ -40,6 +40,7 @@ static void on_handle_closed(uv_handle_t *h)
 	gsp_hs_clear(&l->hs);
 	gsp_session_clear(&l->sess);
 	rxbuf_free(&l->rx);
+	free(l->spare);
 	free(l);
 }
 
@@ -111,8 +112,21 @@ typedef struct write_req {
 	uv_write_t req;
 	plink *link;
 	size_t len;
+	size_t cap;              /* bytes of data[] allocated */
 	uint8_t data[];
 } write_req;
+
+/* A written frame's memory: a model-sized one is kept for the next (an
+ * exact round's frames are all that size, and new memory is a page
+ * fault per page on the path to the send: bigmem.h). */
+static void frame_done(plink *l, write_req *w)
+{
+	if (!l->spare && w->cap >= GSP_BIGMEM_MIN) {
+		l->spare = w;
+		return;
+	}
+	free(w);
+}
 
 /* Wire bytes count once the kernel took them: a write that failed (the
  * connection was reset) or was cancelled (the link closed) sent nothing. */
@@ -125,7 +139,7 @@ static void on_written(uv_write_t *req, int status)
 		l->stats->tx_bytes += w->len;
 		l->stats->tx_frames++;
 	}
-	free(w);
+	frame_done(l, w);
 }
 
 static int write_frame(plink *l, write_req *w)
@@ -134,7 +148,7 @@ static int write_frame(plink *l, write_req *w)
 	w->link = l;
 	int err = uv_write(&w->req, (uv_stream_t *)&l->tcp, &b, 1, on_written);
 	if (err) {
-		free(w);
+		frame_done(l, w);
 		return err;
 	}
 	l->queued += w->len;
@@ -142,24 +156,31 @@ static int write_frame(plink *l, write_req *w)
 	return 0;
 }
 
-/* A frame of body_len bytes: the request with its header written. */
-static write_req *frame_new(size_t body_len)
+/* A frame of body_len bytes: the request with its header written (in
+ * the spare frame's memory if it is large enough). */
+static write_req *frame_new(plink *l, size_t body_len)
 {
-	write_req *w = gsp_bigmem_malloc(sizeof(*w) + GSP_FRAME_HEADER + body_len);
-	if (!w)
-		return NULL;
+	size_t len = GSP_FRAME_HEADER + body_len;
+	write_req *w = l->spare;
+	if (w && w->cap >= len) {
+		l->spare = NULL;
+	} else {
+		if (!(w = gsp_bigmem_malloc(sizeof(*w) + len)))
+			return NULL;
+		w->cap = len;
+	}
+	w->len = len;
 	if (gsp_frame_header_write(w->data, GSP_FRAME_HEADER, (uint32_t)body_len) != 0) {
-		free(w);
+		frame_done(l, w);
 		return NULL;
 	}
-	w->len = GSP_FRAME_HEADER + body_len;
 	return w;
 }
 
 /* A handshake message, in the clear. */
 int link__send_clear(plink *l, const uint8_t *msg, size_t len)
 {
-	write_req *w = frame_new(len);
+	write_req *w = frame_new(l, len);
 	if (!w)
 		return -ENOMEM;
 	memcpy(w->data + GSP_FRAME_HEADER, msg, len);
@@ -171,11 +192,11 @@ static int seal_and_write(plink *l, const uint8_t *pt, size_t len)
 {
 	if (l->queued > (l->env->max_queued ? l->env->max_queued : LINK_MAX_QUEUED))
 		return -ENOBUFS;
-	write_req *w = frame_new(len + GSP_AEAD_TAG_BYTES);
+	write_req *w = frame_new(l, len + GSP_AEAD_TAG_BYTES);
 	if (!w)
 		return -ENOMEM;
 	if (gsp_session_seal(&l->sess, pt, len, w->data + GSP_FRAME_HEADER) != 0) {
-		free(w);
+		frame_done(l, w);
 		return -EPROTO;
 	}
 	return write_frame(l, w);
@@ -360,7 +381,10 @@ static int on_sealed(plink *l, const uint8_t *pt, size_t len)
 	}
 }
 
-static int on_frame(plink *l, const uint8_t *body, size_t len, char *why,
+/* body is the frame's bytes in the receive buffer, which the frame's
+ * plaintext overwrites: decrypted in place, a model-sized frame needs no
+ * second buffer of its size (new memory: bigmem.h). */
+static int on_frame(plink *l, uint8_t *body, size_t len, char *why,
 		    size_t why_len)
 {
 	if (l->phase == LINK_HANDSHAKE && !l->confirming)
@@ -368,10 +392,7 @@ static int on_frame(plink *l, const uint8_t *body, size_t len, char *why,
 	if (len <= GSP_AEAD_TAG_BYTES)
 		return -EBADMSG;
 	size_t pt_len = len - GSP_AEAD_TAG_BYTES;
-	uint8_t stack[4096];
-	uint8_t *pt = pt_len <= sizeof(stack) ? stack : malloc(pt_len);
-	if (!pt)
-		return -ENOMEM;
+	uint8_t *pt = body;
 	int err = gsp_session_open(&l->sess, body, len, pt);
 	if (!err && l->confirming) {
 		/* The initiator's first transport frame opened: it holds the
@@ -384,8 +405,6 @@ static int on_frame(plink *l, const uint8_t *body, size_t len, char *why,
 		l->stats->rx_frames++;
 		err = on_sealed(l, pt, pt_len);
 	}
-	if (pt != stack)
-		free(pt);
 	return err;
 }
 
@@ -427,7 +446,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	size_t off = 0;
 	while (l->phase == LINK_HANDSHAKE || l->phase == LINK_OPEN) {
-		const uint8_t *body;
+		uint8_t *body;
 		uint32_t len;
 		char why[256] = "";
 		int err = rxbuf_frame(&l->rx, &off, l->max_frame, &body, &len);

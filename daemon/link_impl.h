@@ -30,6 +30,7 @@ struct plink {
 	rxbuf rx;
 	uint32_t max_frame;
 	size_t queued;           /* bytes handed to uv_write, not yet done */
+	struct write_req *spare; /* a written model-sized frame, for the next */
 	uint64_t created_ms;
 	uint64_t opened_ms;      /* session keys agreed (and confirmed) */
 	uint64_t rekey_at_ms;    /* initiator: when to ask for a new session */

@@ -69,17 +69,21 @@ int rxbuf_commit(rxbuf *b, size_t n)
 	return 0;
 }
 
-int rxbuf_frame(const rxbuf *b, size_t *off, uint32_t max_body,
-		const uint8_t **ret_body, uint32_t *ret_len)
+int rxbuf_frame(rxbuf *b, size_t *off, uint32_t max_body,
+		uint8_t **ret_body, uint32_t *ret_len)
 {
 	if (*off > b->len)
 		return -EINVAL;
+	const uint8_t *body;
 	size_t used;
 	int err = gsp_frame_parse(b->data + *off, b->len - *off, max_body,
-				  ret_body, ret_len, &used);
-	if (!err)
-		*off += used;
-	return err;
+				  &body, ret_len, &used);
+	if (err)
+		return err;
+	/* The body lies inside our own buffer. */
+	*ret_body = b->data + (body - b->data);
+	*off += used;
+	return 0;
 }
 
 int rxbuf_consume(rxbuf *b, size_t n)

@@ -34,11 +34,12 @@ int rxbuf_space(rxbuf *b, size_t chunk, uint8_t **ret_ptr, size_t *ret_room);
 int rxbuf_commit(rxbuf *b, size_t n);
 
 /* The next whole frame at byte offset *off: 0 with its body (valid until
- * the buffer changes) and *off moved past it; -EAGAIN when it is not all
- * in yet; another negative errno when the header is malformed (length 0,
+ * the buffer changes; the caller may overwrite it, as an in-place
+ * decryption does) and *off moved past it; -EAGAIN when it is not all in
+ * yet; another negative errno when the header is malformed (length 0,
  * or over max_body). */
-int rxbuf_frame(const rxbuf *b, size_t *off, uint32_t max_body,
-		const uint8_t **ret_body, uint32_t *ret_len);
+int rxbuf_frame(rxbuf *b, size_t *off, uint32_t max_body,
+		uint8_t **ret_body, uint32_t *ret_len);
 /* Drops the first n bytes (frames handled).  -EINVAL if n > len. */
 int rxbuf_consume(rxbuf *b, size_t n);
 

@@ -31,7 +31,15 @@ typedef struct side {
 	size_t frame_bytes;          /* sum of frame lengths received */
 	uint32_t last_seq;           /* frames carry an increasing u32 */
 	bool in_order;
+	bool check_content;          /* bytes after the u32: pattern_byte() */
+	int bad_content;             /* frames whose bytes were not */
 } side;
+
+/* Byte i of a frame with sequence number seq, after its first 5 bytes. */
+static inline uint8_t pattern_byte(uint32_t seq, size_t i)
+{
+	return (uint8_t)(seq * 101u + i * 31u + (i >> 12));
+}
 
 static uv_loop_t *loop;
 static side A, B;               /* A listens, B dials */
@@ -71,6 +79,11 @@ static inline int fake_frame(plink *l, const uint8_t *pt, size_t len)
 		if (seq != s->last_seq + 1)
 			s->in_order = false;
 		s->last_seq = seq;
+		for (size_t i = 5; s->check_content && i < len; i++)
+			if (pt[i] != pattern_byte(seq, i)) {
+				s->bad_content++;
+				break;
+			}
 	}
 	return 0;
 }

@@ -25,6 +25,8 @@ static void send_seq(plink *l, uint32_t seq, size_t len)
 	uint8_t *buf = calloc(1, len);
 	buf[0] = GSP_MSG_ROUND;
 	memcpy(buf + 1, &seq, 4);
+	for (size_t i = 5; i < len; i++)
+		buf[i] = pattern_byte(seq, i);
 	ck_assert_int_eq(link_send(l, buf, len), 0);
 	free(buf);
 }
@@ -45,6 +47,7 @@ static bool wire_counts_agree(void)
 START_TEST(test_frames_pass_in_order)
 {
 	connect_both();
+	B.check_content = true;
 	link_set_max_frame(B.link, 1 << 20);
 	want_frames = 50;
 	size_t sent = 0;
@@ -55,12 +58,49 @@ START_TEST(test_frames_pass_in_order)
 	}
 	ck_assert(run_until(b_has_frames, 5000));
 	ck_assert(B.in_order);
+	ck_assert_int_eq(B.bad_content, 0);
 	ck_assert_int_eq(B.frames, 50);
 	ck_assert_uint_eq(B.frame_bytes, sent);
 	/* Each sealed frame: header, body and tag on the wire. */
 	ck_assert_uint_ge(B.stats.rx_bytes, sent + 50 * (4 + GSP_AEAD_TAG_BYTES));
 	ck_assert(run_until(wire_counts_agree, 5000));
 	ck_assert_uint_gt(A.stats.rx_bytes, 0);   /* HS_RESP at least */
+	ck_assert_int_eq(A.downs + B.downs, 0);
+}
+END_TEST
+
+/* Model-sized frames (an exact round's): the sender seals each into the
+ * memory of one already written when it can (link.c frame_done), the
+ * receiver decrypts each in its receive buffer.  Queued back to back
+ * (none written yet) and one at a time (each after the last arrived),
+ * of changing sizes, every frame arrives whole, in order, byte for byte. */
+START_TEST(test_model_sized_frames_pass_whole)
+{
+	connect_both();
+	B.check_content = true;
+	link_set_max_frame(B.link, 8 << 20);
+	const size_t lens[] = {5u << 20, (9u << 19) + 3, 6u << 20, 5u << 20, 4u << 20, 7u << 20};
+	size_t sent = 0;
+	uint32_t seq = 0;
+	for (int burst = 0; burst < 2; burst++)
+		for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+			send_seq(A.link, ++seq, lens[k]);
+			sent += lens[k];
+			if (burst == 1) {
+				want_frames = (int)seq;
+				ck_assert(run_until(b_has_frames, 10000));
+			}
+			if (burst == 0 && k == 2) {
+				want_frames = (int)seq;
+				ck_assert(run_until(b_has_frames, 10000));
+			}
+		}
+	want_frames = (int)seq;
+	ck_assert(run_until(b_has_frames, 10000));
+	ck_assert(B.in_order);
+	ck_assert_int_eq(B.bad_content, 0);
+	ck_assert_int_eq(B.frames, (int)seq);
+	ck_assert_uint_eq(B.frame_bytes, sent);
 	ck_assert_int_eq(A.downs + B.downs, 0);
 }
 END_TEST
@@ -375,6 +415,7 @@ int main(void)
 	TCase *tc = tcase_create("link");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_frames_pass_in_order);
+	tcase_add_test(tc, test_model_sized_frames_pass_whole);
 	tcase_add_test(tc, test_oversize_frame_closes_as_malformed);
 	tcase_add_test(tc, test_preauth_frame_over_cap_refused);
 	tcase_add_test(tc, test_truncated_handshake_ends_the_link);
