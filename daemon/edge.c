@@ -111,10 +111,10 @@ static int keep_round(edge *e)
 	 * large enough (a model-sized round's new memory costs a page fault
 	 * per page on the path to the send: bigmem.h). */
 	edge_msg *old = &e->sent[0];
-	uint8_t *buf = old->buf && old->cap >= cap ? old->buf : gsp_bigmem_malloc(cap);
+	bool reuse = old->buf && old->cap >= cap;
+	uint8_t *buf = reuse ? old->buf : gsp_bigmem_malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	size_t have = buf == old->buf ? old->cap : cap;
 	uint16_t degree = s->ops->degree(s->ctx);
 	gsp_msg_round r = {.flags = (s->averaging ? GSP_ROUND_AVERAGING : 0) |
 				    (s->reached ? GSP_ROUND_REACHED : 0) |
@@ -122,14 +122,13 @@ static int keep_round(edge *e)
 			   .degree = degree, .generation = e->generation,
 			   .round = round, .payload = msg, .payload_len = len};
 	if ((err = gsp_msg_round_encode(&r, buf, cap, &n)) != 0) {
-		if (buf != old->buf)
+		if (!reuse)              /* the encode checks before it writes */
 			free(buf);
 		return err;
 	}
-	if (buf == old->buf)
-		*old = (edge_msg){0};
-	else
-		edge__msg_free(old);
+	size_t have = reuse ? old->cap : cap;
+	if (!reuse)
+		free(old->buf);
 	e->sent[0] = e->sent[1];
 	e->sent[1] = (edge_msg){.buf = buf, .len = n, .cap = have, .round = round,
 				.degree = degree};
