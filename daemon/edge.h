@@ -174,6 +174,7 @@ struct edge {
 	uint32_t early_generation;
 	uint16_t early_degree;
 	uint8_t early_flags;
+	bool drain_answered;     /* this DRAIN projected its one early round */
 	uint8_t *deferred[EDGE_DEFERRED_MAX];   /* frames that came while busy */
 	size_t deferred_len[EDGE_DEFERRED_MAX];
 	uint64_t deferred_session[EDGE_DEFERRED_MAX];
@@ -334,8 +335,13 @@ void edges_finish(edge_set *s);
 /* Whether an apply now would write the trainer's buffer: an update has
  * completed, or a round waits to be taken back. */
 bool edges_will_write(const edge_set *s);
-/* DRAIN: projects the rounds neighbours are already waiting for (their
- * early message came).  Returns a negative errno or 0. */
+/* DRAIN: edges_drain_begin at its start, then edges_answer_early
+ * projects the round a neighbour is already waiting for (its early
+ * message came), at most one per edge in a DRAIN: a neighbour's next
+ * round waits for the next request, so an averaging neighbour and a
+ * DRAIN that waits for another edge do not exchange rounds for as long
+ * as it waits.  Returns a negative errno or 0. */
+void edges_drain_begin(edge_set *s);
 int edges_answer_early(edge_set *s);
 
 /* Edges whose round is out on the network. */

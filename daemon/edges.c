@@ -228,13 +228,20 @@ void edges_after_busy(edge_set *s)
 
 /* ---- queries ---------------------------------------------------------- */
 
+void edges_drain_begin(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		s->edge[i].drain_answered = false;
+}
+
 int edges_answer_early(edge_set *s)
 {
 	int r = 0;
 	for (size_t i = 0; r >= 0 && i < s->n; i++) {
 		edge *e = &s->edge[i];
 		gsp_edge_info info;
-		if (!e->live || !e->early || e->early_generation != e->generation ||
+		if (!e->live || !e->early || e->drain_answered ||
+		    e->early_generation != e->generation ||
 		    gsp_node_edge_info(s->model.node, i, &info) != 0 ||
 		    info.state == GSP_EDGE_IN_FLIGHT || e->early_round != info.round + 1)
 			continue;
@@ -242,6 +249,7 @@ int edges_answer_early(edge_set *s)
 			r = gsp_node_apply(s->model.node);
 		if (r >= 0)
 			r = gsp_node_project_edge(s->model.node, i);
+		e->drain_answered = true;
 	}
 	if (r >= 0)
 		for (size_t i = 0; i < s->n; i++)

@@ -344,6 +344,7 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 		return err;
 	s->sync = flags & GSP_STEP_SYNC;
 	if (flags & GSP_STEP_DRAIN) {
+		edges_drain_begin(edges(s));
 		drain_advance(s);
 		return 0;
 	}

@@ -436,6 +436,9 @@ static int run(const opts *o, const gsp_layout *layout)
 		printf("average rounds %u estimate %.6g reached %s seconds %.3f\n",
 		       avg.rounds, avg.estimate, avg.reached ? "yes" : "no",
 		       (double)(a1.tv_sec - a0.tv_sec) + (a1.tv_nsec - a0.tv_nsec) / 1e9);
+		/* CLOCK_MONOTONIC, the same for every trainer on the machine:
+		 * which node's AVERAGE started last. */
+		printf("average started %.6f\n", (double)a0.tv_sec + a0.tv_nsec / 1e9);
 	}
 	if (o->hold_ms)
 		usleep((useconds_t)o->hold_ms * 1000);

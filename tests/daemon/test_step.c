@@ -70,6 +70,11 @@ static void setup_one_peer(void)
 	setup_peers(1);
 }
 
+static void setup_two_peers(void)
+{
+	setup_peers(2);
+}
+
 static void teardown(void)
 {
 	while (step_busy(&st))
@@ -278,11 +283,11 @@ START_TEST(test_client_gone_during_an_offloaded_step)
 }
 END_TEST
 
-/* Brings the one peer's edge up by hand (no session: frames it sends
- * are dropped), so a projected round stays in flight for ever. */
-static void edge_up_by_hand(void)
+/* Brings peer i's edge up by hand (no session: frames it sends are
+ * dropped), so a projected round stays in flight for ever. */
+static void edge_up_by_hand_at(size_t i)
 {
-	edge *e = &ms.edges.edge[0];
+	edge *e = &ms.edges.edge[i];
 	uint8_t seed[GSP_SEED_BYTES] = {3}, buf[512];
 	size_t n;
 	edge_session_up(e, seed);
@@ -297,6 +302,11 @@ static void edge_up_by_hand(void)
 	ck_assert_int_eq(gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n), 0);
 	ck_assert_int_eq(edge_frame(e, buf, n), 0);
 	ck_assert(e->live);
+}
+
+static void edge_up_by_hand(void)
+{
+	edge_up_by_hand_at(0);
 }
 
 /* A 64-float model registered and the one peer's edge up. */
@@ -448,6 +458,67 @@ START_TEST(test_drain_waits_at_most_drain_wait_then_a_straggler)
 }
 END_TEST
 
+/* Peer i's ROUND of `round`, as if it sat at our parameters (its payload
+ * is our last message on the edge), delivered by hand. */
+static void peer_round(size_t i, uint64_t round)
+{
+	edge *e = &ms.edges.edge[i];
+	const void *mine;
+	size_t len, n;
+	ck_assert_int_eq(gsp_node_message(mdl.node, i, &mine, &len, NULL), 0);
+	uint8_t *buf = malloc(len + 64);
+	gsp_msg_round r = {.degree = 1, .generation = e->generation, .round = round,
+			   .payload = mine, .payload_len = len};
+	ck_assert_int_eq(gsp_msg_round_encode(&r, buf, len + 64, &n), 0);
+	ck_assert_int_eq(edge_frame(e, buf, n), 0);
+	free(buf);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static uint64_t projected(size_t i)
+{
+	gsp_edge_info info;
+	ck_assert_int_eq(gsp_node_edge_info(mdl.node, i, &info), 0);
+	return info.round;
+}
+
+/* A DRAIN that waits for one edge answers the other's early round, but
+ * only one: the neighbour's next round waits for the next request.  (It
+ * answered every one, so an averaging neighbour and a DRAIN waiting for
+ * a third node exchanged rounds as fast as the link went, hundreds in
+ * `faults-average-finite`.) */
+START_TEST(test_drain_answers_one_early_round_per_edge)
+{
+	client c = {0};
+	st.drain_wait_ms = 60000;
+	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
+	edge_up_by_hand_at(0);
+	edge_up_by_hand_at(1);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	run_until_calls(&c, 1);                  /* round 1 out on both */
+	peer_round(0, 1);                        /* edge 0's comes back */
+	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
+	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.state, STEP_DRAIN);  /* waits for edge 1 */
+	peer_round(0, 2);                        /* early: answered */
+	ck_assert_uint_eq(projected(0), 2);
+	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
+	peer_round(0, 3);                        /* the next one waits */
+	ck_assert_uint_eq(projected(0), 2);
+	ck_assert_int_eq(st.state, STEP_DRAIN);
+	ck_assert_int_eq(c.calls, 1);
+	peer_round(1, 1);                        /* the DRAIN ends */
+	run_until_calls(&c, 2);
+	ck_assert_int_eq(c.last.err, 0);
+	ck_assert_uint_eq(projected(0), 2);
+	/* The next request answers it. */
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	run_until_calls(&c, 3);
+	ck_assert_uint_eq(projected(0), 3);
+	ck_assert_uint_eq(ms.edges.edge[0].completed, 3);
+}
+END_TEST
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -471,6 +542,10 @@ int main(void)
 	tcase_add_test(t1, test_lagging_edge_is_waited_for_once_then_a_straggler);
 	tcase_add_test(t1, test_drain_waits_at_most_drain_wait_then_a_straggler);
 	suite_add_tcase(s, t1);
+	TCase *t2 = tcase_create("two peers");
+	tcase_add_checked_fixture(t2, setup_two_peers, teardown);
+	tcase_add_test(t2, test_drain_answers_one_early_round_per_edge);
+	suite_add_tcase(s, t2);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
