@@ -201,9 +201,11 @@ static int node_key(parser *p, const char *name, const char *v)
 	}
 	if (!strcmp(name, "AverageSchedule")) {
 		p->schedule_line = p->line;
-		if (strcmp(v, "finite") && strcmp(v, "off"))
-			return fail(p, -EINVAL, "AverageSchedule takes finite or off, not '%s'", v);
-		c->avg_finite = !strcmp(v, "finite");
+		if (strcmp(v, "finite") && strcmp(v, "matching") && strcmp(v, "off"))
+			return fail(p, -EINVAL, "AverageSchedule takes finite, matching or off, "
+				    "not '%s'", v);
+		c->avg_finite = strcmp(v, "off") != 0;
+		c->avg_matching = !strcmp(v, "matching");
 		return 1;
 	}
 	if (!strcmp(name, "Fraction"))
@@ -403,6 +405,30 @@ static int finish(parser *p)
 		p->line = p->schedule_line;
 		return fail(p, -EINVAL, "AverageSchedule = finite runs exact rounds on single "
 			    "edges; a choco method's rounds need every edge");
+	}
+	if (c->avg_matching && (c->topology != GSP_TOPO_RING || c->nodes % 2)) {
+		p->line = p->schedule_line;
+		return fail(p, -EINVAL, "AverageSchedule = matching is a ring's: Topology = ring "
+			    "and an even Nodes");
+	}
+	if (c->avg_matching && (c->index < 0 || (unsigned)c->index >= c->nodes)) {
+		p->line = p->schedule_line;
+		return fail(p, -EINVAL, "AverageSchedule = matching needs this node's Index "
+			    "on the ring in [Node] (0..Nodes-1)");
+	}
+	for (size_t i = 0; c->avg_matching && i < c->n_peers; i++) {
+		unsigned n = c->nodes, me = (unsigned)c->index;
+		int idx = c->peers[i].index;
+		bool twice = false;
+		for (size_t j = 0; j < i; j++)
+			twice |= c->peers[j].index == idx;
+		if (idx < 0 || ((unsigned)idx != (me + 1) % n && (unsigned)idx != (me + n - 1) % n) ||
+		    twice) {
+			p->line = c->peers[i].line;
+			return fail(p, -EINVAL, "AverageSchedule = matching: each [Peer] needs "
+				    "the Index of a different ring neighbour (Index %u's are %u "
+				    "and %u)", me, (me + n - 1) % n, (me + 1) % n);
+		}
 	}
 	for (size_t i = 0; c->avg_finite && i < c->n_peers; i++)
 		if (c->peers[i].weight > 0) {

@@ -63,7 +63,8 @@ typedef struct gsp_daemon_config {
 	bool gamma_auto;
 	gsp_topology topology;          /* for Gamma = auto, AverageSchedule */
 	unsigned nodes;
-	bool avg_finite;                /* AverageSchedule = finite */
+	bool avg_finite;                /* AverageSchedule = finite or matching */
+	bool avg_matching;              /* AverageSchedule = matching (a ring's) */
 	/* Its steps, for Topology and Nodes (gossipd computes them at start;
 	 * gsp_daemon_config_clear frees them). */
 	float *avg_steps;

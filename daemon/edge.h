@@ -242,11 +242,14 @@ struct edge_set {
 	bool averaging;          /* an AVERAGE runs here, */
 	bool reached;            /* and reached its target: our ROUNDs say so */
 	bool measured;           /* it has measured its estimate (a round) */
-	/* The finite-time schedule AVERAGEs offer (AverageSchedule): its
-	 * steps and id (0: none). */
-	float *sched_steps;
+	/* The finite-time schedule AVERAGEs offer (AverageSchedule): per
+	 * matching of the ring (edge_sched.c: both the same unless it is
+	 * the ring's matching schedule), its steps and id (0: none). */
+	float *sched_steps[2];
 	size_t sched_n;
-	uint32_t sched_id;
+	uint32_t sched_id[2];
+	unsigned ring_nodes;     /* matching schedule: the ring's Nodes, */
+	unsigned ring_index;     /* and this node's Index on it */
 };
 
 int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
@@ -384,8 +387,17 @@ void edges_avg_release(edge_set *s);
  * so.  An AVERAGE offers FINITE once it has measured its estimate (its
  * first round) and only while it has not reached its target.
  * edges_sched_end: the AVERAGE is over (held ones go; a window open in
- * the engine runs on in the STEPs that follow). */
-int edges_set_schedule(edge_set *s, const float *steps, size_t n);
+ * the engine runs on in the STEPs that follow).
+ * ring_nodes 0: steps are gsp_graph_finite_schedule's, the same on every
+ * edge; else they are gsp_ring_matching_schedule's pairwise weights for a
+ * ring of ring_nodes on which this node is ring_index and each peer's
+ * Index is its own (config.c checks them): an edge runs the rounds of its
+ * matching and sits out the others, and its RESYNC names the schedule of
+ * its matching. */
+int edges_set_schedule(edge_set *s, const float *steps, size_t n, unsigned ring_nodes,
+		       unsigned ring_index);
+/* The id of the schedule e's AVERAGEs offer (0: none). */
+uint32_t edge__sched_id(const edge *e);
 size_t edges_sched_release(edge_set *s, bool force);
 bool edges_sched_waiting(const edge_set *s);
 void edges_sched_end(edge_set *s);

@@ -62,7 +62,7 @@ static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 	if (e->ending_self || e->set->detaching)
 		m->flags |= GSP_RESYNC_NO_START;
 	m->weight = e->cfg->weight;
-	m->schedule = e->set->sched_id;
+	m->schedule = edge__sched_id(e);
 }
 
 int edge__send_resync(edge *e, bool ending)

@@ -12,22 +12,10 @@
 #include "edge_impl.h"
 #include "log.h"
 
-int edges_set_schedule(edge_set *s, const float *steps, size_t n)
+/* A schedule's id: BLAKE2b-256 of its steps as f32 little-endian, first
+ * four bytes little-endian; never 0 (0 says "none"). */
+static uint32_t schedule_id(const float *steps, size_t n)
 {
-	free(s->sched_steps);
-	s->sched_steps = NULL;
-	s->sched_n = 0;
-	s->sched_id = 0;
-	if (!n)
-		return 0;
-	if (n > GSP_MAX_STEPS)
-		return -EINVAL;
-	if (!(s->sched_steps = malloc(n * sizeof(*steps))))
-		return -ENOMEM;
-	memcpy(s->sched_steps, steps, n * sizeof(*steps));
-	s->sched_n = n;
-	/* The id: BLAKE2b-256 of the steps as f32 little-endian, first four
-	 * bytes little-endian; never 0 (0 says "none"). */
 	crypto_generichash_state st;
 	uint8_t h[32];
 	crypto_generichash_init(&st, NULL, 0, sizeof(h));
@@ -40,11 +28,65 @@ int edges_set_schedule(edge_set *s, const float *steps, size_t n)
 		crypto_generichash_update(&st, le, sizeof(le));
 	}
 	crypto_generichash_final(&st, h, sizeof(h));
-	s->sched_id = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+	uint32_t id = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
 		      (uint32_t)h[3] << 24;
-	if (!s->sched_id)
-		s->sched_id = 1;
+	return id ? id : 1;
+}
+
+static void schedule_clear(edge_set *s)
+{
+	if (s->sched_steps[1] != s->sched_steps[0])
+		free(s->sched_steps[1]);
+	free(s->sched_steps[0]);
+	s->sched_steps[0] = s->sched_steps[1] = NULL;
+	s->sched_n = 0;
+	s->sched_id[0] = s->sched_id[1] = 0;
+	s->ring_nodes = 0;
+}
+
+int edges_set_schedule(edge_set *s, const float *steps, size_t n, unsigned ring_nodes,
+		       unsigned ring_index)
+{
+	schedule_clear(s);
+	if (!n)
+		return 0;
+	if (n > GSP_MAX_STEPS || (ring_nodes && (ring_nodes % 2 || ring_index >= ring_nodes)))
+		return -EINVAL;
+	for (int c = 0; c < (ring_nodes ? 2 : 1); c++) {
+		if (!(s->sched_steps[c] = malloc(n * sizeof(*steps)))) {
+			schedule_clear(s);
+			return -ENOMEM;
+		}
+		/* Matching c runs rounds t = c mod 2; the other rounds are 0. */
+		for (size_t t = 0; t < n; t++)
+			s->sched_steps[c][t] = !ring_nodes || t % 2 == (size_t)c ? steps[t] : 0.0f;
+		s->sched_id[c] = schedule_id(s->sched_steps[c], n);
+	}
+	if (!ring_nodes) {
+		s->sched_steps[1] = s->sched_steps[0];
+		s->sched_id[1] = s->sched_id[0];
+	}
+	s->sched_n = n;
+	s->ring_nodes = ring_nodes;
+	s->ring_index = ring_index;
 	return 0;
+}
+
+/* The ring matching e is in: edge {i, i + 1 mod n} runs rounds t = i mod
+ * 2 (0 for a schedule that is the same on every edge). */
+static unsigned matching_of(const edge *e)
+{
+	const edge_set *s = e->set;
+	if (!s->ring_nodes || e->cfg->index < 0)
+		return 0;
+	unsigned me = s->ring_index, peer = (unsigned)e->cfg->index;
+	unsigned first = (me + 1) % s->ring_nodes == peer ? me : peer;
+	return first % 2;
+}
+
+uint32_t edge__sched_id(const edge *e)
+{
+	return e->set->sched_id[matching_of(e)];
 }
 
 /* Whether this end offers the schedule in its next ROUND of e. */
@@ -52,8 +94,9 @@ uint8_t edge__finite_flag(const edge *e)
 {
 	const edge_set *s = e->set;
 	gsp_edge_info info;
-	bool offer = s->attached && s->averaging && s->measured && !s->reached && s->sched_id &&
-		     e->peer_schedule == s->sched_id && e->weight <= 0.0f &&
+	uint32_t id = edge__sched_id(e);
+	bool offer = s->attached && s->averaging && s->measured && !s->reached && id &&
+		     e->peer_schedule == id && e->weight <= 0.0f &&
 		     e->sched == SCHED_NONE && !e->ending_self &&
 		     s->model.method <= GSP_METHOD_EXACT &&
 		     /* No window open (one closes once a round past it is
@@ -70,6 +113,26 @@ static uint8_t sent_flags(const edge *e, uint64_t round)
 	return k >= 0 && e->sent[k].len > 1 ? e->sent[k].buf[1] : 0;
 }
 
+/* The schedule's window on e after round `round`.  A matching schedule's
+ * steps are pairwise weights: the engine's step is that over the edge's
+ * weight (the same at both ends), and 0 in the rounds e sits out. */
+static int window_open(edge *e, uint64_t round)
+{
+	edge_set *s = e->set;
+	const float *steps = s->sched_steps[matching_of(e)];
+	float scaled[GSP_MAX_STEPS];
+	if (s->ring_nodes) {
+		gsp_edge_info info;
+		int err = gsp_node_edge_info(s->model.node, e->index, &info);
+		if (err)
+			return err;
+		for (size_t t = 0; t < s->sched_n; t++)
+			scaled[t] = steps[t] / info.weight;
+		steps = scaled;
+	}
+	return gsp_node_edge_exact_rounds(s->model.node, e->index, round, steps, s->sched_n);
+}
+
 void edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags)
 {
 	edge_set *s = e->set;
@@ -79,8 +142,7 @@ void edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags)
 	 * it, and an AVERAGE holds the edge until the node's other windows are
 	 * open.  (One that ended meanwhile, at its time limit, holds nothing:
 	 * the window's rounds go on in the STEPs that follow.) */
-	int err = gsp_node_edge_exact_rounds(s->model.node, e->index, round,
-					     s->sched_steps, s->sched_n);
+	int err = window_open(e, round);
 	if (!err && s->averaging)
 		err = gsp_node_edge_hold(s->model.node, e->index, true);
 	if (err) {

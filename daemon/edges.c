@@ -44,7 +44,7 @@ void edge_set_free(edge_set *s)
 	free(s->edge);
 	s->edge = NULL;
 	s->n = 0;
-	(void)edges_set_schedule(s, NULL, 0);
+	(void)edges_set_schedule(s, NULL, 0, 0, 0);
 }
 
 /* A disabled engine edge for slot e (its generation starts later). */

@@ -144,22 +144,26 @@ static void state_files(gossipd *d)
 }
 
 /* AverageSchedule = finite: the finite-time schedule of the configured
- * graph (Topology, Nodes), which every node of it computes alike. */
+ * graph (Topology, Nodes), which every node of it computes alike; =
+ * matching: the ring's matching schedule (its pairwise weights). */
 static int finite_schedule(gsp_daemon_config *cfg)
 {
 	gsp_graph *g;
 	double *d = malloc(GSP_MAX_STEPS * sizeof(*d));
 	size_t k = 0;
-	int rc = d ? gsp_graph_new(cfg->topology, cfg->nodes, &g) : -ENOMEM;
-	if (!rc) {
+	int rc = d ? 0 : -ENOMEM;
+	if (!rc && cfg->avg_matching) {
+		rc = gsp_ring_matching_schedule(cfg->nodes, d, GSP_MAX_STEPS, &k);
+	} else if (!rc && !(rc = gsp_graph_new(cfg->topology, cfg->nodes, &g))) {
 		rc = gsp_graph_finite_schedule(g, d, GSP_MAX_STEPS, &k, NULL);
 		gsp_graph_free(g);
 	}
 	if (!rc && !(cfg->avg_steps = malloc((k ? k : 1) * sizeof(float))))
 		rc = -ENOMEM;
 	if (rc) {
-		fprintf(stderr, "gossipd: %s: AverageSchedule = finite: no schedule for a "
+		fprintf(stderr, "gossipd: %s: AverageSchedule = %s: no schedule for a "
 			"%s graph of %u nodes (%s)\n", cfg->path,
+			cfg->avg_matching ? "matching" : "finite",
 			gsp_topology_name(cfg->topology), cfg->nodes, gsp_strerror(rc));
 		free(d);
 		return -EINVAL;

@@ -154,7 +154,9 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 	m->edges.sim_index = cfg->index;
 	m->edges.max_degree = cfg->nodes > 1 ? cfg->nodes - 1 : GSP_MAX_PEERS;
 	m->edges.max_round_change = cfg->max_round_change;
-	if (edges_set_schedule(&m->edges, cfg->avg_steps, cfg->avg_n_steps) != 0) {
+	if (edges_set_schedule(&m->edges, cfg->avg_steps, cfg->avg_n_steps,
+			       cfg->avg_matching ? cfg->nodes : 0,
+			       cfg->index < 0 ? 0 : (unsigned)cfg->index) != 0) {
 		snprintf(err, err_len, "out of memory");
 		return -ENOMEM;
 	}

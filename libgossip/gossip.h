@@ -184,7 +184,11 @@ GSP_EXPORT int gsp_node_edge_disable(gsp_node *node, size_t edge);
  * applied with.  The window stays open until the edge applies a round
  * past it, and gsp_node_edge_reset closes it; gsp_node_edge_save keeps it
  * (with its update on a node of another method: a whole model more).
- * n_steps 0 opens nothing.
+ * n_steps 0 opens nothing.  A step of 0 makes that round one the edge sits
+ * out: its message is one float, 0 (anything else is malformed: -EBADMSG
+ * from gsp_node_complete), and it changes nothing, but it completes at
+ * both ends like any other (gsp_ring_matching_schedule's rounds use only
+ * half of a ring's edges each).
  * steps: finite, >= 0, at most GSP_MAX_STEPS (-EINVAL); -ERANGE if the
  * edge has projected past after_round, -EBUSY if a window is open,
  * -ENOTSUP for the node-synchronous method (choco), -ENOMEM. */
@@ -331,6 +335,25 @@ GSP_EXPORT int gsp_graph_optimal_gamma(const gsp_graph *graph,
 GSP_EXPORT int gsp_graph_finite_schedule(const gsp_graph *graph, double *ret_gammas,
 					 size_t cap, size_t *ret_count,
 					 double *ret_growth) GSP_MUST_CHECK;
+/* A finite-time schedule on a ring of n nodes (n even) that uses one of
+ * its two perfect matchings per round, so that each node exchanges its
+ * model with one neighbour per round instead of two: in round t (from 0)
+ * the edges {i, i + 1 mod n} with i = t mod 2 run, and each pair moves
+ * x_i <- (1 - w_t) x_i + w_t x_j at both ends (ret_weights[t] = w_t; the
+ * other matching's edges sit the round out).  After the K (ret_count)
+ * rounds every node holds the exact average, up to rounding.  K = 1 + 2
+ * floor(n / 4) (2 on 4 nodes: a third round would change nothing): the
+ * first round averages each pair of the first
+ * matching; then each pair of rounds, the second matching at weight 2 /
+ * mu and the first at 1/2, is one step of the finite-time schedule of
+ * the ring of those n / 2 pairs (mu its distinct non-zero Laplacian
+ * eigenvalues, largest first, then in Leja order).  On 8 nodes: 5 rounds
+ * of one model each, where gsp_graph_finite_schedule's 4 rounds send two
+ * each.  -EINVAL if n is odd or 0; -ENOSPC if more than cap rounds or n
+ * > GSP_MAX_RING_MATCHING. */
+#define GSP_MAX_RING_MATCHING 4096
+GSP_EXPORT int gsp_ring_matching_schedule(unsigned n, double *ret_weights, size_t cap,
+					  size_t *ret_count) GSP_MUST_CHECK;
 
 #ifdef __cplusplus
 }

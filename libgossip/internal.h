@@ -97,6 +97,7 @@ struct gsp_node {
 GSP_HIDDEN extern const gsp__method_ops gsp__powergossip_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__exact_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__choco_ops;
+GSP_HIDDEN extern const gsp__method_ops gsp__skip_ops;
 
 /* Whether round `round` of an edge is in its window of exact rounds. */
 static inline bool gsp__in_window(const gsp__edge *edge, uint64_t round)
@@ -106,12 +107,16 @@ static inline bool gsp__in_window(const gsp__edge *edge, uint64_t round)
 }
 
 /* The operations of an edge's round `round`: exact gossip's in its
- * window, else the node's method. */
+ * window (a skipped round's where its step is 0: skip.c), else the node's
+ * method. */
 static inline const gsp__method_ops *gsp__round_ops(const gsp_node *node,
 						    const gsp__edge *edge,
 						    uint64_t round)
 {
-	return gsp__in_window(edge, round) ? &gsp__exact_ops : node->ops;
+	if (!gsp__in_window(edge, round))
+		return node->ops;
+	return edge->steps[round - edge->win_from - 1] == 0.0f ? &gsp__skip_ops
+								: &gsp__exact_ops;
 }
 
 /* Where exact gossip keeps an edge's update: priv on an exact node,

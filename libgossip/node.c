@@ -434,13 +434,14 @@ static const gsp__method_ops *run_ops(const gsp_node *node, const gsp__edge *e, 
 	return gsp__round_ops(node, e, e->round + next);
 }
 
-/* Moves the edges whose round (next: the next round) is of the node's
- * own method to the front of list[0..n); returns how many there are. */
-static size_t partition(const gsp_node *node, gsp__edge **list, size_t n, bool next)
+/* Moves the edges whose round (next: the next round) is of kind to the
+ * front of list[0..n); returns how many there are. */
+static size_t partition(const gsp_node *node, const gsp__method_ops *kind,
+			gsp__edge **list, size_t n, bool next)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (run_ops(node, list[i], next) == node->ops) {
+		if (run_ops(node, list[i], next) == kind) {
 			gsp__edge *t = list[k];
 			list[k++] = list[i];
 			list[i] = t;
@@ -466,20 +467,24 @@ static int run_kinds(gsp_node *node, gsp__edge **apply, size_t na,
 		one &= run_ops(node, proj[i], true) == first;
 	if (one)
 		return first->run(node, apply, na, proj, np);
-	/* At most two kinds: the node's method and exact.  Each list is
-	 * reordered in place, the node's method's edges first. */
-	const gsp__method_ops *kinds[2] = {node->ops, &gsp__exact_ops};
-	size_t a_split = partition(node, apply, na, false);
-	size_t p_split = partition(node, proj, np, true);
-	size_t a_from[2] = {0, a_split}, a_n[2] = {a_split, na - a_split};
-	size_t p_from[2] = {0, p_split}, p_n[2] = {p_split, np - p_split};
-	for (int k = 0; k < 2; k++)
+	/* The kinds: the node's method, exact and skipped rounds.  Each list
+	 * is reordered in place, kind by kind. */
+	const gsp__method_ops *kinds[3] = {node->ops, &gsp__exact_ops, &gsp__skip_ops};
+	size_t a_n[3], p_n[3], a_rest = na, p_rest = np;
+	for (int k = 0; k < 3; k++) {
+		bool again = k == 1 && kinds[1] == kinds[0];
+		a_n[k] = again ? 0 : partition(node, kinds[k], apply + (na - a_rest), a_rest, false);
+		p_n[k] = again ? 0 : partition(node, kinds[k], proj + (np - p_rest), p_rest, true);
+		a_rest -= a_n[k];
+		p_rest -= p_n[k];
+	}
+	for (int k = 0, from = 0; k < 3; from += (int)a_n[k], k++)
 		if (a_n[k])
-			(void)kinds[k]->run(node, apply + a_from[k], a_n[k], NULL, 0);
+			(void)kinds[k]->run(node, apply + from, a_n[k], NULL, 0);
 	int err = 0;
-	for (int k = 0; k < 2 && !err; k++)
+	for (int k = 0, from = 0; k < 3 && !err; from += (int)p_n[k], k++)
 		if (p_n[k])
-			err = kinds[k]->run(node, NULL, 0, proj + p_from[k], p_n[k]);
+			err = kinds[k]->run(node, NULL, 0, proj + from, p_n[k]);
 	return err;
 }
 

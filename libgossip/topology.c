@@ -508,6 +508,32 @@ static double poly_abs(const double *g, size_t from, size_t to, double lambda)
 	return fabs(p);
 }
 
+/* Leja order of the k distinct non-zero eigenvalues mu[], in place: the
+ * largest first, then each time the one farthest (in product of
+ * distances) from those already taken.  The partial products of
+ * (1 - lambda / mu_t) then stay small for every lambda, so neither the
+ * disagreement nor a round's rounding error grows much before the later
+ * rounds remove it. */
+static void leja_order(double *mu, size_t k)
+{
+	for (size_t t = 0; t < k; t++) {
+		size_t best = t;
+		double best_v = -1;
+		for (size_t i = t; i < k; i++) {
+			double v = t ? 1 : mu[i];
+			for (size_t c = 0; c < t; c++)
+				v *= fabs(mu[i] - mu[c]);
+			if (v > best_v) {
+				best_v = v;
+				best = i;
+			}
+		}
+		double m = mu[best];
+		mu[best] = mu[t];
+		mu[t] = m;
+	}
+}
+
 int gsp_graph_finite_schedule(const gsp_graph *graph, double *ret_gammas,
 			      size_t cap, size_t *ret_count, double *ret_growth)
 {
@@ -534,28 +560,9 @@ int gsp_graph_finite_schedule(const gsp_graph *graph, double *ret_gammas,
 	r = -ENOSPC;
 	if (k > cap)
 		goto out;
-	/* Leja order: the largest first, then each time the one farthest
-	 * (in product of distances) from those already taken.  The partial
-	 * products of (1 - lambda / mu_t) then stay small for every lambda,
-	 * so neither the disagreement nor a round's rounding error grows
-	 * much before the later rounds remove it. */
-	for (size_t t = 0; t < k; t++) {
-		size_t best = t;
-		double best_v = -1;
-		for (size_t i = t; i < k; i++) {
-			double v = t ? 1 : mu[i];
-			for (size_t c = 0; c < t; c++)
-				v *= fabs(mu[i] - mu[c]);
-			if (v > best_v) {
-				best_v = v;
-				best = i;
-			}
-		}
-		double m = mu[best];
-		mu[best] = mu[t];
-		mu[t] = m;
-		g[t] = 1 / m;
-	}
+	leja_order(mu, k);
+	for (size_t t = 0; t < k; t++)
+		g[t] = 1 / mu[t];
 	if (ret_growth) {
 		/* Over every eigenvalue and every round: how much the
 		 * disagreement has grown after it, and how much an error made
@@ -577,6 +584,41 @@ out:
 	free(mu);
 	free(g);
 	return r;
+}
+
+int gsp_ring_matching_schedule(unsigned n, double *ret_weights, size_t cap,
+			       size_t *ret_count)
+{
+	if (!ret_count || n == 0 || n % 2 || (cap && !ret_weights))
+		return -EINVAL;
+	/* The ring of the m pairs {2k, 2k + 1}: once a round of the first
+	 * matching at 1/2 has made each pair's two values one, a round of
+	 * the second at w moves pair k's two nodes by w toward pairs k - 1
+	 * and k + 1, and the next first-matching round at 1/2 makes them one
+	 * again: pair k's value then moves by w / 2 toward each neighbour,
+	 * an exact gossip step of the ring of pairs with gamma = w / 2.  Its
+	 * Laplacian's distinct non-zero eigenvalues: 2 - 2 cos(2 pi j / m),
+	 * j = 1 .. m / 2 (on 2 pairs the two edges join the same pairs: 4). */
+	if (n > GSP_MAX_RING_MATCHING)
+		return -ENOSPC;
+	unsigned m = n / 2, k = m / 2;
+	/* On 2 pairs the second matching's round at 1/2 leaves every node at
+	 * the average already: the last round would change nothing. */
+	size_t count = m == 2 ? 2 : 1 + 2 * (size_t)k;
+	*ret_count = count;
+	if (count > cap)
+		return -ENOSPC;
+	double mu[GSP_MAX_RING_MATCHING / 4];
+	for (unsigned j = 1; j <= k; j++)
+		mu[j - 1] = 2 - 2 * cos(2 * M_PI * j / m);
+	leja_order(mu, k);
+	ret_weights[0] = 0.5;
+	for (unsigned j = 0; j < k; j++) {
+		ret_weights[1 + 2 * j] = 2 / mu[j];
+		if (2 + 2 * j < count)
+			ret_weights[2 + 2 * j] = 0.5;
+	}
+	return 0;
 }
 
 int gsp_graph_optimal_gamma(const gsp_graph *graph, double *ret_gamma)

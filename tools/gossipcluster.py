@@ -195,16 +195,19 @@ class Cluster:
     defaults to 7000 on every node.  proxy (e.g. a faultproxy.FaultProxy)
     goes between the nodes: node i's Endpoint for peer j is then
     proxy.link(i, j, host, port) instead of peer j's own address, one
-    port per directed link; close() closes it too."""
+    port per directed link; close() closes it too.  indexed writes each
+    node's Index and its peers' (AverageSchedule = matching needs them; so
+    does sim_seed)."""
 
     def __init__(self, build, n, edges=None, node_conf="", tmp=None, sim_seed=None,
-                 hosts=None, wrap=None, ports=None, proxy=None):
+                 hosts=None, wrap=None, ports=None, proxy=None, indexed=False):
         self.build = build
         self.n = n
         self.edges = edges if edges is not None else ring(n)
         self.dir = tmp or tempfile.mkdtemp(prefix="gossipd-it-")
         self.node_conf = node_conf
         self.sim_seed = sim_seed
+        self.indexed = indexed or sim_seed is not None   # Index lines
         self.endpoint_host = "127.0.0.1"   # or a name, e.g. "localhost"
         self.hosts = hosts                 # per node; overrides the above
         self.wrap = wrap or (lambda i: [])
@@ -261,7 +264,9 @@ class Cluster:
                     % (self.host(i), self.ports[i], self.keys[i][0], self.sockets[i],
                        self.node_conf if node_conf is None else node_conf))
             if self.sim_seed is not None:
-                f.write("SimSeed = %d\nIndex = %d\n" % (self.sim_seed, i))
+                f.write("SimSeed = %d\n" % self.sim_seed)
+            if self.indexed:
+                f.write("Index = %d\n" % i)
             for j in self.neighbours(i):
                 if j in drop_peers:
                     continue
@@ -270,7 +275,7 @@ class Cluster:
                     f.write("Endpoint = %s\n" % self.endpoint(i, j))
                 if weights and j in weights:
                     f.write("Weight = %r\n" % weights[j])
-                if self.sim_seed is not None:
+                if self.indexed:
                     f.write("Index = %d\n" % j)
             for pub, endpoint in extra_peers:
                 f.write("[Peer]\nPublicKey = %s\n" % pub)

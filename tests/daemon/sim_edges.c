@@ -69,7 +69,7 @@ enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
        FAULT_TIMEOUT = 16, FAULT_RESTART = 32, FAULT_WEIGHT = 64,
        FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512,
        FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048, FAULT_LEAVEWAIT = 4096,
-       FAULT_FINITE = 8192 };
+       FAULT_FINITE = 8192, FAULT_SKIP = 16384 };
 
 /* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
  * allows them at both ends. */
@@ -586,14 +586,19 @@ static void avg_killed(sim *s, int i);
  * restart: SIGHUPs may list more peers (FAULT_WEIGHT), so the graph
  * allows that degree in the peer's ROUNDs; with FAULT_FINITE its
  * AVERAGEs offer the pair's finite-time schedule (one step of 1: a round
- * at w = 1/2 leaves both ends at their average). */
+ * at w = 1/2 leaves both ends at their average); with FAULT_SKIP as well,
+ * that round between two the edge sits out (steps of 0: a one-float
+ * message, as a ring's matching schedule has). */
 static void set_up(sim *s, ep_end *x)
 {
 	static const float pair_schedule[1] = {1.0f};
+	static const float skip_schedule[3] = {0.0f, 1.0f, 0.0f};
 	if (s->faults & FAULT_WEIGHT)
 		x->set.max_degree = SIM_MAX_DEGREE;
-	if (s->faults & FAULT_FINITE)
-		ck_assert_int_eq(edges_set_schedule(&x->set, pair_schedule, 1), 0);
+	if (s->faults & FAULT_FINITE && s->faults & FAULT_SKIP)
+		ck_assert_int_eq(edges_set_schedule(&x->set, skip_schedule, 3, 0, 0), 0);
+	else if (s->faults & FAULT_FINITE)
+		ck_assert_int_eq(edges_set_schedule(&x->set, pair_schedule, 1, 0, 0), 0);
 }
 
 /* The daemon at i is killed and restarts (its edge records gone; the
@@ -1422,7 +1427,8 @@ END_TEST
  * trainer's time-limited AVERAGE), avgdetach (with average: the trainer
  * may DETACH during its AVERAGE), modelgoes (with detach: the model goes
  * at a later action than the one its edge ended in), leavewait (with
- * remove: the removed peer's LeaveWait passes before it answered).  "all" is every one but crash (its
+ * remove: the removed peer's LeaveWait passes before it answered), skip
+ * (with finite: the schedule's window has rounds the edge sits out).  "all" is every one but crash (its
  * drift is allowed) and avgdetach (open: see docs/RELIABILITY.md). */
 static int parse_faults(const char *list, unsigned *ret)
 {
@@ -1432,7 +1438,7 @@ static int parse_faults(const char *list, unsigned *ret)
 		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
 		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
 		{"modelgoes", FAULT_MODELGOES}, {"leavewait", FAULT_LEAVEWAIT},
-		{"finite", FAULT_FINITE},
+		{"finite", FAULT_FINITE}, {"skip", FAULT_SKIP},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
 			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE |
 			FAULT_AVGDETACH | FAULT_MODELGOES | FAULT_LEAVEWAIT | FAULT_FINITE},

@@ -75,6 +75,14 @@ START_TEST(test_valid)
 			    &cfg, err) == 0, "%s", err);
 	ck_assert(!cfg.avg_finite);
 	gsp_daemon_config_clear(&cfg);
+	/* The ring's matching schedule: this node's Index and its two ring
+	 * neighbours' (0 and 7 are neighbours on 8). */
+	ck_assert_msg(parse("[Node]\nNodes = 8\nAverageSchedule = matching\nIndex = 0\n"
+			    "[Peer]\nPublicKey = " KEY_A "\nIndex = 7\n"
+			    "[Peer]\nPublicKey = " KEY_B "\nIndex = 1\n", &cfg, err) == 0,
+		      "%s", err);
+	ck_assert(cfg.avg_finite && cfg.avg_matching);
+	gsp_daemon_config_clear(&cfg);
 }
 END_TEST
 
@@ -125,7 +133,24 @@ START_TEST(test_errors_name_the_line)
 		 "test.conf:3: Gamma = auto is exact gossip's step for the graph; a choco method"},
 		{"[Node]\nMethod = choco-topk\nNodes = 4\nGamma = auto\n",
 		 "test.conf:4: Gamma = auto is exact gossip's step"},
-		{"[Node]\nAverageSchedule = yes\n", "test.conf:2: AverageSchedule takes finite or off"},
+		{"[Node]\nAverageSchedule = yes\n",
+		 "test.conf:2: AverageSchedule takes finite, matching or off"},
+		{"[Node]\nTopology = torus\nNodes = 16\nAverageSchedule = matching\nIndex = 0\n",
+		 "test.conf:4: AverageSchedule = matching is a ring's"},
+		{"[Node]\nNodes = 7\nAverageSchedule = matching\nIndex = 0\n",
+		 "test.conf:3: AverageSchedule = matching is a ring's"},
+		{"[Node]\nNodes = 8\nAverageSchedule = matching\n",
+		 "test.conf:3: AverageSchedule = matching needs this node's Index"},
+		{"[Node]\nNodes = 8\nAverageSchedule = matching\nIndex = 8\n",
+		 "test.conf:3: AverageSchedule = matching needs this node's Index"},
+		{"[Node]\nNodes = 8\nAverageSchedule = matching\nIndex = 3\n\n[Peer]\nPublicKey = "
+		 KEY_A "\n", "test.conf:6: AverageSchedule = matching: each [Peer] needs the "
+		 "Index of a different ring neighbour (Index 3's are 2 and 4)"},
+		{"[Node]\nNodes = 8\nAverageSchedule = matching\nIndex = 3\n\n[Peer]\nPublicKey = "
+		 KEY_A "\nIndex = 5\n", "test.conf:6: AverageSchedule = matching: each [Peer]"},
+		{"[Node]\nNodes = 8\nAverageSchedule = matching\nIndex = 0\n\n[Peer]\nPublicKey = "
+		 KEY_A "\nIndex = 7\n[Peer]\nPublicKey = " KEY_B "\nIndex = 7\n",
+		 "test.conf:9: AverageSchedule = matching: each [Peer]"},
 		{"[Node]\nAverageSchedule = finite\n",
 		 "test.conf:2: AverageSchedule = finite needs Nodes"},
 		{"[Node]\nNodes = 4\nMethod = choco-sign\nGamma = 0.1\nAverageSchedule = finite\n",

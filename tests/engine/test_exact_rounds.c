@@ -5,7 +5,10 @@
  * it; edges in and out of windows on one node conserve the sum and mix;
  * each round moves both ends by its step; a window opens at a completed
  * round; an edge saved inside its window and loaded elsewhere goes on bit
- * for bit; the refusals change nothing.  Take-backs at a window's edges:
+ * for bit; the refusals change nothing.  The ring's matching schedule
+ * (gsp_ring_matching_schedule: half the edges sit each round out, with a
+ * one-float message) reaches the exact average with one model per node
+ * and round.  Take-backs at a window's edges:
  * test_rollback. */
 #include "testutil.h"
 
@@ -56,6 +59,22 @@ static uint64_t pg_pair_bytes(cluster *c)
 	return (uint64_t)(gsp_node_message_size(n, 0, 1) + gsp_node_message_size(n, 0, 2));
 }
 
+/* The k rounds of a schedule whose windows are open on every edge: the
+ * average after them and not a round earlier, the sum kept. */
+static void run_schedule(cluster *c, size_t k, double e0, unsigned n)
+{
+	for (size_t t = 0; t < k; t++) {
+		if (t + 1 == k)
+			ck_assert_msg(cluster_stats(c).error > 1e-11 * e0,
+				      "n %u: at the average a round early", n);
+		cluster_rounds(c, 1);
+	}
+	gsp_sim_stats st = cluster_stats(c);
+	ck_assert_msg(st.error <= 1e-13 * e0, "n %u: error %g of the start", n,
+		      st.error / e0);
+	ck_assert(st.mean_drift <= 1e-6);
+}
+
 /* A PowerGossip cluster gossips a while, then every edge opens the
  * finite-time schedule's window: after its K rounds every node holds the
  * average of the models it started the window with, and PowerGossip
@@ -76,16 +95,7 @@ static void check_schedule(gsp_topology topo, unsigned n)
 	for (size_t e = 0; e < gsp_graph_edge_count(c.graph); e++)
 		open_window(&c, e, steps, k);
 	uint64_t tx0 = node_tx(&c, 0);
-	for (size_t t = 0; t < k; t++) {
-		if (t + 1 == k)
-			ck_assert_msg(cluster_stats(&c).error > 1e-11 * e0,
-				      "n %u: at the average a round early", n);
-		cluster_rounds(&c, 1);
-	}
-	gsp_sim_stats st = cluster_stats(&c);
-	ck_assert_msg(st.error <= 1e-13 * e0, "n %u: error %g of the start", n,
-		      st.error / e0);
-	ck_assert(st.mean_drift <= 1e-6);
+	run_schedule(&c, k, e0, n);
 	/* Whole models: K rounds on each of node 0's edges. */
 	ck_assert_uint_eq(node_tx(&c, 0) - tx0,
 			  (uint64_t)k * gsp_graph_degree(c.graph, 0) * floats * 4);
@@ -95,7 +105,7 @@ static void check_schedule(gsp_topology topo, unsigned n)
 	cluster_rounds(&c, 2);
 	ck_assert_uint_eq(node_tx(&c, 0) - tx1, pg_pair_bytes(&c) * gsp_graph_degree(c.graph, 0));
 	ck_assert(pg_pair_bytes(&c) < 2 * floats * 4);
-	st = cluster_stats(&c);
+	gsp_sim_stats st = cluster_stats(&c);
 	ck_assert(st.mean_drift <= 1e-6);
 	ck_assert_msg(st.error <= 1e-12 * e0, "n %u: error %g after", n, st.error / e0);
 	/* Its round count went on through the window. */
@@ -110,6 +120,71 @@ START_TEST(test_schedule_on_powergossip)
 	check_schedule(GSP_TOPO_RING, 8);
 	check_schedule(GSP_TOPO_TORUS, 16);
 	check_schedule(GSP_TOPO_EXPONENTIAL, 16);
+}
+END_TEST
+
+/* A ring's matching schedule on a PowerGossip cluster of n nodes: ring
+ * edge {i, i + 1 mod n} runs the rounds t with t = i mod 2 at step w_t /
+ * its weight and sits out the others.  After the K rounds every node
+ * holds the average; node 0 sent one whole model and one 4-byte message
+ * per round. */
+static void check_matching(unsigned n)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(GSP_TOPO_RING, n, NULL, SPEC, &cfg, 67);
+	size_t floats = gsp_layout_floats(c.layout);
+	cluster_rounds(&c, 3);
+	double e0 = cluster_stats(&c).error;
+	double w[64];
+	size_t k;
+	ck_assert_int_eq(gsp_ring_matching_schedule(n, w, 64, &k), 0);
+	ck_assert_uint_eq(k, n == 4 ? 2 : 1 + 2 * (n / 4));
+	for (size_t e = 0; e < gsp_graph_edge_count(c.graph); e++) {
+		unsigned a, b;
+		size_t at_a, at_b;
+		ck_assert_int_eq(gsp_sim_edge(c.sim, e, &a, &at_a, &b, &at_b), 0);
+		unsigned color = (a + 1) % n == b ? a % 2 : b % 2;
+		gsp_edge_info info;
+		ck_assert_int_eq(gsp_node_edge_info(gsp_sim_node(c.sim, a), at_a, &info), 0);
+		float steps[64];
+		for (size_t t = 0; t < k; t++)
+			steps[t] = t % 2 == color ? (float)(w[t] / info.weight) : 0.0f;
+		open_window(&c, e, steps, k);
+	}
+	uint64_t tx0 = node_tx(&c, 0);
+	run_schedule(&c, k, e0, n);
+	ck_assert_uint_eq(node_tx(&c, 0) - tx0, (uint64_t)k * (floats * 4 + 4));
+	cluster_free(&c);
+}
+
+START_TEST(test_matching_schedule)
+{
+	check_matching(4);
+	check_matching(6);
+	check_matching(8);
+	check_matching(16);
+}
+END_TEST
+
+/* A sat-out round's message is the zero float: anything else is
+ * malformed, and changes nothing. */
+START_TEST(test_skipped_round_message)
+{
+	gsp_config cfg = pg_config();
+	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 71);
+	const float steps[2] = {0.0f, 1.0f};
+	cluster_rounds(&c, 2);
+	open_window(&c, 0, steps, 2);
+	gsp_node *n0 = gsp_sim_node(c.sim, 0);
+	ck_assert_int_eq(gsp_node_message_size(n0, 0, 3), 4);
+	ck_assert_int_eq(gsp_node_step(n0), 1);
+	const float bad = 1.0f, zero = 0.0f;
+	ck_assert_int_eq(gsp_node_complete(n0, 0, 3, &bad, 4), -EBADMSG);
+	gsp_edge_info info;
+	ck_assert_int_eq(gsp_node_edge_info(n0, 0, &info), 0);
+	ck_assert_int_eq(info.state, GSP_EDGE_IN_FLIGHT);
+	ck_assert_int_eq(gsp_node_complete(n0, 0, 3, &zero, 4), 0);
+	cluster_free(&c);
 }
 END_TEST
 
@@ -142,7 +217,7 @@ START_TEST(test_steps_per_round)
 {
 	gsp_config cfg = pg_config();
 	cluster c = cluster_new(GSP_TOPO_RING, 2, NULL, SPEC, &cfg, 61);
-	const float steps[3] = {0.25f, 1.5f, 0.0f};
+	const float steps[3] = {0.25f, 1.5f, 0.0f};   /* the last sat out */
 	cluster_rounds(&c, 2);
 	open_window(&c, 0, steps, 3);
 	float *x0 = gsp_sim_params(c.sim, 0), *x1 = gsp_sim_params(c.sim, 1);
@@ -151,7 +226,7 @@ START_TEST(test_steps_per_round)
 		double c_w = steps[t] * 0.5;   /* w = 1/2 on the 2-node ring */
 		double d0 = (double)x1[0] - x0[0], a = x0[0], b = x1[0];
 		ck_assert_int_eq(gsp_node_message_size(n0, 0, 3 + t),
-				 (int64_t)gsp_layout_floats(c.layout) * 4);
+				 steps[t] ? (int64_t)gsp_layout_floats(c.layout) * 4 : 4);
 		cluster_rounds(&c, 1);
 		ck_assert_double_eq_tol(x0[0], a + c_w * d0, 1e-5 * (1 + fabs(a)));
 		ck_assert_double_eq_tol(x1[0], b - c_w * d0, 1e-5 * (1 + fabs(b)));
@@ -380,6 +455,8 @@ int main(void)
 	TCase *tc = tcase_create("exact_rounds");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_schedule_on_powergossip);
+	tcase_add_test(tc, test_matching_schedule);
+	tcase_add_test(tc, test_skipped_round_message);
 	tcase_add_test(tc, test_mixed_kinds);
 	tcase_add_test(tc, test_steps_per_round);
 	tcase_add_test(tc, test_opens_at_a_completed_round);

@@ -453,6 +453,51 @@ START_TEST(test_finite_schedule_invalid)
 }
 END_TEST
 
+/* The ring's matching schedule, applied to every node's row in double:
+ * round t averages the pairs {i, i + 1 mod n}, i = t mod 2, at w_t; after
+ * the K rounds every row is the uniform 1/n. */
+START_TEST(test_ring_matching_schedule)
+{
+	for (unsigned n = 2; n <= 64; n += 2) {
+		double w[64], *x = calloc((size_t)n * n, sizeof(*x));
+		size_t k;
+		ck_assert_int_eq(gsp_ring_matching_schedule(n, w, 64, &k), 0);
+		ck_assert_uint_eq(k, n == 4 ? 2 : 1 + 2 * (n / 4));
+		ck_assert_double_eq(w[0], 0.5);
+		for (unsigned i = 0; i < n; i++)
+			x[(size_t)i * n + i] = 1;            /* column j: node j's value of e_i */
+		for (size_t t = 0; t < k; t++)
+			for (unsigned a = (unsigned)(t % 2); a < n; a += 2) {
+				unsigned b = (a + 1) % n;
+				for (unsigned r = 0; r < n; r++) {
+					double *xa = &x[(size_t)r * n + a], *xb = &x[(size_t)r * n + b];
+					double va = *xa, vb = *xb;
+					*xa = (1 - w[t]) * va + w[t] * vb;
+					*xb = (1 - w[t]) * vb + w[t] * va;
+				}
+			}
+		for (size_t i = 0; i < (size_t)n * n; i++)
+			ck_assert_msg(fabs(x[i] - 1.0 / n) < 1e-9, "n %u: %g", n, x[i]);
+		free(x);
+	}
+}
+END_TEST
+
+START_TEST(test_ring_matching_schedule_invalid)
+{
+	double w[8];
+	size_t k;
+	ck_assert_int_eq(gsp_ring_matching_schedule(7, w, 8, &k), -EINVAL);
+	ck_assert_int_eq(gsp_ring_matching_schedule(0, w, 8, &k), -EINVAL);
+	ck_assert_int_eq(gsp_ring_matching_schedule(8, w, 8, NULL), -EINVAL);
+	ck_assert_int_eq(gsp_ring_matching_schedule(8, NULL, 8, &k), -EINVAL);
+	ck_assert_int_eq(gsp_ring_matching_schedule(16, w, 8, &k), -ENOSPC);
+	ck_assert_uint_eq(k, 9);
+	ck_assert_int_eq(gsp_ring_matching_schedule(GSP_MAX_RING_MATCHING + 2, w, 8, &k),
+			 -ENOSPC);
+}
+END_TEST
+
 START_TEST(test_parse_edges)
 {
 	gsp_graph *g = graph_parse("0-1,1-2,2-0", 3);
@@ -547,6 +592,8 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, test_finite_schedule);
 	tcase_add_test(tc, test_finite_schedule_closed_form);
 	tcase_add_test(tc, test_finite_schedule_invalid);
+	tcase_add_test(tc, test_ring_matching_schedule);
+	tcase_add_test(tc, test_ring_matching_schedule_invalid);
 	tcase_add_test(tc, test_parse_edges);
 	tcase_add_test(tc, test_parse_edges_invalid);
 	tcase_add_test(tc, test_topology_names);

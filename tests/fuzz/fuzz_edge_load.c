@@ -4,7 +4,9 @@
  * window of exact rounds open.  They are refused (-EBADMSG, -ENOMEM) with
  * nothing changed, or accepted; then saving the edge gives back exactly
  * the same bytes (the encoding is canonical), and a step runs without
- * reading out of bounds.  data[0] picks the node; the rest is the blob. */
+ * reading out of bounds.  data[0] picks the node (bit 0), the window (bit
+ * 1) and whether its first round is one the edge sits out (bit 2: a step
+ * of 0); the rest is the blob. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gsp_node_new(l, x, &cfg, &node) ||
 	    gsp_node_add_edge(node, 0.5f, GSP_ROLE_LO, seed, sizeof(seed)) != 0)
 		abort();
-	static const float steps[2] = {0.75f, 1.5f};
-	if ((data[0] & 2) && gsp_node_edge_exact_rounds(node, 0, 0, steps, 2) != 0)
+	static const float steps[2][2] = {{0.75f, 1.5f}, {0.0f, 1.5f}};
+	if ((data[0] & 2) &&
+	    gsp_node_edge_exact_rounds(node, 0, 0, steps[(data[0] >> 2) & 1], 2) != 0)
 		abort();
 	uint8_t *before, *after;
 	size_t before_len, after_len;

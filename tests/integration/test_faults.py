@@ -611,16 +611,34 @@ class Faults(unittest.TestCase):
         instead (edges_sched_release letting each window go alone) lose
         the exactness: about 390 rounds and a spread of 3e-4, as without
         the schedule."""
+        self.check_finite_average("finite", 4)
+
+    def test_average_matching_schedule(self):
+        """The same with AverageSchedule = matching (every node and peer
+        with its Index on the ring): each edge's window has the five
+        rounds of the ring's matching schedule, of which it runs those of
+        its matching and sits out the others (a 4-byte message), and
+        every node ends at the exact average."""
+        self.check_finite_average("matching", 5)
+
+    def check_finite_average(self, schedule, k):
+        """AverageSchedule = schedule on an 8-ring (ring_average): all
+        reach, the exact average, conserved, few rounds, and every edge's
+        window of k rounds opened at both ends."""
         c = cluster.owned_by(self, cluster.Cluster(
-            BUILD, 8, node_conf=conf(8) + "AverageSchedule = finite\n"))
+            BUILD, 8, node_conf=conf(8) + "AverageSchedule = %s\n" % schedule,
+            indexed=schedule == "matching"))
         c.start()
         started = []
-        got, drift, s0, s1 = self.ring_average(c, "finite", ["1e-3"] * 8, started)
+        got, drift, s0, s1 = self.ring_average(c, schedule, ["1e-3"] * 8, started)
         rounds = [int(m.group(1)) for m in got]
         last = started.index(max(started))
-        print("finite-time AVERAGE on an 8-ring, trainers of 3..52 steps: reached %s; "
+        windows = [len(re.findall(r"schedule window after round \d+, %d rounds$" % k,
+                                  c.log(i), re.M)) for i in range(8)]
+        print("%s AVERAGE on an 8-ring, trainers of 3..52 steps: reached %s; "
               "rounds %s; seconds %s; last to start: node %d; rms spread %.3g -> %.3g; "
               "drift %.3g" % (
+                  schedule,
                   "".join("y" if m.group(3) == "yes" else "n" for m in got),
                   ",".join(str(r) for r in rounds),
                   ",".join(m.group(4) for m in got), last, s0, s1, drift))
@@ -639,6 +657,7 @@ class Faults(unittest.TestCase):
         # one an averaging neighbour sends while it waits (hundreds).
         self.assertLessEqual(rounds[last], 16, (last, rounds))
         self.assertLessEqual(max(rounds), 70, rounds)
+        self.assertEqual(windows, [2] * 8, "windows of %d rounds per node" % k)
 
     def test_average_finite_with_a_reached_neighbour(self):
         """The same with node 0 averaging to a target it is always at
