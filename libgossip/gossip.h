@@ -340,15 +340,15 @@ GSP_EXPORT int gsp_graph_finite_schedule(const gsp_graph *graph, double *ret_gam
  * model with one neighbour per round instead of two: in round t (from 0)
  * the edges {i, i + 1 mod n} with i = t mod 2 run, and each pair moves
  * x_i <- (1 - w_t) x_i + w_t x_j at both ends (ret_weights[t] = w_t; the
- * other matching's edges sit the round out).  After the K (ret_count)
- * rounds every node holds the exact average, up to rounding.  K = 1 + 2
- * floor(n / 4) (2 on 4 nodes: a third round would change nothing): the
- * first round averages each pair of the first
- * matching; then each pair of rounds, the second matching at weight 2 /
- * mu and the first at 1/2, is one step of the finite-time schedule of
- * the ring of those n / 2 pairs (mu its distinct non-zero Laplacian
- * eigenvalues, largest first, then in Leja order).  On 8 nodes: 5 rounds
- * of one model each, where gsp_graph_finite_schedule's 4 rounds send two
+ * other matching's edges sit the round out).  After the K = n / 2
+ * (ret_count) rounds, the fewest there can be, every node holds the exact
+ * average, up to rounding: the first round averages each pair of the
+ * first matching; then each pair of rounds, the second matching at
+ * weight 2 / mu and the first at 1/2, is one step of the finite-time
+ * schedule of the ring of those n / 2 pairs (mu its distinct non-zero
+ * Laplacian eigenvalues in Leja order, but 4, if there, last, and then
+ * without the first-matching round after it).  On 8 nodes: 4 rounds of
+ * one model each, where gsp_graph_finite_schedule's 4 rounds send two
  * each.  -EINVAL if n is odd or 0; -ENOSPC if more than cap rounds or n
  * > GSP_MAX_RING_MATCHING. */
 #define GSP_MAX_RING_MATCHING 4096

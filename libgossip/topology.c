@@ -591,6 +591,8 @@ int gsp_ring_matching_schedule(unsigned n, double *ret_weights, size_t cap,
 {
 	if (!ret_count || n == 0 || n % 2 || (cap && !ret_weights))
 		return -EINVAL;
+	if (n > GSP_MAX_RING_MATCHING)
+		return -ENOSPC;
 	/* The ring of the m pairs {2k, 2k + 1}: once a round of the first
 	 * matching at 1/2 has made each pair's two values one, a round of
 	 * the second at w moves pair k's two nodes by w toward pairs k - 1
@@ -598,20 +600,23 @@ int gsp_ring_matching_schedule(unsigned n, double *ret_weights, size_t cap,
 	 * again: pair k's value then moves by w / 2 toward each neighbour,
 	 * an exact gossip step of the ring of pairs with gamma = w / 2.  Its
 	 * Laplacian's distinct non-zero eigenvalues: 2 - 2 cos(2 pi j / m),
-	 * j = 1 .. m / 2 (on 2 pairs the two edges join the same pairs: 4). */
-	if (n > GSP_MAX_RING_MATCHING)
-		return -ENOSPC;
+	 * j = 1 .. m / 2 (on 2 pairs the two edges join the same pairs: 4).
+	 * With m even the last of them is 4, the pairs' alternating mode;
+	 * its step, a second-matching round at 1/2, goes last and needs no
+	 * first-matching round after it: it averages each node with a node
+	 * of the next pair, whose value is the mean's other side, so every
+	 * node is at the mean after it.  That makes m = n / 2 rounds in all,
+	 * the fewest there can be: a round moves a value one hop, and the
+	 * ring's far side is n / 2 hops away. */
 	unsigned m = n / 2, k = m / 2;
-	/* On 2 pairs the second matching's round at 1/2 leaves every node at
-	 * the average already: the last round would change nothing. */
-	size_t count = m == 2 ? 2 : 1 + 2 * (size_t)k;
+	size_t count = m;
 	*ret_count = count;
 	if (count > cap)
 		return -ENOSPC;
 	double mu[GSP_MAX_RING_MATCHING / 4];
 	for (unsigned j = 1; j <= k; j++)
 		mu[j - 1] = 2 - 2 * cos(2 * M_PI * j / m);
-	leja_order(mu, k);
+	leja_order(mu, m % 2 ? k : k - 1);   /* 4 stays last for m even */
 	ret_weights[0] = 0.5;
 	for (unsigned j = 0; j < k; j++) {
 		ret_weights[1 + 2 * j] = 2 / mu[j];

@@ -615,11 +615,11 @@ class Faults(unittest.TestCase):
 
     def test_average_matching_schedule(self):
         """The same with AverageSchedule = matching (every node and peer
-        with its Index on the ring): each edge's window has the five
+        with its Index on the ring): each edge's window has the four
         rounds of the ring's matching schedule, of which it runs those of
         its matching and sits out the others (a 4-byte message), and
         every node ends at the exact average."""
-        self.check_finite_average("matching", 5)
+        self.check_finite_average("matching", 4)
 
     def check_finite_average(self, schedule, k):
         """AverageSchedule = schedule on an 8-ring (ring_average): all
