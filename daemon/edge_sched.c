@@ -73,11 +73,12 @@ int edges_set_schedule(edge_set *s, const float *steps, size_t n, unsigned ring_
 }
 
 /* The ring matching e is in: edge {i, i + 1 mod n} runs rounds t = i mod
- * 2 (0 for a schedule that is the same on every edge). */
+ * 2 (0 for a schedule that is the same on every edge, and on 2 nodes,
+ * whose one edge is {0, 1} seen from either end). */
 static unsigned matching_of(const edge *e)
 {
 	const edge_set *s = e->set;
-	if (!s->ring_nodes || e->cfg->index < 0)
+	if (s->ring_nodes <= 2 || e->cfg->index < 0)
 		return 0;
 	unsigned me = s->ring_index, peer = (unsigned)e->cfg->index;
 	unsigned first = (me + 1) % s->ring_nodes == peer ? me : peer;

@@ -621,6 +621,28 @@ class Faults(unittest.TestCase):
         every node ends at the exact average."""
         self.check_finite_average("matching", 4)
 
+    def test_average_matching_schedule_on_two_nodes(self):
+        """AverageSchedule = matching on a ring of 2: its one edge is {0,
+        1} from either end, so both open its one-round window (at 1/2)
+        and end at the exact average.  (Each end took the edge for {i, i +
+        1 mod 2} from its own side, a different matching, and the two
+        named different schedules: no window.)"""
+        c = cluster.owned_by(self, cluster.Cluster(
+            BUILD, 2, node_conf=conf(2) + "AverageSchedule = matching\n", indexed=True))
+        c.start()
+        procs = [self.trainer(c, i, "pair", "--steps", "5", "--wait-edges", "1",
+                              "--average", "1e-3", "--average-time", "20000")
+                 for i in range(2)]
+        self.finish(c, procs, timeout=60)
+        drift, s0, s1 = self.drift(c, "pair")
+        windows = [len(re.findall(r"schedule window after round \d+, 1 rounds$", c.log(i),
+                                  re.M)) for i in range(2)]
+        print("matching AVERAGE on 2 nodes: windows %s; rms spread %.3g -> %.3g; "
+              "drift %.3g" % (windows, s0, s1, drift))
+        self.assertEqual(windows, [1, 1])
+        self.assertLess(s1, 1e-5 * s0)
+        self.assertLessEqual(drift, DRIFT_MAX)
+
     def check_finite_average(self, schedule, k):
         """AverageSchedule = schedule on an 8-ring (ring_average): all
         reach, the exact average, conserved, few rounds, and every edge's
