@@ -396,15 +396,17 @@ static int finish(parser *p)
 		p->line = 0;
 		return fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");
 	}
+	/* The refusals below name the schedule the file chose. */
+	const char *schedule = c->avg_matching ? "matching" : "finite";
 	if (c->avg_finite && !c->nodes) {
 		p->line = p->schedule_line;
-		return fail(p, -EINVAL, "AverageSchedule = finite needs Nodes (and Topology): "
-			    "the schedule is the graph's");
+		return fail(p, -EINVAL, "AverageSchedule = %s needs Nodes (and Topology): "
+			    "the schedule is the graph's", schedule);
 	}
 	if (c->avg_finite && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
 		p->line = p->schedule_line;
-		return fail(p, -EINVAL, "AverageSchedule = finite runs exact rounds on single "
-			    "edges; a choco method's rounds need every edge");
+		return fail(p, -EINVAL, "AverageSchedule = %s runs exact rounds on single "
+			    "edges; a choco method's rounds need every edge", schedule);
 	}
 	if (c->avg_matching && (c->topology != GSP_TOPO_RING || c->nodes % 2)) {
 		p->line = p->schedule_line;
@@ -433,8 +435,9 @@ static int finish(parser *p)
 	for (size_t i = 0; c->avg_finite && i < c->n_peers; i++)
 		if (c->peers[i].weight > 0) {
 			p->line = c->peers[i].line;
-			return fail(p, -EINVAL, "AverageSchedule = finite needs the "
-				    "Metropolis-Hastings weights of its graph: no Weight");
+			return fail(p, -EINVAL, "AverageSchedule = %s needs the "
+				    "Metropolis-Hastings weights of its graph: no Weight",
+				    schedule);
 		}
 	if (c->gamma_auto && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
 		/* auto is exact gossip's step for the graph; Choco's must suit

@@ -153,6 +153,10 @@ START_TEST(test_errors_name_the_line)
 		 "test.conf:9: AverageSchedule = matching: each [Peer]"},
 		{"[Node]\nAverageSchedule = finite\n",
 		 "test.conf:2: AverageSchedule = finite needs Nodes"},
+		{"[Node]\nAverageSchedule = matching\n",
+		 "test.conf:2: AverageSchedule = matching needs Nodes"},
+		{"[Node]\nNodes = 4\nMethod = choco-sign\nGamma = 0.1\nAverageSchedule = matching\n",
+		 "test.conf:5: AverageSchedule = matching runs exact rounds on single edges"},
 		{"[Node]\nNodes = 4\nMethod = choco-sign\nGamma = 0.1\nAverageSchedule = finite\n",
 		 "test.conf:5: AverageSchedule = finite runs exact rounds on single edges"},
 		{"[Node]\nNodes = 4\nAverageSchedule = finite\n\n[Peer]\nPublicKey = " KEY_A
