@@ -76,6 +76,7 @@ void edge_session_up(edge *e, const uint8_t seed[GSP_SEED_BYTES])
 	memcpy(e->seed, seed, GSP_SEED_BYTES);
 	e->session_no++;
 	e->state = EDGE_WAIT_MODEL;
+	e->peer_continues = false;
 	if (send_model(e) != 0 && e->state == EDGE_WAIT_MODEL)
 		e->set->ops->close(e->set->ctx, e, GSP_BYE_INTERNAL, "cannot send MODEL");
 }
@@ -88,6 +89,7 @@ void edge_session_down(edge *e)
 		return;
 	e->state = EDGE_DOWN;
 	e->peer_attached = false;
+	e->peer_continues = false;
 	e->start_pending = false;
 	e->straggler = e->lagging = false;
 	edge__changed(e);

@@ -167,6 +167,9 @@ struct edge {
 	uint64_t resume_ended_applied;
 	uint8_t *saved;          /* edge_record_of's engine state */
 	bool answer_due;         /* the peer's ENDING waits for our end (a write) */
+	bool peer_continues;     /* the peer's first RESYNC of this session
+				  * continued our live generation, and no
+				  * ENDING of its came since (decide) */
 	uint32_t disagreed;      /* an ended generation found one-sided */
 	uint8_t *early;          /* peer's next-round message, if it came early */
 	size_t early_len;
@@ -356,6 +359,10 @@ bool edges_drain_waits(const edge_set *s, bool sync);
  * stragglers. */
 void edges_drain_expired(edge_set *s, unsigned waited_ms);
 size_t edges_up(const edge_set *s);
+/* Whether a generation agreed with a peer waits to start until the ended
+ * one's last update lands (an apply: a STEP's, or an AVERAGE's
+ * average_land). */
+bool edges_start_waits_landing(const edge_set *s);
 /* Whether a STEP must wait: with sync for any round in flight, else for
  * an edge in flight that has not applied for max_staleness steps and is
  * not a straggler. */

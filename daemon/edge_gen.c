@@ -132,6 +132,8 @@ static void check_agreement(edge *e, const gsp_msg_resync *m)
 
 /* ---- ending a generation ---------------------------------------------- */
 
+static bool decided(const edge *e);
+
 void edge__record_end(edge *e, uint64_t applied)
 {
 	/* `applied`: the rounds completed here, each landed or landing. */
@@ -165,6 +167,17 @@ void edge__record_end(edge *e, uint64_t applied)
 	edge_end_why why = e->ending_self;
 	e->ending_self = END_NONE;
 	s->dirty = true;
+	/* Ended at a count the peer asked for in an earlier session, which
+	 * it forgot (killed and restarted: the records keep no ENDING), so
+	 * it continued the generation in this one: it would wait for our
+	 * rounds for the rest of the session, and only a session's first
+	 * RESYNCs start a generation.  A new session agrees one. */
+	if (why == END_NONE && e->peer_continues && decided(e)) {
+		gsp_info("peer %s: generation %u ended here at the count the peer asked for "
+			 "before; it continued it: reconnecting", e->name, e->generation);
+		why = END_RESTART;
+	}
+	e->peer_continues = false;
 	if (why != END_NONE)
 		s->ops->ended(s->ctx, e, why);
 	edge__changed(e);
@@ -340,6 +353,13 @@ void edge__settle(edge *e)
 	edge_set *s = e->set;
 	if (s->busy)
 		return;
+	/* Our first RESYNC of the session said where the live generation
+	 * stands, and the peer decides on it: it ends here only after we
+	 * decided on the peer's (decide), so that both ends decide on the
+	 * same two RESYNCs (ended in between, we would start a generation
+	 * the peer, continuing this one, never starts). */
+	if (e->live && e->state == EDGE_WAIT_RESYNC)
+		return;
 	if (e->live && e->leave_expired && !e->n_deferred && !e->reading_kept)
 		leave_target(e);
 	if (e->live && e->ending != TARGET_NONE && !end_live(e))
@@ -393,6 +413,8 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 			e->early = NULL;
 		}
 	}
+	if (m->flags & GSP_RESYNC_ENDING)
+		e->peer_continues = false;
 	if (!e->live || e->ending != TARGET_NONE)
 		return;
 	if (same_live(e, m)) {
@@ -475,6 +497,7 @@ static void decide(edge *e, const gsp_msg_resync *m)
 	e->resyncs++;
 	e->peer_schedule = m->schedule;
 	bool cont = same_live(e, m) && consistent(e, m) && !(m->flags & GSP_RESYNC_ENDING);
+	e->peer_continues = cont;
 	if (cont) {
 		e->continued++;
 		resend(e, m->last_completed);

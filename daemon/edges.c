@@ -320,6 +320,19 @@ void edges_drain_expired(edge_set *s, unsigned waited_ms)
 	}
 }
 
+bool edges_start_waits_landing(const edge_set *s)
+{
+	for (size_t i = 0; s->attached && i < s->n; i++) {
+		const edge *e = &s->edge[i];
+		gsp_edge_info info;
+		if (e->start_pending && !e->live && e->state == EDGE_UP &&
+		    gsp_node_edge_info(s->model.node, e->index, &info) == 0 &&
+		    info.state == GSP_EDGE_COMPLETED)
+			return true;
+	}
+	return false;
+}
+
 size_t edges_up(const edge_set *s)
 {
 	size_t n = 0;

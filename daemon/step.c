@@ -9,8 +9,10 @@
 #include "step.h"
 
 static void average_advance(stepper *s);
+static void takeback_soon(stepper *s);
 static void average_stop_waiting(stepper *s);
 static bool average_round(stepper *s);
+static bool average_land(stepper *s);
 
 static edge_set *edges(stepper *s)
 {
@@ -353,6 +355,7 @@ int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 		return 0;
 	}
 	s->state = STEP_WAIT;
+	takeback_soon(s);
 	if (!s->sync) {
 		unsigned left = edges_begin_wait(edges(s), s->max_staleness, s->max_wait_ms);
 		s->wait_started_ms = uv_now(s->loop);
@@ -395,7 +398,13 @@ static void average_advance(stepper *s)
 	}
 	/* A round that completes at once (an early message) goes on here,
 	 * not through the edges' callback. */
+	bool landed = false;          /* at most once a call: never a spin */
 	while (s->state == STEP_AVERAGE && !edges_in_flight(edges(s))) {
+		if (!landed && edges_start_waits_landing(edges(s))) {
+			landed = true;
+			if (!average_land(s))
+				return;
+		}
 		double est = edges_estimate_going(edges(s));
 		size_t up = edges_up(edges(s));
 		uint64_t now = uv_now(s->loop);
@@ -424,12 +433,43 @@ static void average_advance(stepper *s)
 		if (!average_round(s))
 			return;
 	}
+	/* Waiting: a round that waits to be taken back goes now (it came
+	 * while the round ran, or before the AVERAGE). */
+	takeback_soon(s);
 	/* Windows that wait for an edge that may still agree: at most
 	 * DrainWait without a round here (a neighbour whose own rounds wait
 	 * for ours cannot agree: on a ring such waits close a cycle). */
 	if (s->state == STEP_AVERAGE && edges_sched_waiting(edges(s)) &&
 	    !uv_is_active((uv_handle_t *)&s->wait_timer))
 		uv_timer_start(&s->wait_timer, on_wait_timer, s->drain_wait_ms, 0);
+}
+
+/* Back in the AVERAGE after an engine call that returned r; false (and
+ * replied) if it failed. */
+static bool average_goes_on(stepper *s, int r)
+{
+	s->state = STEP_AVERAGE;
+	if (r < 0) {
+		uv_timer_stop(&s->avg_timer);
+		reply(s, r, step_error_text(r));
+		return false;
+	}
+	return true;
+}
+
+/* A generation agreed with a neighbour waits for the ended one's last
+ * update to land: the AVERAGE lands it, as a STEP would (the new
+ * generation then starts, edges_finish), rather than wait for a session
+ * up to its time limit while its own waiting holds the start back.
+ * False if the AVERAGE failed (replied). */
+static bool average_land(stepper *s)
+{
+	s->state = STEP_RUN;          /* the edges' callbacks wait meanwhile */
+	write_if_needed(s);
+	int r = gsp_node_apply(s->model->node);
+	edges_finish(edges(s));
+	model_write_end(s->model);
+	return average_goes_on(s, r);
 }
 
 /* One AVERAGE round's engine step; false when the AVERAGE does not go on
@@ -440,13 +480,7 @@ static bool average_round(stepper *s)
 	int r = run_engine(s, STEP_AVERAGE_RUN);
 	if (r == 1)
 		return false;
-	s->state = STEP_AVERAGE;
-	if (r < 0) {
-		uv_timer_stop(&s->avg_timer);
-		reply(s, r, step_error_text(r));
-		return false;
-	}
-	return true;
+	return average_goes_on(s, r);
 }
 
 /* DrainWait passed with schedule windows held: they go now, and their
@@ -499,6 +533,19 @@ static bool waits(const stepper *s)
 	return s->state == STEP_WAIT || s->state == STEP_DRAIN || s->state == STEP_AVERAGE;
 }
 
+static void on_takeback_timer(uv_timer_t *t);
+
+/* A request that waits while a round waits to be taken back: the loop's
+ * next turn takes it back (never from inside the edges' own calls).
+ * Called as a request comes to wait and when the edges change while it
+ * waits; a change while a step ran (not waiting) is seen when the
+ * request waits after it. */
+static void takeback_soon(stepper *s)
+{
+	if (edges(s)->takeback_waiting && waits(s))
+		uv_timer_start(&s->takeback_timer, on_takeback_timer, 0, 0);
+}
+
 static void on_takeback_timer(uv_timer_t *t)
 {
 	stepper *s = t->data;
@@ -517,9 +564,7 @@ void step_edges_changed(void *ctx)
 	stepper *s = ctx;
 	if (!s->model->registered || s->halted)
 		return;
-	/* Never from inside the edges' own calls: on the next turn. */
-	if (edges(s)->takeback_waiting && waits(s))
-		uv_timer_start(&s->takeback_timer, on_takeback_timer, 0, 0);
+	takeback_soon(s);
 	/* Never from inside the edges' own calls: the model goes on the
 	 * next turn of the loop. */
 	if (s->detaching && !edges_ending(edges(s)))

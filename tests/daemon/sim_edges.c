@@ -47,9 +47,13 @@
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
  *                        [--faults none|all|reset,detach,remove,timeout,restart,crash,
  *                                  weight,halfclose,upbusy,average,avgdetach,
- *                                  modelgoes,leavewait]
- *                        [--method exact|powergossip]
+ *                                  modelgoes,leavewait,finite,skip,swarm]
+ *                        [--method exact|powergossip] [--min-windows W F]
  *                        [--expect-violations] [--sabotage] [--trace]
+ * With --min-windows the sweep also fails unless its schedules opened at
+ * least W windows and had at least F faults come while one was open:
+ * the faults' coverage of the windows, which a change of odds could lose
+ * quietly.
  * Exit 0 when every schedule holds but where a crash or an expired
  * DetachWait may cost a round (or, with --expect-violations and --faults
  * crash, when such schedules do move the average: the checker's own
@@ -69,7 +73,18 @@ enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
        FAULT_TIMEOUT = 16, FAULT_RESTART = 32, FAULT_WEIGHT = 64,
        FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512,
        FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048, FAULT_LEAVEWAIT = 4096,
-       FAULT_FINITE = 8192, FAULT_SKIP = 16384 };
+       FAULT_FINITE = 8192, FAULT_SKIP = 16384, FAULT_SWARM = 32768 };
+
+/* --faults swarm (swarm testing: TigerBeetle's VOPR draws its fault
+ * probabilities per seed): each schedule draws, for each fault it lists,
+ * how often that fault happens when the scheduler picks it: never, one
+ * time in 64, one in 8, or always.  At the flat rates a finite
+ * schedule's window almost never opens among faults (both AVERAGEs must
+ * agree over several actions with none of them); a schedule whose resets
+ * are rare but whose restarts are frequent opens windows and has faults
+ * land inside them. */
+#define SIM_FAULT_KINDS 15
+static const unsigned swarm_odds[4] = {0, 64, 8, 1};
 
 /* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
  * allows them at both ends. */
@@ -95,6 +110,8 @@ typedef struct sim_stats {
 	unsigned long long windows;      /* --faults finite: windows opened at
 					  * an end, and let go (released) */
 	unsigned long long released;
+	unsigned long long window_faults; /* faults that came while a window was
+					   * open at an end */
 	unsigned long long avg_end[6];   /* how they ended (AVEND_*) */
 	unsigned long long avg_detach_off; /* DETACHes that waited for a round
 					    * off the loop (the AVERAGE went on) */
@@ -146,6 +163,8 @@ typedef struct sim {
 	edgepair p;
 	bool busy[2];            /* an offloaded step is running */
 	uint64_t win_seen[2];    /* the last window counted at each end */
+	unsigned odds[SIM_FAULT_KINDS]; /* --faults swarm: fault bit k happens
+					 * one time in odds[k] (0: never) */
 	bool detaching[2];       /* a DETACH waits for the edge to end */
 	/* --faults modelgoes: the edge ended, and the model goes at a later
 	 * action (step.c: on the loop's next turn; frames and sessions may
@@ -207,6 +226,48 @@ static unsigned pick(sim *s, unsigned n)
 static ep_end *end_of(sim *s, int i)
 {
 	return i ? &s->p.b : &s->p.a;
+}
+
+/* Whether a schedule's window is open at either end. */
+static bool window_open_here(sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		gsp_edge_info info;
+		ep_end *x = end_of(s, i);
+		if (x->node && gsp_node_edge_info(x->node, 0, &info) == 0 && info.window_end)
+			return true;
+	}
+	return false;
+}
+
+/* Whether `fault`, which the scheduler picked and which could happen
+ * now, does.  Without swarm: whenever it is listed (and no random
+ * number is drawn, so schedules without swarm are what they were). */
+static bool fires(sim *s, unsigned fault)
+{
+	if (!(s->faults & fault))
+		return false;
+	if (s->faults & FAULT_SWARM) {
+		unsigned odds = s->odds[__builtin_ctz(fault)];
+		if (!odds || pick(s, odds) != 0)
+			return false;
+	}
+	s->st.window_faults += s->faults & FAULT_FINITE && window_open_here(s);
+	return true;
+}
+
+/* --faults swarm: this schedule's odds for each listed fault. */
+static void swarm_plan(sim *s)
+{
+	for (unsigned k = 0; k < SIM_FAULT_KINDS; k++)
+		s->odds[k] = s->faults & (1u << k) ? swarm_odds[pick(s, 4)] : 0;
+	if (s->trace) {
+		printf("swarm odds (bit: one in N, 0 never):");
+		for (unsigned k = 0; k < SIM_FAULT_KINDS; k++)
+			if (s->faults & (1u << k))
+				printf(" %u:%u", 1u << k, s->odds[k]);
+		printf("\n");
+	}
 }
 
 /* --sabotage, the checker's own test.  The bug is planned from the seed
@@ -822,7 +883,23 @@ static void avg_advance(sim *s, int i)
 		avg_finish(s, i, AVEND_TIME_OFF);
 		return;
 	}
+	bool landed = false;
 	while (av->state == AV_WAIT && !edges_in_flight(&x->set)) {
+		/* average_land: a generation agreed waits for the ended one's
+		 * last update to land. */
+		if (!landed && edges_start_waits_landing(&x->set)) {
+			landed = true;
+			if (s->trace)
+				printf("       (AVERAGE at %c lands the ended generation's update)\n",
+				       i ? 'b' : 'a');
+			av->state = AV_RUN;
+			if (edges_will_write(&x->set))
+				ep_write_begin(x);
+			ck_assert_int_ge(gsp_node_apply(x->node), 0);
+			edges_finish(&x->set);
+			ep_write_end(x);
+			av->state = AV_WAIT;
+		}
 		double est = edges_estimate_going(&x->set);
 		size_t up = edges_up(&x->set);
 		bool reached = av->rounds > 0 && est <= av->target;
@@ -853,6 +930,11 @@ static void avg_advance(sim *s, int i)
 			return;
 		av->state = AV_WAIT;
 	}
+	/* Waiting: a round that waits to be taken back goes after the
+	 * action (step.c's takeback_soon), also one whose ENDING came while
+	 * the round ran. */
+	if (av->state == AV_WAIT && x->set.takeback_waiting)
+		av->takeback_due = true;
 }
 
 /* step_edges_changed, called by ep_changed after its persist. */
@@ -1062,7 +1144,7 @@ static bool act(sim *s)
 			}
 			break;
 		case 8:
-			if (x->session && (s->faults & FAULT_RESET)) {
+			if (x->session && fires(s, FAULT_RESET)) {
 				reset(s);
 				return true;
 			}
@@ -1074,37 +1156,39 @@ static bool act(sim *s)
 			}
 			if (avg_next(s, i))
 				return true;
-			if (trainer_free(s, i) && (s->faults & FAULT_DETACH)) {
+			if (trainer_free(s, i) && fires(s, FAULT_DETACH)) {
 				detach_begin(s, i);
 				return true;
 			}
-			if (s->detaching[i] && (s->faults & FAULT_TIMEOUT) && pick(s, 4) == 0) {
+			if (s->detaching[i] && (s->faults & FAULT_TIMEOUT) && pick(s, 4) == 0 &&
+			    fires(s, FAULT_TIMEOUT)) {
 				detach_end(s, i, true);
 				return true;
 			}
 			break;
 		case 10:
 			if (free_at(s, i) && x->e->live &&
-			    !x->e->ending_self && (s->faults & FAULT_REMOVE)) {
+			    !x->e->ending_self && fires(s, FAULT_REMOVE)) {
 				removal(s, i);
 				return true;
 			}
 			/* The timer fires on the loop, also while a step runs
 			 * off it. */
 			if (x->e->live && x->e->ending_self == END_REMOVED &&
-			    (s->faults & FAULT_LEAVEWAIT) && pick(s, 2) == 0) {
+			    (s->faults & FAULT_LEAVEWAIT) && pick(s, 2) == 0 &&
+			    fires(s, FAULT_LEAVEWAIT)) {
 				leave_expires(s, i);
 				return true;
 			}
 			break;
 		case 11:
-			if (free_at(s, i) && (s->faults & FAULT_CRASH)) {
+			if (free_at(s, i) && fires(s, FAULT_CRASH)) {
 				crash(s, i);
 				return true;
 			}
 			break;
 		case 12:
-			if (free_at(s, i) && (s->faults & FAULT_RESTART)) {
+			if (free_at(s, i) && fires(s, FAULT_RESTART)) {
 				restart(s, i);
 				return true;
 			}
@@ -1116,7 +1200,7 @@ static bool act(sim *s)
 			break;
 		case 13:
 			/* A reload comes after a step that runs (mesh_reload). */
-			if (!s->busy[i] && (s->faults & FAULT_WEIGHT)) {
+			if (!s->busy[i] && fires(s, FAULT_WEIGHT)) {
 				sighup(s, i);
 				return true;
 			}
@@ -1124,7 +1208,7 @@ static bool act(sim *s)
 		case 14:
 			if (!(s->faults & FAULT_HALFCLOSE))
 				break;
-			if (x->session && x->other->session) {
+			if (x->session && x->other->session && fires(s, FAULT_HALFCLOSE)) {
 				unsigned keep = pick(s, x->n_out + 1);
 				say(s, "session closes first at", i);
 				half_close(s, i, keep);
@@ -1145,12 +1229,12 @@ static bool act(sim *s)
 			 * nothing); else its rounds go on. */
 			if (s->avg[i].state != AV_IDLE) {
 				unsigned what = pick(s, 8);
-				if (what < 2 && !s->avg[i].expired) {
+				if (what < 2 && !s->avg[i].expired && fires(s, FAULT_AVERAGE)) {
 					avg_time_passes(s, i);
 					return true;
 				}
-				if (what == 2 && (s->faults & FAULT_AVGDETACH) &&
-				    !s->avg[i].detach_pending && !s->detaching[i]) {
+				if (what == 2 && !s->avg[i].detach_pending && !s->detaching[i] &&
+				    fires(s, FAULT_AVGDETACH)) {
 					avg_detach(s, i);
 					return true;
 				}
@@ -1231,6 +1315,8 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	if (sabotage)
 		sabotage_plan(&s, seed);
 	s.seed = seed;
+	if (faults & FAULT_SWARM)
+		swarm_plan(&s);
 	ep_init(&s.p, "24x16,5", cfg);
 	/* The stepper hears of the edges' changes (step_edges_changed). */
 	if (faults & FAULT_AVERAGE)
@@ -1254,6 +1340,17 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 				       s.stalled, s.detaching[0], edges_ending(&s.p.a.set),
 				       s.avg[0].state, s.detaching[1], edges_ending(&s.p.b.set),
 				       s.avg[1].state);
+			for (int i = 0; trace && i < 2; i++) {
+				const edge *e = end_of(&s, i)->e;
+				printf("        %c: completed %llu sent %llu target %llu ending %d "
+				       "live %d writing %d takeback_waiting %d in_flight %zu\n",
+				       i ? 'b' : 'a', (unsigned long long)e->completed,
+				       (unsigned long long)e->sent_round,
+				       (unsigned long long)e->target, e->ending, e->live,
+				       end_of(&s, i)->set.writing,
+				       end_of(&s, i)->set.takeback_waiting,
+				       edges_in_flight(&end_of(&s, i)->set));
+			}
 			break;
 		}
 		after_action(&s);
@@ -1308,6 +1405,7 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	stats->avg_holds += s.st.avg_holds;
 	stats->windows += s.st.windows;
 	stats->released += s.st.released;
+	stats->window_faults += s.st.window_faults;
 	for (int k = 0; k < 6; k++)
 		stats->avg_end[k] += s.st.avg_end[k];
 	stats->avg_detach_off += s.st.avg_detach_off;
@@ -1318,6 +1416,7 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 }
 
 static unsigned long long seeds = 1000, first = 1, steps = 200;
+static unsigned long long min_windows, min_window_faults;
 static unsigned faults;
 static const char *faults_name = "none";
 static bool expect, sabotage, trace, one;
@@ -1393,7 +1492,8 @@ START_TEST(test_schedules)
 		       st.avg_next[NEXT_STEP], st.avg_next[NEXT_AVERAGE]);
 	if (faults & FAULT_FINITE)
 		printf("finite: %llu schedule windows opened at an end, %llu let go by "
-		       "edges_sched_release\n", st.windows, st.released);
+		       "edges_sched_release; %llu faults came while a window was open\n",
+		       st.windows, st.released, st.window_faults);
 	if (n_bad) {
 		printf("failing seeds:");
 		for (unsigned k = 0; k < n_bad; k++)
@@ -1415,6 +1515,13 @@ START_TEST(test_schedules)
 		result = reported > 0 && !moved && !stuck ? 0 : 1;
 	else
 		result = moved || stuck ? 1 : 0;
+	/* --min-windows: the sweep must have reached what it is for. */
+	if (st.windows < min_windows || st.window_faults < min_window_faults) {
+		printf("too few: %llu windows (at least %llu wanted), %llu faults in "
+		       "windows (at least %llu wanted)\n", st.windows, min_windows,
+		       st.window_faults, min_window_faults);
+		result = 1;
+	}
 }
 END_TEST
 
@@ -1428,8 +1535,10 @@ END_TEST
  * may DETACH during its AVERAGE), modelgoes (with detach: the model goes
  * at a later action than the one its edge ended in), leavewait (with
  * remove: the removed peer's LeaveWait passes before it answered), skip
- * (with finite: the schedule's window has rounds the edge sits out).  "all" is every one but crash (its
- * drift is allowed) and avgdetach (open: see docs/RELIABILITY.md). */
+ * (with finite: the schedule's window has rounds the edge sits out), swarm
+ * (each schedule draws its own odds for the others: FAULT_SWARM).  "all"
+ * is every one but crash (its drift is allowed), avgdetach (open: see
+ * docs/RELIABILITY.md) and swarm. */
 static int parse_faults(const char *list, unsigned *ret)
 {
 	static const struct { const char *name; unsigned bit; } names[] = {
@@ -1438,7 +1547,7 @@ static int parse_faults(const char *list, unsigned *ret)
 		{"weight", FAULT_WEIGHT}, {"halfclose", FAULT_HALFCLOSE}, {"upbusy", FAULT_UPBUSY},
 		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
 		{"modelgoes", FAULT_MODELGOES}, {"leavewait", FAULT_LEAVEWAIT},
-		{"finite", FAULT_FINITE}, {"skip", FAULT_SKIP},
+		{"finite", FAULT_FINITE}, {"skip", FAULT_SKIP}, {"swarm", FAULT_SWARM},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
 			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE |
 			FAULT_AVGDETACH | FAULT_MODELGOES | FAULT_LEAVEWAIT | FAULT_FINITE},
@@ -1483,6 +1592,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--method") && v) {
 			if (gsp_method_parse(argv[++i], &cfg.method) != 0)
 				goto usage;
+		} else if (!strcmp(a, "--min-windows") && i + 2 < argc) {
+			min_windows = strtoull(argv[++i], NULL, 10);
+			min_window_faults = strtoull(argv[++i], NULL, 10);
 		} else if (!strcmp(a, "--expect-violations"))
 			expect = true;
 		else if (!strcmp(a, "--sabotage"))
@@ -1521,8 +1633,10 @@ int main(int argc, char **argv)
 	return failed || result ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|LIST] "
-		"[--method M] [--expect-violations] [--sabotage] [--trace]\n"
+		"[--method M] [--min-windows W F] [--expect-violations] [--sabotage] "
+		"[--trace]\n"
 		"LIST: comma-separated reset, detach, remove, timeout, restart, crash, weight, "
-		"halfclose, upbusy, average, avgdetach, modelgoes, leavewait\n", argv[0]);
+		"halfclose, upbusy, average, avgdetach, modelgoes, leavewait, finite, skip, "
+		"swarm\n", argv[0]);
 	return 2;
 }

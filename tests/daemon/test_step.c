@@ -283,9 +283,10 @@ START_TEST(test_client_gone_during_an_offloaded_step)
 }
 END_TEST
 
-/* Brings peer i's edge up by hand (no session: frames it sends are
- * dropped), so a projected round stays in flight for ever. */
-static void edge_up_by_hand_at(size_t i)
+/* A session with peer i by hand (no link: frames it sends are dropped,
+ * so a projected round stays in flight for ever): its MODEL and first
+ * RESYNC, out of every generation. */
+static void session_by_hand_at(size_t i)
 {
 	edge *e = &ms.edges.edge[i];
 	uint8_t seed[GSP_SEED_BYTES] = {3}, buf[512];
@@ -301,7 +302,13 @@ static void edge_up_by_hand_at(size_t i)
 	gsp_msg_resync rs = {.generation = 0};
 	ck_assert_int_eq(gsp_msg_resync_encode(&rs, buf, sizeof(buf), &n), 0);
 	ck_assert_int_eq(edge_frame(e, buf, n), 0);
-	ck_assert(e->live);
+}
+
+/* Peer i's edge up by hand: a new generation starts. */
+static void edge_up_by_hand_at(size_t i)
+{
+	session_by_hand_at(i);
+	ck_assert(ms.edges.edge[i].live);
 }
 
 static void edge_up_by_hand(void)
@@ -519,6 +526,91 @@ START_TEST(test_drain_answers_one_early_round_per_edge)
 }
 END_TEST
 
+/* The peer ends the generation at `applied` (its DETACH's ENDING),
+ * delivered by hand. */
+static void peer_ending(size_t i, uint64_t completed, uint64_t applied)
+{
+	edge *e = &ms.edges.edge[i];
+	uint8_t buf[96];
+	size_t n;
+	gsp_msg_resync m = {.flags = GSP_RESYNC_LIVE | GSP_RESYNC_ENDING | GSP_RESYNC_NO_START,
+			    .generation = e->generation, .last_completed = completed,
+			    .last_sent = completed, .ending_applied = applied};
+	edge_generation_tag(e, m.gen_tag);
+	ck_assert_int_eq(gsp_msg_resync_encode(&m, buf, sizeof(buf), &n), 0);
+	ck_assert_int_eq(edge_frame(e, buf, n), 0);
+}
+
+/* The peer's ENDING comes while an AVERAGE's round runs off the loop and
+ * asks to take back a round the AVERAGE applied: once the round is over,
+ * the round is taken back in a write of its own and the edge ends, at
+ * once, not when the AVERAGE's time limit passes (it waited for its
+ * round in flight, which the ending peer never answers, and the peer's
+ * DETACH waited with it; the simulation's swarm sweep found it). */
+START_TEST(test_ending_during_an_average_round_off_the_loop)
+{
+	client c = {0};
+	edge *e = registered_with_an_edge(&c);
+	offload_slowly();
+	gsp_api_average avg = {.target = 1e-9, .time_limit_ms = 60000};
+	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	while (step_busy(&st))                   /* round 1, off the loop */
+		uv_run(loop, UV_RUN_ONCE);
+	ck_assert_int_eq(st.state, STEP_AVERAGE);
+	peer_round(0, 1);                        /* round 2 applies round 1 */
+	ck_assert(step_busy(&st));
+	ck_assert_uint_eq(e->completed, 1);
+	peer_ending(0, 1, 0);                    /* waits for the round */
+	static uv_timer_t past;
+	static bool over;
+	over = false;
+	uv_timer_init(loop, &past);
+	past.data = &over;
+	uv_timer_start(&past, on_past, 3000, 0);
+	while (!over && c.calls == 0)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&past, NULL);
+	ck_assert_int_eq(c.calls, 1);
+	ck_assert(c.last.average);
+	ck_assert(!e->live);
+	ck_assert_uint_eq(e->completed, 0);
+	ck_assert_uint_eq(ctrs.rounds_rolled_back, 1);
+	ck_assert(!ms.edges.takeback_waiting);
+}
+END_TEST
+
+/* A generation ended with its last update completed, not applied (it
+ * lands at the next apply), and a new session agreed the next one, which
+ * starts once that update landed.  An AVERAGE then lands it and averages
+ * on the new generation, rather than wait for a session up to its time
+ * limit (its waiting held the start back; the simulation's swarm sweep
+ * found it). */
+START_TEST(test_average_lands_the_ended_update_and_starts)
+{
+	client c = {0};
+	edge *e = registered_with_an_edge(&c);
+	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	run_until_calls(&c, 1);                  /* round 1 out */
+	peer_round(0, 1);                        /* completed, not applied */
+	peer_ending(0, 1, 1);                    /* the peer ends it at 1 */
+	uv_run(loop, UV_RUN_NOWAIT);
+	ck_assert(!e->live);
+	ck_assert_uint_eq(e->ended_applied, 1);
+	edge_session_down(e);
+	session_by_hand_at(0);                   /* agrees generation 2 */
+	ck_assert(!e->live);
+	ck_assert(e->start_pending);
+	gsp_api_average avg = {.target = 1e-9, .time_limit_ms = 60000};
+	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	uv_run(loop, UV_RUN_NOWAIT);
+	ck_assert(e->live);
+	ck_assert_uint_eq(e->generation, 2);
+	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);   /* its round 1 */
+	ck_assert_int_eq(st.state, STEP_AVERAGE);
+	ck_assert_int_eq(c.calls, 1);
+}
+END_TEST
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -541,6 +633,8 @@ int main(void)
 	tcase_add_test(t1, test_average_time_limit_ends_it);
 	tcase_add_test(t1, test_lagging_edge_is_waited_for_once_then_a_straggler);
 	tcase_add_test(t1, test_drain_waits_at_most_drain_wait_then_a_straggler);
+	tcase_add_test(t1, test_ending_during_an_average_round_off_the_loop);
+	tcase_add_test(t1, test_average_lands_the_ended_update_and_starts);
 	suite_add_tcase(s, t1);
 	TCase *t2 = tcase_create("two peers");
 	tcase_add_checked_fixture(t2, setup_two_peers, teardown);
