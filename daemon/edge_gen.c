@@ -576,6 +576,14 @@ bool edge_end_begin(edge *e, edge_end_why why)
 	 * is taken back, whether a STEP applied it meanwhile or not, unless
 	 * the peer's count turns out to include it. */
 	e->end_count = edge__applied(e);
+	/* The peer's ENDING came first and we have not ended yet (a
+	 * take-back waits for a write): we offer the count it told, as
+	 * learn_end would have had we been ending already.  The peer may
+	 * have forgotten that ENDING (a restart keeps none) and applied a
+	 * round past it since; our answer takes that round back, a higher
+	 * offer would make it keep it. */
+	if (e->ending == TARGET_KNOWN && e->target < e->end_count)
+		e->end_count = e->target;
 	gsp_debug("peer %s: ending generation %u at round %llu at most", e->name,
 		  e->generation, (unsigned long long)e->end_count);
 	/* Our RESYNC of this session went out already (after the peer's

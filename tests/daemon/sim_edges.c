@@ -563,6 +563,7 @@ static void leave_expires(sim *s, int i)
 /* What the daemon does once an ending it asked for is over: DETACH
  * goes on, a leaving peer's session closes. */
 static void avg_takeback(sim *s, int i);
+static void check_started(sim *s, int i);
 
 static void after_action(sim *s)
 {
@@ -620,18 +621,7 @@ static void after_action(sim *s)
 		/* What the peer of a half-closed session sends is lost. */
 		if (!x->session && x->other->session)
 			ep_drop_queue(x->other);
-		/* A new generation (not one that continues after a restart)
-		 * is never agreed with a peer whose first RESYNC of the
-		 * session came after its DETACH: that RESYNC says NO_START. */
-		if (x->e->live && x->e->generation > s->gen_max[i]) {
-			int j = 1 - i;
-			ck_assert_msg(!s->detaching[j] ||
-				      end_of(s, j)->e->session_no <= s->detach_session[j],
-				      "seed %llu: generation %u started at %c with a peer "
-				      "whose model goes", (unsigned long long)s->seed,
-				      x->e->generation, i ? 'b' : 'a');
-			s->gen_max[i] = x->e->generation;
-		}
+		check_started(s, i);
 		/* A generation started: with its agreed Weight, which may
 		 * not be this end's own. */
 		if (x->e->live && x->e->generation != s->gen_seen[i]) {
@@ -938,6 +928,25 @@ static void avg_advance(sim *s, int i)
 }
 
 /* step_edges_changed, called by ep_changed after its persist. */
+/* A new generation (not one that continues after a restart) is never
+ * agreed with a peer whose first RESYNC of the session came after its
+ * DETACH: that RESYNC says NO_START.  Checked when the edges change (a
+ * start does), so a generation that started and ended within one action
+ * and comes back with a restart's records is not taken for a new one. */
+static void check_started(sim *s, int i)
+{
+	edge *e = end_of(s, i)->e;
+	if (!e->live || e->generation <= s->gen_max[i])
+		return;
+	int j = 1 - i;
+	ck_assert_msg(!s->detaching[j] ||
+		      end_of(s, j)->e->session_no <= s->detach_session[j],
+		      "seed %llu: generation %u started at %c with a peer "
+		      "whose model goes", (unsigned long long)s->seed,
+		      e->generation, i ? 'b' : 'a');
+	s->gen_max[i] = e->generation;
+}
+
 static void avg_edges_changed(ep_end *x)
 {
 	sim *s = x->hook_ctx;
@@ -950,6 +959,15 @@ static void avg_edges_changed(ep_end *x)
 		av->takeback_due = true;
 	if (av->state == AV_WAIT)
 		avg_advance(s, i);
+}
+
+/* ep_end.on_changed: mesh.c's edge_changed, after its persist. */
+static void sim_edges_changed(ep_end *x)
+{
+	sim *s = x->hook_ctx;
+	check_started(s, x == &s->p.b);
+	if (s->faults & FAULT_AVERAGE)
+		avg_edges_changed(x);
 }
 
 /* on_takeback_timer, on the loop's next turn: after the action. */
@@ -1318,12 +1336,12 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	if (faults & FAULT_SWARM)
 		swarm_plan(&s);
 	ep_init(&s.p, "24x16,5", cfg);
-	/* The stepper hears of the edges' changes (step_edges_changed). */
-	if (faults & FAULT_AVERAGE)
-		for (int i = 0; i < 2; i++) {
-			end_of(&s, i)->on_changed = avg_edges_changed;
-			end_of(&s, i)->hook_ctx = &s;
-		}
+	/* The checks, and the stepper (step_edges_changed), hear of the
+	 * edges' changes. */
+	for (int i = 0; i < 2; i++) {
+		end_of(&s, i)->on_changed = sim_edges_changed;
+		end_of(&s, i)->hook_ctx = &s;
+	}
 	for (int i = 0; i < 2; i++)
 		set_up(&s, end_of(&s, i));
 	double sum0 = ep_sum(&s.p);
@@ -1609,12 +1627,15 @@ int main(int argc, char **argv)
 	/* GSP_SIM_SEEDS_DIVISOR=N (tools/run-tests' sanitizer stage): a
 	 * sweep runs seeds/N schedules, enough to find memory errors, since
 	 * the plain build runs them all.  Not for the checker's own tests,
-	 * whose counts they assert. */
+	 * whose counts they assert.  --min-windows scales with them. */
 	const char *div = getenv("GSP_SIM_SEEDS_DIVISOR");
 	if (div && !one && !expect && !sabotage && strtoull(div, NULL, 10) > 1) {
-		seeds /= strtoull(div, NULL, 10);
+		unsigned long long d = strtoull(div, NULL, 10);
+		seeds /= d;
 		if (!seeds)
 			seeds = 1;
+		min_windows /= d;
+		min_window_faults /= d;
 	}
 	if (trace) {
 		gsp_log_init(GSP_LOG_DEBUG);
