@@ -132,16 +132,39 @@ class BenchSmoke(unittest.TestCase):
 
     def test_straggler_sleeps_the_nodes_median(self):
         """With a straggler, its sleep per step is the median of every
-        node's calibrated compute, the same figure the CSV records as
-        calibrated_compute_s (it was the straggler's own, noisier one)."""
-        p = subprocess.run(self.cmd("--systems", "compute-only", "--scenario", "straggler"),
+        node's calibrated compute in the run's first system, the figure
+        the CSV records as that row's calibrated_compute_s (it was the
+        straggler's own, noisier one), and every later system's
+        straggler sleeps the same (each system's own median moved by
+        60 % within one run)."""
+        p = subprocess.run(self.cmd("--systems", "compute-only,ddp-allreduce",
+                                    "--scenario", "straggler"),
+                           capture_output=True, text=True, timeout=200)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        with open(self.csv) as f:
+            rows = {r["system"]: r for r in csv.DictReader(f)}
+        first, later = rows["compute-only"], rows["ddp-allreduce"]
+        self.assertEqual(first["scenario"], "straggler")
+        self.assertGreater(float(first["straggler_sleep_s"]), 0)
+        self.assertEqual(first["straggler_sleep_s"], first["calibrated_compute_s"])
+        self.assertEqual(later["straggler_sleep_s"], first["straggler_sleep_s"])
+        self.assertGreater(float(later["calibrated_compute_s"]), 0)
+
+    def test_straggler_sleep_given(self):
+        """--straggler-sleep sets the sleep (the CSV still records the
+        nodes' median beside it); a bad figure is refused by name."""
+        p = subprocess.run(self.cmd("--systems", "compute-only", "--scenario", "straggler",
+                                    "--straggler-sleep", "0.0125"),
                            capture_output=True, text=True, timeout=150)
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
         with open(self.csv) as f:
             (r,) = list(csv.DictReader(f))
-        self.assertEqual(r["scenario"], "straggler")
-        self.assertGreater(float(r["straggler_sleep_s"]), 0)
-        self.assertEqual(r["straggler_sleep_s"], r["calibrated_compute_s"])
+        self.assertEqual(float(r["straggler_sleep_s"]), 0.0125)
+        self.assertGreater(float(r["calibrated_compute_s"]), 0)
+        p = subprocess.run(self.cmd("--straggler-sleep", "-1"), capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--straggler-sleep", p.stderr)
 
     def test_require_quiet_leaves_a_busy_machine_alone(self):
         """--require-quiet while another process keeps a core busy: the
