@@ -138,7 +138,7 @@ class BenchSmoke(unittest.TestCase):
         straggler sleeps the same (each system's own median moved by
         60 % within one run)."""
         p = subprocess.run(self.cmd("--systems", "compute-only,ddp-allreduce",
-                                    "--scenario", "straggler"),
+                                    "--scenario", "straggler", "--target", "0.05"),
                            capture_output=True, text=True, timeout=200)
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
         with open(self.csv) as f:
@@ -149,6 +149,14 @@ class BenchSmoke(unittest.TestCase):
         self.assertEqual(first["straggler_sleep_s"], first["calibrated_compute_s"])
         self.assertEqual(later["straggler_sleep_s"], first["straggler_sleep_s"])
         self.assertGreater(float(later["calibrated_compute_s"]), 0)
+        # the wall-clock measure (the nodes' latest models): one model,
+        # DDP's, is the step's; the nodes' own models reach a 5 % target
+        # no later than their last step
+        self.assertEqual(later["seconds_to_target_latest"], later["seconds_to_target"])
+        self.assertNotEqual(later["seconds_to_target"], "")
+        self.assertGreater(float(first["seconds_to_target_latest"]), 0)
+        self.assertLessEqual(float(first["seconds_to_target_latest"]),
+                             float(first["s_per_step"]) * 8 + 0.01)
 
     def test_straggler_sleep_given(self):
         """--straggler-sleep sets the sleep (the CSV still records the
