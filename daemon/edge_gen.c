@@ -455,14 +455,18 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 		  (unsigned long long)e->target);
 }
 
+/* count, or the end the peer's ENDING told if that is lower. */
+static uint64_t below_told_end(const edge *e, uint64_t count)
+{
+	return e->ending == TARGET_KNOWN && e->target < count ? e->target : count;
+}
+
 /* Our kept messages the peer lacks, oldest first. */
 static void resend(edge *e, uint64_t peer_completed)
 {
 	/* Ending it: nothing past the count we end at, or the one the peer
 	 * told (a restart may have made it forget, see learn_end). */
-	uint64_t last = e->ending_self ? e->end_count : UINT64_MAX;
-	if (e->ending == TARGET_KNOWN && e->target < last)
-		last = e->target;
+	uint64_t last = below_told_end(e, e->ending_self ? e->end_count : UINT64_MAX);
 	for (int k = 0; k < 2; k++)
 		if (e->sent[k].buf && e->sent[k].round > peer_completed &&
 		    e->sent[k].round <= last &&
@@ -574,16 +578,14 @@ bool edge_end_begin(edge *e, edge_end_why why)
 	/* Nothing more is sent or completed on it; a round completed but
 	 * not applied yet is not offered (at DETACH it could not land), and
 	 * is taken back, whether a STEP applied it meanwhile or not, unless
-	 * the peer's count turns out to include it. */
-	e->end_count = edge__applied(e);
-	/* The peer's ENDING came first and we have not ended yet (a
-	 * take-back waits for a write): we offer the count it told, as
+	 * the peer's count turns out to include it.  If the peer's ENDING
+	 * came first and we have not ended yet (a take-back waits for a
+	 * write), we offer no more than the count it told, as
 	 * learn_end would have had we been ending already.  The peer may
 	 * have forgotten that ENDING (a restart keeps none) and applied a
 	 * round past it since; our answer takes that round back, a higher
 	 * offer would make it keep it. */
-	if (e->ending == TARGET_KNOWN && e->target < e->end_count)
-		e->end_count = e->target;
+	e->end_count = below_told_end(e, edge__applied(e));
 	gsp_debug("peer %s: ending generation %u at round %llu at most", e->name,
 		  e->generation, (unsigned long long)e->end_count);
 	/* Our RESYNC of this session went out already (after the peer's

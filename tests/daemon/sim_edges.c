@@ -927,7 +927,6 @@ static void avg_advance(sim *s, int i)
 		av->takeback_due = true;
 }
 
-/* step_edges_changed, called by ep_changed after its persist. */
 /* A new generation (not one that continues after a restart) is never
  * agreed with a peer whose first RESYNC of the session came after its
  * DETACH: that RESYNC says NO_START.  Checked when the edges change (a
@@ -947,6 +946,7 @@ static void check_started(sim *s, int i)
 	s->gen_max[i] = e->generation;
 }
 
+/* step_edges_changed, called by ep_changed after its persist. */
 static void avg_edges_changed(ep_end *x)
 {
 	sim *s = x->hook_ctx;
