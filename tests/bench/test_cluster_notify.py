@@ -14,7 +14,6 @@ import os
 import socket
 import sys
 import threading
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -56,10 +55,23 @@ class ClusterNotify(unittest.TestCase):
         c = gc.Cluster(os.path.abspath(BUILD), 24, edges=[])
         held = threading.Event()
 
+        def answers(i):
+            try:
+                gc.status(c.sockets[i])
+                return True
+            except Exception:
+                return False
+
+        def sent_ready():
+            # A daemon answers once it is in its loop, after its READY=1:
+            # every daemon started so far has queued its datagram.
+            started = [i for i in range(c.n) if c.procs[i] is not None]
+            return len(started) >= min(gc.START_BATCH, c.n) and all(map(answers, started))
+
         def stall():
             with c.notify.cond:
                 held.set()
-                time.sleep(1.5)
+                gc.eventually(sent_ready, 60)
         t = threading.Thread(target=stall)
         try:
             t.start()
