@@ -48,6 +48,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->leave_wait_ms = GSP_DAEMON_DEFAULT_LEAVE_WAIT_MS;
 	cfg->drain_wait_ms = GSP_DAEMON_DEFAULT_DRAIN_WAIT_MS;
 	cfg->max_round_change = GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE;
+	cfg->sync_records = true;
 	cfg->rekey_after_s = GSP_DAEMON_DEFAULT_REKEY_AFTER_S;
 	cfg->log_level = GSP_LOG_INFO;
 	cfg->index = -1;
@@ -214,10 +215,13 @@ static int node_key(parser *p, const char *name, const char *v)
 				       c->engine.choco_fraction > 1
 			       ? fail(p, -EINVAL, "Fraction must be in (0, 1], not '%s'", v)
 			       : 1;
-	if (!strcmp(name, "WarmStart")) {
+	bool *on_off = !strcmp(name, "WarmStart")     ? &c->engine.warm_start
+		       : !strcmp(name, "SyncRecords") ? &c->sync_records
+						      : NULL;
+	if (on_off) {
 		if (strcmp(v, "on") && strcmp(v, "off"))
-			return fail(p, -EINVAL, "WarmStart takes on or off, not '%s'", v);
-		c->engine.warm_start = !strcmp(v, "on");
+			return fail(p, -EINVAL, "%s takes on or off, not '%s'", name, v);
+		*on_off = !strcmp(v, "on");
 		return 1;
 	}
 	if (!strcmp(name, "Topology"))

@@ -75,6 +75,7 @@ typedef struct gsp_daemon_config {
 	unsigned leave_wait_ms;         /* a removed peer's edge ends alone after this */
 	unsigned drain_wait_ms;         /* DRAIN waits at most this for rounds */
 	float max_round_change;         /* a received round's bound; 0: none */
+	bool sync_records;              /* the edges' records fdatasync'ed (slotfile.h) */
 	unsigned rekey_after_s;         /* a session is replaced this old */
 	gsp_log_level log_level;
 	/* SimSeed/Index: edge seeds and roles as gossip-sim derives them, so

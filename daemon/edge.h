@@ -77,6 +77,7 @@ typedef struct edge_ops {
 
 /* The registered model, as the edges see it. */
 typedef struct edge_model {
+	edge_owner owner;        /* its fingerprint and buffer identity */
 	gsp_node *node;
 	const gsp_layout *layout;
 	uint8_t method;
@@ -240,6 +241,7 @@ struct edge_set {
 	 * be taken back by subtraction; one that waits for it sets
 	 * takeback_waiting). */
 	uint64_t writes;
+	edge_owner owner;        /* the buffer the records describe */
 	bool writing;
 	bool takeback_waiting;
 	bool averaging;          /* an AVERAGE runs here, */

@@ -707,11 +707,12 @@ static void drop_resume(edge *e)
 		edge__msg_free(&e->resume_sent[k]);
 }
 
-void edge__resume(edge *e)
+void edge__resume(edge *e, bool ours)
 {
 	edge_set *s = e->set;
 	gsp_edge_info info;
-	int err = gsp_node_edge_load(s->model.node, e->index, e->resume, e->resume_len);
+	int err = !ours ? -ESTALE
+			: gsp_node_edge_load(s->model.node, e->index, e->resume, e->resume_len);
 	if (!err)
 		err = gsp_node_edge_info(s->model.node, e->index, &info);
 	if (err) {
@@ -804,7 +805,8 @@ int edge_restore(edge *e, const edge_record *r)
 			if (e->resume_sent[k].round > e->sent_round)
 				e->sent_round = e->resume_sent[k].round;
 		if (e->set->attached)
-			edge__resume(e);
+			edge__resume(e, edgestate_owned_by(&e->set->owner,
+							   &e->set->model.owner));
 		if (r->live)
 			return 0;
 	}

@@ -34,7 +34,7 @@ void edge__drop_landing(edge *e);
 
 /* The generation edge_restore kept continues on the attached model's
  * engine edge (or, if its state does not fit, stays ended). */
-void edge__resume(edge *e);
+void edge__resume(edge *e, bool ours);
 
 void edge__msg_free(edge_msg *m);
 /* Which of e->sent holds our message of `round`, or -1. */

@@ -69,6 +69,16 @@ edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool l
 
 int edges_attach(edge_set *s, const edge_model *m)
 {
+	/* Another buffer than the records': their generations end at
+	 * their counts (as when their state cannot load), this one starts
+	 * afresh. */
+	bool ours = edgestate_owned_by(&s->owner, &m->owner);
+	if (!ours)
+		gsp_info("the registered buffer is not the one the edges' records "
+			 "describe (another trainer or model): their generations end "
+			 "at their counts, new ones start");
+	s->owner = m->owner;
+	s->dirty = true;
 	s->model = *m;
 	s->attached = true;
 	s->detaching = false;
@@ -84,7 +94,7 @@ int edges_attach(edge_set *s, const edge_model *m)
 	/* Generations of before a restart continue (edge_restore). */
 	for (size_t i = 0; i < s->n; i++)
 		if (s->edge[i].resume)
-			edge__resume(&s->edge[i]);
+			edge__resume(&s->edge[i], ours);
 	return 0;
 }
 

@@ -10,8 +10,10 @@
 static const char magic[] = "gossipd edges v2\n";
 static const char magic_v1[] = "gossipd edges v1\n";   /* no write count */
 static const char magic_v3[] = "gossipd edges v3\n";   /* generations' state */
+static const char magic_v4[] = "gossipd edges v4\n";   /* v3 and the owner */
 #define MAGIC_LEN (sizeof(magic) - 1)
 #define HEAD (GSP_KEY_BYTES + 4 + 1 + 8 + 4 + 8 + 32 + 4)
+#define OWNER (GSP_FINGERPRINT_BYTES + 8 + 8)
 
 static uint64_t get(const uint8_t *p, int n)
 {
@@ -71,15 +73,30 @@ static bool has_state(const edge_record *r, size_t n)
 	return false;
 }
 
+bool edgestate_owned_by(const edge_owner *records, const edge_owner *buffer)
+{
+	return !records->set ||
+	       (buffer->set && records->dev == buffer->dev && records->ino == buffer->ino &&
+		!memcmp(records->fingerprint, buffer->fingerprint, GSP_FINGERPRINT_BYTES));
+}
+
 int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
-		    uint64_t *ret_writes)
+		    uint64_t *ret_writes, edge_owner *ret_owner)
 {
 	bool v1 = len >= MAGIC_LEN && memcmp(buf, magic_v1, MAGIC_LEN) == 0;
-	bool v3 = len >= MAGIC_LEN && memcmp(buf, magic_v3, MAGIC_LEN) == 0;
-	size_t pos = MAGIC_LEN + (v1 ? 0 : 8);
+	bool v4 = len >= MAGIC_LEN && memcmp(buf, magic_v4, MAGIC_LEN) == 0;
+	bool v3 = v4 || (len >= MAGIC_LEN && memcmp(buf, magic_v3, MAGIC_LEN) == 0);
+	size_t pos = MAGIC_LEN + (v1 ? 0 : 8) + (v4 ? OWNER : 0);
 	if (len < pos + 4 || (!v1 && !v3 && memcmp(buf, magic, MAGIC_LEN) != 0))
 		return -EBADMSG;
 	uint64_t writes = v1 ? 0 : get(buf + MAGIC_LEN, 8);
+	edge_owner owner = {.set = v4};
+	if (v4) {
+		const uint8_t *o = buf + MAGIC_LEN + 8;
+		memcpy(owner.fingerprint, o, GSP_FINGERPRINT_BYTES);
+		owner.dev = get(o + GSP_FINGERPRINT_BYTES, 8);
+		owner.ino = get(o + GSP_FINGERPRINT_BYTES + 8, 8);
+	}
 	uint64_t n = get(buf + pos, 4);
 	if (n > EDGESTATE_MAX)
 		return -EBADMSG;
@@ -116,6 +133,8 @@ int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
 		return -EBADMSG;
 	if (ret_writes)
 		*ret_writes = writes;
+	if (ret_owner)
+		*ret_owner = owner;
 	return (int)n;
 }
 
@@ -158,7 +177,8 @@ static uint8_t *len_blob(pieces *f, uint8_t *p, const uint8_t *b, uint32_t len)
 	return p;
 }
 
-static int pieces_of(const edge_record *r, size_t n, uint64_t writes, pieces *f)
+static int pieces_of(const edge_record *r, size_t n, uint64_t writes,
+		     const edge_owner *owner, pieces *f)
 {
 	*f = (pieces){0};
 	if (n > EDGESTATE_MAX)
@@ -167,11 +187,12 @@ static int pieces_of(const edge_record *r, size_t n, uint64_t writes, pieces *f)
 		if (r[i].msg_len > EDGESTATE_MSG_MAX || r[i].engine_len > EDGESTATE_MSG_MAX ||
 		    r[i].kept_len[0] > EDGESTATE_MSG_MAX || r[i].kept_len[1] > EDGESTATE_MSG_MAX)
 			return -EINVAL;
-	/* v2 while no record carries a generation's state (older daemons
-	 * read it), else v3. */
-	bool v3 = has_state(r, n);
+	/* v4 with an owner; else v2 while no record carries a generation's
+	 * state (older daemons read it), else v3. */
+	bool v4 = owner && owner->set;
+	bool v3 = v4 || has_state(r, n);
 	size_t per = HEAD + (v3 ? 16 : 0);
-	f->heads = malloc(MAGIC_LEN + 12 + n * per);
+	f->heads = malloc(MAGIC_LEN + 12 + OWNER + n * per);
 	/* Each record: head, message, weight and length, engine state,
 	 * length, kept, length, kept; and the last heads. */
 	f->iov = malloc((1 + n * 8) * sizeof(*f->iov));
@@ -180,8 +201,13 @@ static int pieces_of(const edge_record *r, size_t n, uint64_t writes, pieces *f)
 		return -ENOMEM;
 	}
 	uint8_t *p = f->mark = f->heads;
-	memcpy(p, v3 ? magic_v3 : magic, MAGIC_LEN);
+	memcpy(p, v4 ? magic_v4 : v3 ? magic_v3 : magic, MAGIC_LEN);
 	p = put(p + MAGIC_LEN, writes, 8);
+	if (v4) {
+		memcpy(p, owner->fingerprint, GSP_FINGERPRINT_BYTES);
+		p = put(p + GSP_FINGERPRINT_BYTES, owner->dev, 8);
+		p = put(p, owner->ino, 8);
+	}
 	p = put(p, n, 4);
 	for (size_t i = 0; i < n; i++) {
 		memcpy(p, r[i].key, GSP_KEY_BYTES);
@@ -206,10 +232,10 @@ static int pieces_of(const edge_record *r, size_t n, uint64_t writes, pieces *f)
 }
 
 int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
-		     uint8_t **ret_buf, size_t *ret_len)
+		     const edge_owner *owner, uint8_t **ret_buf, size_t *ret_len)
 {
 	pieces f;
-	int rc = pieces_of(r, n, writes, &f);
+	int rc = pieces_of(r, n, writes, owner, &f);
 	if (rc)
 		return rc;
 	uint8_t *buf = malloc(f.len), *p = buf;
@@ -227,10 +253,10 @@ int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
 }
 
 int edgestate_save(slotfile *file, const edge_record *r, size_t n,
-		   uint64_t writes)
+		   uint64_t writes, const edge_owner *owner)
 {
 	pieces f;
-	int rc = pieces_of(r, n, writes, &f);
+	int rc = pieces_of(r, n, writes, owner, &f);
 	if (rc)
 		return rc;
 	rc = slotfile_writev(file, f.iov, f.n);

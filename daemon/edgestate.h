@@ -4,9 +4,10 @@
  * trainer lives ends those generations at the rounds it had applied (its
  * neighbours then take back or complete the round between, PROTOCOL.md
  * 4.6) instead of leaving a round at one end.  Written after every STEP
- * that changed a count: whole, as the new contents of a slot file
- * (slotfile.h: rewritten in place; no fsync: it is for a killed process,
- * not a lost machine).  The messages go to the file from where the edges
+ * that changed a count, before the frames they promise go out: whole, as
+ * the new contents of a slot file (slotfile.h: rewritten in place, on the
+ * disk when the write returns, so that a power loss cannot undo what a
+ * peer was told; SyncRecords = off: a killed process only).  The messages go to the file from where the edges
  * keep them (pwritev), not through a copy: an exact round's are
  * megabytes, on the path to the next send.
  *
@@ -28,6 +29,13 @@
  * the engine edge's state (gsp_node_edge_save: a live generation, or an
  * ended one's update still to land; empty: none), our ROUNDs of rounds
  * S-1 and S.  With it a restarted daemon continues the generation.
+ *
+ * "gossipd edges v4\n" (written once a model has registered) is v3 with
+ * the owner after the write count: the registered model's fingerprint
+ * (32 bytes) and its buffer's identity (u64 st_dev, u64 st_ino of the
+ * trainer's memfd).  Only that buffer continues the records' generations
+ * and settles a write they count; another buffer (another trainer, or the
+ * same one with a new model) ends them at their counts and starts afresh.
  */
 #ifndef GOSSIPD_EDGESTATE_H
 #define GOSSIPD_EDGESTATE_H
@@ -37,6 +45,7 @@
 #include <stdint.h>
 
 #include "key.h"
+#include "proto.h"
 #include "slotfile.h"
 
 #define EDGESTATE_MAX 4096
@@ -71,17 +80,30 @@ typedef struct edge_record {
 	uint32_t kept_len[2];
 } edge_record;
 
+/* The buffer the records describe (v4): set once a model registered. */
+typedef struct edge_owner {
+	bool set;
+	uint8_t fingerprint[GSP_FINGERPRINT_BYTES];
+	uint64_t dev, ino;       /* the trainer's memfd */
+} edge_owner;
+
+/* Whether a buffer of that model and identity is the records' owner (or
+ * the records have none: those of before v4, or of no model). */
+bool edgestate_owned_by(const edge_owner *records, const edge_owner *buffer);
+
 /* Parses a file's bytes: the number of records (into out, room for
- * EDGESTATE_MAX; messages point into buf) and the write count (if
- * ret_writes), or -EBADMSG. */
+ * EDGESTATE_MAX; messages point into buf), the write count (if
+ * ret_writes) and the owner (if ret_owner; unset before v4), or
+ * -EBADMSG. */
 int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
-		    uint64_t *ret_writes);
-/* The bytes of n records and the write count, in a new buffer. */
+		    uint64_t *ret_writes, edge_owner *ret_owner);
+/* The bytes of n records, the write count and the owner (NULL or unset:
+ * none), in a new buffer. */
 int edgestate_encode(const edge_record *r, size_t n, uint64_t writes,
-		     uint8_t **ret_buf, size_t *ret_len);
+		     const edge_owner *owner, uint8_t **ret_buf, size_t *ret_len);
 /* Writes them as the file's new contents: edgestate_encode's bytes,
  * without building them in one buffer.  0 or -errno. */
 int edgestate_save(slotfile *file, const edge_record *r, size_t n,
-		   uint64_t writes);
+		   uint64_t writes, const edge_owner *owner);
 
 #endif

@@ -140,6 +140,7 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 {
 	memset(m, 0, sizeof(*m));
 	slotfile_init(&m->records);
+	m->sync_records = cfg->sync_records;
 	int rc = peers_init(&m->peers, loop, key, c, cfg, &mesh_peers_ops, m, err,
 			    err_len);
 	if (!rc)
@@ -225,6 +226,7 @@ int mesh_set_state_file(mesh *m, const char *path)
 	size_t len;
 	slotfile_close(&m->records);
 	int rc = slotfile_open(&m->records, path);
+	m->records.sync = m->sync_records;
 	if (!rc)
 		rc = slotfile_read(&m->records, EDGESTATE_FILE_MAX, &buf, &len);
 	bool slots = rc == 0;
@@ -236,7 +238,7 @@ int mesh_set_state_file(mesh *m, const char *path)
 		return rc;
 	bool legacy = !slots && buf;
 	edge_record *r = buf ? calloc(EDGESTATE_MAX, sizeof(*r)) : NULL;
-	int n = buf ? (r ? edgestate_parse(buf, len, r, &m->edges.writes) : -ENOMEM) : 0;
+	int n = buf ? (r ? edgestate_parse(buf, len, r, &m->edges.writes, &m->edges.owner) : -ENOMEM) : 0;
 	for (int k = 0; !rc && k < n; k++)
 		for (size_t i = 0; !rc && i < m->peers.n; i++)
 			if (!memcmp(m->peers.peer[i].cfg.public_key, r[k].key, GSP_KEY_BYTES))
@@ -308,7 +310,7 @@ static void save_records(mesh *m)
 		r[i].msg_len = 0;
 	}
 	if (!err)
-		err = edgestate_save(&m->records, r, s->n, s->writes);
+		err = edgestate_save(&m->records, r, s->n, s->writes, &s->owner);
 	if (!err)
 		s->counters->records_saved++;
 	if (!err && m->state_legacy)

@@ -23,6 +23,7 @@ typedef struct mesh {
 	bool has_pending;
 	char state_path[GSP_PATH_MAX];  /* edgestate file ("": none) */
 	slotfile records;        /* state_path.0 and .1 */
+	bool sync_records;       /* SyncRecords */
 	bool state_legacy;       /* state_path itself held the records */
 	bool state_failed;       /* a save failed (logged once) */
 	bool state_dropped;      /* the last save left out generations' state */

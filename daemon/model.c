@@ -127,12 +127,14 @@ static uint64_t max_payload(const model *m, size_t n_edges)
 	return best;
 }
 
-/* The buffer's undo section, and a write the last daemon left in it. */
-static void take_undo(model *m, uint64_t n)
+/* The buffer's undo section, and a write the last daemon left in it:
+ * the records count it only if they are this buffer's. */
+static void take_undo(model *m, uint64_t n, const edge_owner *owner)
 {
 	edge_set *s = &m->mesh->edges;
+	uint64_t counted = edgestate_owned_by(&s->owner, owner) ? s->writes : 0;
 	undo_found found;
-	if (!undo_attach(&m->undo, m->params, m->map_bytes, n, s->writes, &found))
+	if (!undo_attach(&m->undo, m->params, m->map_bytes, n, counted, &found))
 		return;
 	switch (found) {
 	case UNDO_REDONE:
@@ -246,20 +248,30 @@ int model_register(model *m, void *owner, const char *trainer,
 		snprintf(err_text, err_len, "cannot map the buffer: %s", strerror(-err));
 		goto fail;
 	}
-	take_undo(m, need / 4);
-	err = gsp_node_new(m->layout, m->params, m->engine, &m->node);
-	if (!err)
-		err = describe(m, wire, reg.n_tensors);
+	/* The records' owner: this model in this buffer (the memfd the
+	 * trainer keeps across a restart of gossipd). */
+	edge_model em = {.owner.set = true};
+	struct stat st;
+	err = describe(m, wire, reg.n_tensors);
+	if (!err && fstat(m->fd, &st) != 0)
+		err = -errno;
+	if (!err) {
+		memcpy(em.owner.fingerprint, m->fingerprint, sizeof(m->fingerprint));
+		em.owner.dev = (uint64_t)st.st_dev;
+		em.owner.ino = (uint64_t)st.st_ino;
+		take_undo(m, need / 4, &em.owner);
+		err = gsp_node_new(m->layout, m->params, m->engine, &m->node);
+	}
 	if (err) {
 		snprintf(err_text, err_len, "cannot set up the engine: %s",
 			 gsp_strerror(err));
 		goto fail;
 	}
-	edge_model em = {
-		.node = m->node, .layout = m->layout,
-		.method = (uint8_t)m->engine->method, .rank = (uint16_t)m->engine->rank,
-		.summary = m->summary,
-	};
+	em.node = m->node;
+	em.layout = m->layout;
+	em.method = (uint8_t)m->engine->method;
+	em.rank = (uint16_t)m->engine->rank;
+	em.summary = m->summary;
 	memcpy(em.fingerprint, m->fingerprint, sizeof(em.fingerprint));
 	/* Sizes need the node's edges: attach, then measure. */
 	if ((err = edges_attach(&m->mesh->edges, &em)) != 0) {

@@ -1,6 +1,7 @@
 /* slotfile: a file rewritten in place (slotfile.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +68,49 @@ static int scan(slotfile *f, int k)
 	return 0;
 }
 
+/* ---- the system's disk calls ------------------------------------------ */
+
+static int sys_pwritev(void *ctx, int fd, struct iovec *iov, size_t n, off_t off)
+{
+	return file_pwritev(fd, iov, n, off);
+}
+
+static int sys_truncate(void *ctx, int fd, off_t len)
+{
+	return ftruncate(fd, len) == 0 ? 0 : -errno;
+}
+
+static int sys_sync(void *ctx, int fd)
+{
+	int rc;
+	while ((rc = fdatasync(fd)) != 0 && errno == EINTR)
+		;
+	return rc == 0 ? 0 : -errno;
+}
+
+static int sys_sync_dir(void *ctx, const char *path)
+{
+	char dir[GSP_PATH_MAX + 3];
+	snprintf(dir, sizeof(dir), "%s", path);
+	int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) == 0 ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+static const slotfile_disk sys_disk = {
+	.pwritev = sys_pwritev, .truncate = sys_truncate, .sync = sys_sync,
+	.sync_dir = sys_sync_dir,
+};
+
 void slotfile_init(slotfile *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->fd[0] = f->fd[1] = -1;
+	f->sync = true;
+	f->disk = sys_disk;
 }
 
 int slotfile_open(slotfile *f, const char *path)
@@ -113,60 +153,26 @@ int slotfile_read(slotfile *f, size_t max, uint8_t **ret_buf, size_t *ret_len)
 	return 0;
 }
 
-static int put_head(int fd, const uint8_t head[SLOTFILE_HEAD])
+static int sync_file(slotfile *f, int fd)
 {
-	ssize_t r;
-	while ((r = pwrite(fd, head, SLOTFILE_HEAD, 0)) < 0 && errno == EINTR)
-		;
-	if (r < 0)
-		return -errno;
-	return r == SLOTFILE_HEAD ? 0 : -EIO;
+	return f->sync ? f->disk.sync(f->disk.ctx, fd) : 0;
 }
 
-/* At most steps of the write (SIZE_MAX: all of it); -ECANCELED when the
- * steps ran out.  len is the contents' length. */
-static int write_slot(slotfile *f, struct iovec *iov, size_t n, size_t len,
-		      size_t steps)
+/* Slot k's file, opened for writing; the first time, its name is made
+ * durable (the directory synced). */
+static int open_slot(slotfile *f, int k)
 {
-	/* Never the slot with the newest contents. */
-	int k = f->seq[0] > f->seq[1];
-	uint64_t next = (f->seq[k ^ 1] > f->seq[k] ? f->seq[k ^ 1] : f->seq[k]) + 1;
-	if (f->fd[k] < 0) {
-		f->fd[k] = open(slot_path(f, k), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (f->fd[k] < 0)
-			return -errno;
-	}
-	int fd = f->fd[k];
-	/* Its header stays as it was until the end: that of older
-	 * contents than the other slot's, or none. */
-	int rc;
-	if (steps < len) {
-		rc = file_pwritev(fd, iov, n, SLOTFILE_HEAD);
-		return rc ? rc : -ECANCELED;
-	}
-	steps -= len;
-	rc = file_pwritev(fd, iov, n, SLOTFILE_HEAD);
-	if (rc)
-		return rc;
-	uint64_t size = SLOTFILE_HEAD + (uint64_t)len;
-	if (f->size[k] < size)
-		f->size[k] = size;
-	if (steps-- == 0)
-		return -ECANCELED;
-	if (f->size[k] > size && ftruncate(fd, (off_t)size) != 0)
+	if (f->fd[k] >= 0)
+		return 0;
+	f->fd[k] = open(slot_path(f, k), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (f->fd[k] < 0)
 		return -errno;
-	f->size[k] = size;
-	if (steps-- == 0)
-		return -ECANCELED;
-	uint8_t head[SLOTFILE_HEAD] = {0};
-	memcpy(head, magic, sizeof(magic));
-	put64(head + 8, next);
-	put64(head + 16, len);
-	rc = put_head(fd, head);
-	if (rc)
-		return rc;
-	f->seq[k] = next;
-	return 0;
+	int rc = f->sync ? f->disk.sync_dir(f->disk.ctx, slot_path(f, k)) : 0;
+	if (rc) {
+		close(f->fd[k]);
+		f->fd[k] = -1;
+	}
+	return rc;
 }
 
 int slotfile_writev(slotfile *f, struct iovec *iov, size_t n)
@@ -174,26 +180,43 @@ int slotfile_writev(slotfile *f, struct iovec *iov, size_t n)
 	size_t len = 0;
 	for (size_t i = 0; i < n; i++)
 		len += iov[i].iov_len;
-	return write_slot(f, iov, n, len, SIZE_MAX);
-}
-
-int slotfile_writev_killed(slotfile *f, struct iovec *iov, size_t n, size_t steps)
-{
-	size_t len = 0;
-	for (size_t i = 0; i < n; i++)
-		len += iov[i].iov_len;
-	if (steps < len) {
-		/* The contents' first steps bytes only. */
-		size_t keep = steps, m = 0;
-		while (m < n && keep) {
-			size_t l = iov[m].iov_len < keep ? iov[m].iov_len : keep;
-			iov[m].iov_len = l;
-			keep -= l;
-			m++;
-		}
-		return write_slot(f, iov, m, len, steps);
+	/* Never the slot with the newest contents. */
+	int k = f->seq[0] > f->seq[1];
+	uint64_t next = (f->seq[k ^ 1] > f->seq[k] ? f->seq[k ^ 1] : f->seq[k]) + 1;
+	int rc = open_slot(f, k);
+	if (rc)
+		return rc;
+	int fd = f->fd[k];
+	uint8_t head[SLOTFILE_HEAD] = {0};
+	struct iovec h = {.iov_base = head, .iov_len = sizeof(head)};
+	/* A header whose write failed may be on the disk: none first. */
+	if (f->head_unknown[k] && ((rc = f->disk.pwritev(f->disk.ctx, fd, &h, 1, 0)) ||
+				   (rc = sync_file(f, fd))))
+		return rc;
+	f->head_unknown[k] = false;
+	/* Its header stays as it was until its contents and length are on
+	 * the disk: that of older contents than the other slot's, or none. */
+	rc = f->disk.pwritev(f->disk.ctx, fd, iov, n, SLOTFILE_HEAD);
+	if (rc)
+		return rc;
+	uint64_t size = SLOTFILE_HEAD + (uint64_t)len;
+	if (f->size[k] < size)
+		f->size[k] = size;
+	if (f->size[k] > size && (rc = f->disk.truncate(f->disk.ctx, fd, (off_t)size)))
+		return rc;
+	f->size[k] = size;
+	if ((rc = sync_file(f, fd)))
+		return rc;
+	memcpy(head, magic, sizeof(magic));
+	put64(head + 8, next);
+	put64(head + 16, len);
+	h = (struct iovec){.iov_base = head, .iov_len = sizeof(head)};
+	if ((rc = f->disk.pwritev(f->disk.ctx, fd, &h, 1, 0)) || (rc = sync_file(f, fd))) {
+		f->head_unknown[k] = true;
+		return rc;
 	}
-	return write_slot(f, iov, n, len, steps);
+	f->seq[k] = next;
+	return 0;
 }
 
 void slotfile_close(slotfile *f)

@@ -122,7 +122,7 @@ static inline void ep_save(ep_end *x)
 	ep_file *f = &x->files[++x->persists % EP_FILES];
 	free(f->buf);
 	f->buf = NULL;
-	ck_assert_int_eq(edgestate_encode(&r, 1, x->set.writes, &f->buf, &f->len), 0);
+	ck_assert_int_eq(edgestate_encode(&r, 1, x->set.writes, &x->set.owner, &f->buf, &f->len), 0);
 	f->writes = x->set.writes;
 	x->set.dirty = false;
 }
@@ -270,7 +270,7 @@ static inline void ep_restart_from(ep_end *x, const gsp_config *cfg, const ep_fi
 		ck_assert_int_eq(edges_attach(&x->set, &m), 0);
 	if (f && f->buf) {
 		edge_record *r = calloc(EDGESTATE_MAX, sizeof(*r));
-		ck_assert_int_eq(edgestate_parse(f->buf, f->len, r, &x->set.writes), 1);
+		ck_assert_int_eq(edgestate_parse(f->buf, f->len, r, &x->set.writes, &x->set.owner), 1);
 		ck_assert_int_eq(edge_restore(x->e, &r[0]), 0);
 		free(r);
 	}

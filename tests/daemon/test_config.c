@@ -32,6 +32,7 @@ START_TEST(test_valid)
 		"Topology = ring\n"
 		"Nodes = 8\n"
 		"WarmStart = off\n"
+		"SyncRecords = off\n"
 		"RekeyAfterSeconds = 5\n"
 		"DrainWait = 0\n"
 		"LeaveWait = 86400000\n"
@@ -52,17 +53,18 @@ START_TEST(test_valid)
 	ck_assert(cfg.gamma_auto);
 	ck_assert_uint_eq(cfg.nodes, 8);
 	ck_assert(!cfg.engine.warm_start);
+	ck_assert(!cfg.sync_records);
 	ck_assert_int_eq(cfg.log_level, GSP_LOG_DEBUG);
 	ck_assert_uint_eq(cfg.rekey_after_s, 5);
 	ck_assert_uint_eq(cfg.drain_wait_ms, 0);
 	ck_assert_uint_eq(cfg.leave_wait_ms, 86400000);
 	ck_assert_uint_eq(cfg.n_peers, 2);
 	ck_assert_str_eq(cfg.peers[0].endpoint, "127.0.0.1:7001");
-	ck_assert_uint_eq(cfg.peers[0].line, 16);
+	ck_assert_uint_eq(cfg.peers[0].line, 17);
 	ck_assert_str_eq(cfg.peers[1].endpoint, "");
 	ck_assert_uint_eq(cfg.peers[1].public_key[0], 32);
 	ck_assert(cfg.peers[1].weight == 0.25f);
-	ck_assert_uint_eq(cfg.peers[1].line, 19);
+	ck_assert_uint_eq(cfg.peers[1].line, 20);
 	ck_assert(!cfg.avg_finite);   /* off by default */
 	gsp_daemon_config_clear(&cfg);
 	gsp_daemon_config_clear(NULL);
@@ -117,6 +119,7 @@ START_TEST(test_errors_name_the_line)
 		{"[Node]\nGamma = -1\n", "test.conf:2: Gamma"},
 		{"[Node]\nGamma = nan\n", "test.conf:2: Gamma"},
 		{"[Node]\nWarmStart = yes\n", "test.conf:2: WarmStart"},
+		{"[Node]\n#\nSyncRecords = 1\n", "test.conf:3: SyncRecords takes on or off"},
 		{"[Node]\nColour = blue\n", "test.conf:2: unknown key 'Colour'"},
 		{"[Nodes]\nRank = 1\n", "test.conf:2: unknown section [Nodes]"},
 		{"[Node]\nRank 4\n", "test.conf:2: syntax error"},

@@ -314,6 +314,73 @@ START_TEST(test_records_two_rounds_behind_end_and_count_it)
 }
 END_TEST
 
+/* The records name the buffer they describe (its model's fingerprint
+ * and the memfd's identity).  a is killed with round 3 completed at b
+ * only, and restarts; the trainer that registers then brings the same
+ * buffer (the generation continues, as restart_both) or another one with
+ * the same layout (another trainer, or the same one with a new buffer):
+ * then the records' generation ends at its counts, exactly, and a new
+ * one starts (it used to continue the old generation's rounds into the
+ * new buffer, and settle a write the records counted in it). */
+static void restart_with_buffer(bool same)
+{
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_POWERGOSSIP, 2, "10x10,3", &sum0);
+	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 2);
+	edge_owner first = {.set = true, .dev = 7, .ino = 1001};
+	memset(first.fingerprint, 1, sizeof(first.fingerprint));
+	p.a.set.owner = p.a.set.model.owner = first;
+	round_trip(&p);
+	round_trip(&p);
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ck_assert_int_eq(ep_deliver_one(&p.a), 0);     /* b completes round 3 */
+	ep_end_session(&p.a);
+	ck_assert_int_ge(ep_step(&p.b), 0);             /* b applies it */
+	ep_restart(&p.a, &c, true, false);
+	ck_assert(p.a.set.owner.set);                   /* read from the file */
+	p.a.later.owner = first;
+	if (!same)
+		p.a.later.owner.ino = 1002;
+	ep_attach(&p.a);
+	ep_session_up(&p, 9);
+	ep_pump(&p);
+	round_trip(&p);        /* b's next STEP takes back what it must */
+	assert_conserved(&p, sum0);
+	ck_assert_uint_eq(p.a.e->continued, same);
+	ck_assert_uint_eq(p.b.e->continued, same);
+	if (same) {
+		ck_assert_uint_eq(p.a.e->generation, 1);
+	} else {
+		/* b took back its round 3; both are in a new generation. */
+		ck_assert_uint_eq(p.b.counters.rounds_rolled_back, 1);
+		ck_assert_uint_gt(p.a.e->generation, 1);
+		ck_assert_uint_eq(p.a.e->generation, p.b.e->generation);
+		ck_assert(p.a.e->live && p.b.e->live);
+	}
+	/* The records now name the buffer that registered. */
+	ck_assert(edgestate_owned_by(&p.a.set.owner, &p.a.later.owner));
+	for (int t = 0; t < 4; t++)
+		round_trip(&p);
+	assert_conserved(&p, sum0);
+	ck_assert_uint_eq(p.a.counters.rounds_unreconciled +
+			  p.b.counters.rounds_unreconciled, 0);
+	ep_free(&p);
+}
+
+START_TEST(test_restart_with_the_same_buffer_continues)
+{
+	restart_with_buffer(true);
+}
+END_TEST
+
+START_TEST(test_restart_with_another_buffer_ends_exactly_and_starts_afresh)
+{
+	restart_with_buffer(false);
+}
+END_TEST
+
 START_TEST(test_restart_of_both_ends_continues_powergossip)
 {
 	restart_both(GSP_METHOD_POWERGOSSIP);
@@ -1022,6 +1089,8 @@ int main(void)
 	tcase_add_test(tc, test_old_generation_round_is_dropped);
 	tcase_add_test(tc, test_records_two_rounds_behind_end_and_count_it);
 	tcase_add_test(tc, test_restart_of_both_ends_continues_powergossip);
+	tcase_add_test(tc, test_restart_with_the_same_buffer_continues);
+	tcase_add_test(tc, test_restart_with_another_buffer_ends_exactly_and_starts_afresh);
 	tcase_add_test(tc, test_restart_of_both_ends_continues_exact);
 	tcase_add_test(tc, test_records_keep_state_within_the_budget);
 	tcase_add_test(tc, test_restart_before_the_trainer_registers_keeps_the_generation);

@@ -122,7 +122,7 @@ static int parse_exact(const uint8_t *b, size_t len)
 	ck_assert_ptr_nonnull(copy);
 	if (len)
 		memcpy(copy, b, len);
-	return edgestate_parse(copy, len, out, NULL);
+	return edgestate_parse(copy, len, out, NULL, NULL);
 }
 
 static int parse(const raw *w)
@@ -175,9 +175,9 @@ START_TEST(test_round_trip)
 	for (size_t k = 0; k <= n; k++) {               /* 0..4 records */
 		uint8_t *buf;
 		size_t len;
-		ck_assert_int_eq(edgestate_encode(in, k, 0, &buf, &len), 0);
+		ck_assert_int_eq(edgestate_encode(in, k, 0, NULL, &buf, &len), 0);
 		memset(out, 0xa5, 5 * sizeof(out[0]));
-		ck_assert_int_eq(edgestate_parse(buf, len, out, NULL), (int)k);
+		ck_assert_int_eq(edgestate_parse(buf, len, out, NULL, NULL), (int)k);
 		size_t pos = FIXED;
 		for (size_t i = 0; i < k; i++) {
 			assert_same(&out[i], &in[i]);
@@ -195,7 +195,7 @@ START_TEST(test_round_trip)
 		/* Encoding what was parsed gives the same bytes back. */
 		uint8_t *again;
 		size_t again_len;
-		ck_assert_int_eq(edgestate_encode(out, k, 0, &again, &again_len), 0);
+		ck_assert_int_eq(edgestate_encode(out, k, 0, NULL, &again, &again_len), 0);
 		ck_assert_uint_eq(again_len, len);
 		ck_assert(!memcmp(again, buf, len));
 		free(again);
@@ -224,10 +224,10 @@ START_TEST(test_state_round_trip)
 	in[3].engine_len = 3;
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(edgestate_encode(in, n, WRITES, &buf, &len), 0);
+	ck_assert_int_eq(edgestate_encode(in, n, WRITES, NULL, &buf, &len), 0);
 	ck_assert(!memcmp(buf, "gossipd edges v3\n", MAGIC_LEN));
 	uint64_t writes = 0;
-	ck_assert_int_eq(edgestate_parse(buf, len, out, &writes), (int)n);
+	ck_assert_int_eq(edgestate_parse(buf, len, out, &writes, NULL), (int)n);
 	ck_assert_uint_eq(writes, WRITES);
 	for (size_t i = 0; i < n; i++) {
 		assert_same(&out[i], &in[i]);
@@ -246,7 +246,7 @@ START_TEST(test_state_round_trip)
 	}
 	uint8_t *again;
 	size_t again_len;
-	ck_assert_int_eq(edgestate_encode(out, n, WRITES, &again, &again_len), 0);
+	ck_assert_int_eq(edgestate_encode(out, n, WRITES, NULL, &again, &again_len), 0);
 	ck_assert_uint_eq(again_len, len);
 	ck_assert(!memcmp(again, buf, len));
 	free(again);
@@ -263,7 +263,7 @@ START_TEST(test_state_round_trip)
 	free(buf);
 	/* With no state anywhere: v2, which older daemons read. */
 	in[0].engine_len = in[3].engine_len = 0;
-	ck_assert_int_eq(edgestate_encode(in, n, WRITES, &buf, &len), 0);
+	ck_assert_int_eq(edgestate_encode(in, n, WRITES, NULL, &buf, &len), 0);
 	ck_assert(!memcmp(buf, "gossipd edges v2\n", MAGIC_LEN));
 	free(buf);
 }
@@ -304,7 +304,7 @@ START_TEST(test_encode_layout)
 
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(edgestate_encode(in, 3, WRITES, &buf, &len), 0);
+	ck_assert_int_eq(edgestate_encode(in, 3, WRITES, NULL, &buf, &len), 0);
 	ck_assert_uint_eq(len, w.len);
 	ck_assert_uint_eq(len, FIXED + 3 * HEAD + sizeof(msg_a) + 1);
 	ck_assert(!memcmp(buf, w.b, len));
@@ -340,7 +340,7 @@ END_TEST
 START_TEST(test_parse_refuses_bad_framing)
 {
 	/* Empty, and every prefix of the magic and count. */
-	ck_assert_int_eq(edgestate_parse((const uint8_t *)"", 0, out, NULL), -EBADMSG);
+	ck_assert_int_eq(edgestate_parse((const uint8_t *)"", 0, out, NULL, NULL), -EBADMSG);
 	raw w = raw_file(0);
 	ck_assert_int_eq(parse(&w), 0);
 	for (size_t l = 0; l < w.len; l++)
@@ -473,11 +473,11 @@ START_TEST(test_write_count)
 	/* The count is the 8 bytes after the magic, both ways. */
 	raw w = raw_file(0);
 	uint64_t writes = 0;
-	ck_assert_int_eq(edgestate_parse(w.b, w.len, out, &writes), 0);
+	ck_assert_int_eq(edgestate_parse(w.b, w.len, out, &writes, NULL), 0);
 	ck_assert_uint_eq(writes, WRITES);
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(edgestate_encode(out, 0, WRITES, &buf, &len), 0);
+	ck_assert_int_eq(edgestate_encode(out, 0, WRITES, NULL, &buf, &len), 0);
 	ck_assert_uint_eq(len, w.len);
 	ck_assert(!memcmp(buf, w.b, len));
 	free(buf);
@@ -488,7 +488,7 @@ START_TEST(test_write_count)
 	raw_int(&v1, 1, 4);
 	raw_head(&v1, 1, 4, 1, 2, 3, 9, 1, 0);
 	writes = 77;
-	ck_assert_int_eq(edgestate_parse(v1.b, v1.len, out, &writes), 1);
+	ck_assert_int_eq(edgestate_parse(v1.b, v1.len, out, &writes, NULL), 1);
 	ck_assert_uint_eq(writes, 0);
 	ck_assert_uint_eq(out[0].applied, 2);
 	/* Cut anywhere, it is refused. */
@@ -516,9 +516,9 @@ START_TEST(test_parse_refuses_message_over_max)
 	raw w = raw_file(1);
 	raw_head(&w, 1, 4, 1, 2, 3, 9, 1, EDGESTATE_MSG_MAX + 1);
 	memcpy(b, w.b, w.len);
-	ck_assert_int_eq(edgestate_parse(b, len, out, NULL), -EBADMSG);
+	ck_assert_int_eq(edgestate_parse(b, len, out, NULL, NULL), -EBADMSG);
 	le(b + w.len - 4, EDGESTATE_MSG_MAX, 4);
-	ck_assert_int_eq(edgestate_parse(b, len - 1, out, NULL), 1);
+	ck_assert_int_eq(edgestate_parse(b, len - 1, out, NULL, NULL), 1);
 	ck_assert_uint_eq(out[0].msg_len, EDGESTATE_MSG_MAX);
 	ck_assert_ptr_eq(out[0].msg, b + w.len);
 	free(w.b);
@@ -531,10 +531,10 @@ START_TEST(test_encode_refuses_oversized)
 	static edge_record in[EDGESTATE_MAX + 1];
 	uint8_t *buf = (uint8_t *)1;
 	size_t len = 7;
-	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX + 1, 0, &buf, &len), -EINVAL);
+	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX + 1, 0, NULL, &buf, &len), -EINVAL);
 	ck_assert_ptr_eq(buf, (uint8_t *)1);                /* untouched */
 	ck_assert_uint_eq(len, 7);
-	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX, 0, &buf, &len), 0);
+	ck_assert_int_eq(edgestate_encode(in, EDGESTATE_MAX, 0, NULL, &buf, &len), 0);
 	ck_assert_uint_eq(len, FIXED + (size_t)EDGESTATE_MAX * HEAD);
 	free(buf);
 
@@ -544,11 +544,11 @@ START_TEST(test_encode_refuses_oversized)
 	r[1].msg = NULL;
 	r[1].msg_len = EDGESTATE_MSG_MAX + 1;
 	buf = (uint8_t *)1;
-	ck_assert_int_eq(edgestate_encode(r, 2, 0, &buf, &len), -EINVAL);
+	ck_assert_int_eq(edgestate_encode(r, 2, 0, NULL, &buf, &len), -EINVAL);
 	ck_assert_ptr_eq(buf, (uint8_t *)1);
 	r[1].msg_len = 0xffffffffu;
-	ck_assert_int_eq(edgestate_encode(r, 2, 0, &buf, &len), -EINVAL);
-	ck_assert_int_eq(edgestate_encode(r, 1, 0, &buf, &len), 0);    /* the good one */
+	ck_assert_int_eq(edgestate_encode(r, 2, 0, NULL, &buf, &len), -EINVAL);
+	ck_assert_int_eq(edgestate_encode(r, 1, 0, NULL, &buf, &len), 0);    /* the good one */
 	free(buf);
 }
 END_TEST
@@ -563,7 +563,7 @@ static int save_at(const char *path, const edge_record *in, size_t n, uint64_t w
 	slotfile f;
 	int rc = slotfile_open(&f, path);
 	if (!rc)
-		rc = edgestate_save(&f, in, n, writes);
+		rc = edgestate_save(&f, in, n, writes, NULL);
 	slotfile_close(&f);
 	return rc;
 }
@@ -585,7 +585,7 @@ static uint8_t *save_is_encoding(const char *path, const edge_record *in, size_t
 	ck_assert_int_eq(save_at(path, in, n, writes), 0);
 	uint8_t *want, *got;
 	size_t want_len, got_len;
-	ck_assert_int_eq(edgestate_encode(in, n, writes, &want, &want_len), 0);
+	ck_assert_int_eq(edgestate_encode(in, n, writes, NULL, &want, &want_len), 0);
 	ck_assert_int_eq(read_at(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
 	ck_assert_uint_eq(got_len, want_len);
 	ck_assert(!memcmp(got, want, want_len));
@@ -605,7 +605,7 @@ START_TEST(test_save_writes_the_encoding)
 	for (size_t k = n + 1; k-- > 0;) {          /* replaces the last contents */
 		size_t got_len;
 		uint8_t *got = save_is_encoding(path, in, k, 0, &got_len);
-		ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), (int)k);
+		ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL, NULL), (int)k);
 		for (size_t i = 0; i < k; i++)
 			assert_same(&out[i], &in[i]);
 		free(got);
@@ -619,7 +619,7 @@ START_TEST(test_save_writes_the_encoding)
 	uint8_t *got;
 	size_t got_len;
 	ck_assert_int_eq(read_at(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
-	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), 0);
+	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL, NULL), 0);
 	free(got);
 }
 END_TEST
@@ -725,12 +725,12 @@ START_TEST(test_file_read_large_edgestate)
 	ck_assert_int_eq(save_at(path, in, 300, 0), 0);
 	uint8_t *want, *got;
 	size_t want_len, got_len;
-	ck_assert_int_eq(edgestate_encode(in, 300, 0, &want, &want_len), 0);
+	ck_assert_int_eq(edgestate_encode(in, 300, 0, NULL, &want, &want_len), 0);
 	ck_assert_uint_gt(want_len, 100000);
 	ck_assert_int_eq(read_at(path, EDGESTATE_FILE_MAX, &got, &got_len), 0);
 	ck_assert_uint_eq(got_len, want_len);
 	ck_assert(!memcmp(got, want, want_len));
-	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL), 300);
+	ck_assert_int_eq(edgestate_parse(got, got_len, out, NULL, NULL), 300);
 	for (int i = 0; i < 300; i++)
 		assert_same(&out[i], &in[i]);
 	free(got);
@@ -815,7 +815,7 @@ START_TEST(test_save_state_many_pieces)
 	size_t got_len;
 	uint8_t *got = save_is_encoding(path, in, N, 9, &got_len);
 	uint64_t writes = 0;
-	ck_assert_int_eq(edgestate_parse(got, got_len, out, &writes), N);
+	ck_assert_int_eq(edgestate_parse(got, got_len, out, &writes, NULL), N);
 	ck_assert_uint_eq(writes, 9);
 	for (int i = 0; i < N; i++) {
 		assert_same(&out[i], &in[i]);
@@ -832,6 +832,65 @@ START_TEST(test_save_state_many_pieces)
 }
 END_TEST
 
+/* v4: the owner (fingerprint and buffer identity) after the write count,
+ * the records as v3's (with or without state); back byte for byte; every
+ * prefix refused; only that buffer owns the records. */
+START_TEST(test_owner_round_trip)
+{
+	edge_record in[8];
+	size_t n = sample(in);
+	edge_owner owner = {.set = true, .dev = 0x0102030405060708ull, .ino = 77};
+	for (int i = 0; i < GSP_FINGERPRINT_BYTES; i++)
+		owner.fingerprint[i] = (uint8_t)(3 * i + 1);
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(edgestate_encode(in, n, WRITES, &owner, &buf, &len), 0);
+	ck_assert(!memcmp(buf, "gossipd edges v4\n", MAGIC_LEN));
+	uint64_t writes = 0;
+	edge_owner got = {0};
+	ck_assert_int_eq(edgestate_parse(buf, len, out, &writes, &got), (int)n);
+	ck_assert_uint_eq(writes, WRITES);
+	ck_assert(got.set);
+	ck_assert_uint_eq(got.dev, owner.dev);
+	ck_assert_uint_eq(got.ino, owner.ino);
+	ck_assert(!memcmp(got.fingerprint, owner.fingerprint, GSP_FINGERPRINT_BYTES));
+	for (size_t i = 0; i < n; i++)
+		assert_same(&out[i], &in[i]);
+	uint8_t *again;
+	size_t again_len;
+	ck_assert_int_eq(edgestate_encode(out, n, WRITES, &got, &again, &again_len), 0);
+	ck_assert_uint_eq(again_len, len);
+	ck_assert(!memcmp(again, buf, len));
+	free(again);
+	for (size_t l = 0; l < len; l++)
+		ck_assert_int_eq(parse_exact(buf, l), -EBADMSG);
+	free(buf);
+	/* Without an owner: v2 or v3 as before, which has none. */
+	edge_owner none = {0};
+	ck_assert_int_eq(edgestate_encode(in, n, WRITES, &none, &buf, &len), 0);
+	ck_assert(!memcmp(buf, "gossipd edges v2\n", MAGIC_LEN));
+	got.set = true;
+	ck_assert_int_eq(edgestate_parse(buf, len, out, NULL, &got), (int)n);
+	ck_assert(!got.set);
+	free(buf);
+	/* Who owns them: the same model in the same buffer only; records of
+	 * no owner (before v4) are anyone's. */
+	edge_owner other = owner;
+	ck_assert(edgestate_owned_by(&owner, &other));
+	other.ino++;
+	ck_assert(!edgestate_owned_by(&owner, &other));
+	other = owner;
+	other.dev++;
+	ck_assert(!edgestate_owned_by(&owner, &other));
+	other = owner;
+	other.fingerprint[GSP_FINGERPRINT_BYTES - 1] ^= 1;
+	ck_assert(!edgestate_owned_by(&owner, &other));
+	ck_assert(!edgestate_owned_by(&owner, &none));
+	ck_assert(edgestate_owned_by(&none, &owner));
+	ck_assert(edgestate_owned_by(&none, &none));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("daemon-edgestate");
@@ -839,6 +898,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_state_round_trip);
+	tcase_add_test(tc, test_owner_round_trip);
 	tcase_add_test(tc, test_encode_layout);
 	tcase_add_test(tc, test_parse_accepts_bounds);
 	tcase_add_test(tc, test_parse_refuses_bad_framing);

@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static edge_record out[EDGESTATE_MAX];
 	uint64_t writes = 0;
-	int n = edgestate_parse(data, size, out, &writes);
+	edge_owner owner;
+	int n = edgestate_parse(data, size, out, &writes, &owner);
 	if (n < 0) {
 		if (n != -EBADMSG)
 			abort();
@@ -49,11 +50,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	uint8_t *buf;
 	size_t len;
-	if (edgestate_encode(out, (size_t)n, writes, &buf, &len) != 0)
+	bool v4 = size >= 16 && !memcmp(data, "gossipd edges v4", 16);
+	if (owner.set != v4)
+		abort();
+	if (edgestate_encode(out, (size_t)n, writes, &owner, &buf, &len) != 0)
 		abort();
 	/* A v2 file comes back byte for byte, and so does a v3 one with a
-	 * generation's state; a v1 one, or a v3 one with none, comes back as
-	 * v2 with the same records. */
+	 * generation's state, and a v4 one (its owner with it); a v1 one, or
+	 * a v3 one with none, comes back as v2 with the same records. */
 	bool v1 = size >= 16 && !memcmp(data, "gossipd edges v1", 16);
 	bool v3 = size >= 16 && !memcmp(data, "gossipd edges v3", 16);
 	bool stateless = true;
@@ -61,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		stateless = stateless && !out[i].engine_len;
 	if (!v1 && !(v3 && stateless) && (len != size || memcmp(buf, data, size) != 0))
 		abort();
-	if ((v1 || (v3 && stateless)) && edgestate_parse(buf, len, out, NULL) != n)
+	if ((v1 || (v3 && stateless)) && edgestate_parse(buf, len, out, NULL, NULL) != n)
 		abort();
 	free(buf);
 	return 0;
