@@ -385,7 +385,11 @@ int main(int argc, char **argv)
 			check = true;
 			break;
 		case 'V':
+#ifdef GSP_TEST_HOOKS
+			printf("gossipd %s (test hooks)\n", GSP_VERSION);
+#else
 			printf("gossipd %s\n", GSP_VERSION);
+#endif
 			return 0;
 		case 'h':
 			usage(stdout);

@@ -19,11 +19,24 @@ static edge_set *edges(stepper *s)
 	return &s->mesh->edges;
 }
 
+/* Models of at least this many floats step on the thread pool. */
+#define OFFLOAD_FLOATS ((size_t)1 << 20)
+
+#ifdef GSP_TEST_HOOKS
+/* Test hooks (meson -Dtest_hooks=true only): GSP_OFFLOAD_FLOATS moves the
+ * threshold above (0: every step off the loop), GSP_TEST_STEP_DELAY_MS
+ * holds each step that long on the thread pool. */
 static size_t env_size(const char *name, size_t dflt)
 {
 	const char *v = getenv(name);
 	return v ? (size_t)strtoull(v, NULL, 10) : dflt;
 }
+#else
+static size_t env_size(const char *name, size_t dflt)
+{
+	return dflt;
+}
+#endif
 
 static void on_reply_timer(uv_timer_t *t);
 static void on_average_timer(uv_timer_t *t);
@@ -37,7 +50,7 @@ void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
 {
 	*s = (stepper){.loop = loop, .model = m, .mesh = m->mesh,
 		       .max_staleness = max_staleness, .max_wait_ms = max_wait_ms};
-	s->offload_floats = env_size("GSP_OFFLOAD_FLOATS", (size_t)1 << 20);
+	s->offload_floats = env_size("GSP_OFFLOAD_FLOATS", OFFLOAD_FLOATS);
 	/* Test hook: every offloaded step takes at least this long, so tests
 	 * can land peer messages inside the window. */
 	s->test_delay_ms = (unsigned)env_size("GSP_TEST_STEP_DELAY_MS", 0);

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "bindings", "python"))
@@ -38,6 +39,22 @@ START_BATCH = 8
 # here is not taken meanwhile as the local end of some outgoing
 # connection (the proxy of the faults suite opens hundreds).
 PORT_RANGE = (20000, 32000)
+
+
+# What gossipd reads from its environment only when built with meson
+# -Dtest_hooks=true (daemon/step.c).
+TEST_HOOKS = ("GSP_OFFLOAD_FLOATS", "GSP_TEST_STEP_DELAY_MS")
+_hooks_of = {}
+
+
+def has_test_hooks(gossipd):
+    """Whether the gossipd executable at that path reads TEST_HOOKS (its
+    --version says "(test hooks)")."""
+    if gossipd not in _hooks_of:
+        out = subprocess.run([gossipd, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, timeout=30).stdout
+        _hooks_of[gossipd] = "(test hooks)" in out
+    return _hooks_of[gossipd]
 
 
 def free_ports(n):
@@ -286,9 +303,15 @@ class Cluster:
     def start(self, nodes=None, extra_env=None, **kw):
         """Starts the daemons of nodes (all), with extra_env added to
         their environment, START_BATCH at a time, each batch awaited
-        through its READY=1; kw goes to write_config."""
+        through its READY=1; kw goes to write_config.  A test that sets a
+        test hook (TEST_HOOKS) is skipped when gossipd was built without
+        them."""
         nodes = list(range(self.n) if nodes is None else nodes)
         env = dict(os.environ, NOTIFY_SOCKET=self.notify_path, **(extra_env or {}))
+        if any(k in env for k in TEST_HOOKS) and not has_test_hooks(self.bin("daemon", "gossipd")):
+            raise unittest.SkipTest("%s needs gossipd built with meson -Dtest_hooks=true "
+                                    "(tools/run-tests builds it so)"
+                                    % "/".join(k for k in TEST_HOOKS if k in env))
         for k in range(0, len(nodes), START_BATCH):
             batch = nodes[k:k + START_BATCH]
             for i in batch:
