@@ -70,7 +70,7 @@ int edge__send_resync(edge *e, bool ending)
 	gsp_msg_resync m;
 	fill_resync(e, &m, ending);
 	/* The session's first RESYNC (none goes out before the peer's came,
-	 * see decided()) is the one the peer decides on. */
+	 * see edge__decided()) is the one the peer decides on. */
 	if (e->state == EDGE_WAIT_RESYNC) {
 		e->offered_weight = m.weight;
 		e->offered_no_start = m.flags & GSP_RESYNC_NO_START;
@@ -128,134 +128,6 @@ static void check_agreement(edge *e, const gsp_msg_resync *m)
 			 "a round landed at one end only", e->name, g,
 			 (unsigned long long)theirs, (unsigned long long)ours);
 	}
-}
-
-/* ---- ending a generation ---------------------------------------------- */
-
-static bool decided(const edge *e);
-
-void edge__record_end(edge *e, uint64_t applied)
-{
-	/* `applied`: the rounds completed here, each landed or landing. */
-	edge_set *s = e->set;
-	if (applied > 0) {
-		e->ended_generation = e->generation;
-		e->ended_applied = applied;
-		edge__msg_free(&e->ended_msg);
-		int k = edge__kept(e, applied);
-		if (k >= 0) {
-			e->ended_msg = e->sent[k];
-			e->sent[k] = (edge_msg){0};
-		}
-	}
-	for (int k = 0; k < 2; k++)
-		edge__msg_free(&e->sent[k]);
-	if (e->early && e->early_generation == e->generation) {
-		free(e->early);
-		e->early = NULL;
-	}
-	if (s->attached)
-		(void)gsp_node_edge_disable(s->model.node, e->index);
-	e->live = false;
-	e->ending = TARGET_NONE;
-	e->leave_expired = false;
-	edge__sched_reset(e);
-	/* Only a live generation's rounds mean anything in a RESYNC. */
-	e->completed = e->sent_round = applied;
-	gsp_info("peer %s: edge generation %u ended at round %llu", e->name,
-		 e->generation, (unsigned long long)applied);
-	edge_end_why why = e->ending_self;
-	e->ending_self = END_NONE;
-	s->dirty = true;
-	/* Ended at a count the peer asked for in an earlier session, which
-	 * it forgot (killed and restarted: the records keep no ENDING), so
-	 * it continued the generation in this one: it would wait for our
-	 * rounds for the rest of the session, and only a session's first
-	 * RESYNCs start a generation.  A new session agrees one. */
-	if (why == END_NONE && e->peer_continues && decided(e)) {
-		gsp_info("peer %s: generation %u ended here at the count the peer asked for "
-			 "before; it continued it: reconnecting", e->name, e->generation);
-		why = END_RESTART;
-	}
-	e->peer_continues = false;
-	if (why != END_NONE)
-		s->ops->ended(s->ctx, e, why);
-	edge__changed(e);
-}
-
-/* Ends the live generation at the peer's final count (e->target): a
- * round completed here beyond it is taken back; one completed but not
- * yet applied lands at the next STEP or DRAIN.  False while it waits for
- * the peer's message of the target round (the peer sends it when it sees
- * our RESYNC). */
-/* Whether taking back e's last round subtracts it from the parameters
- * (it was applied) rather than dropping an update not yet applied. */
-static bool takes_subtraction(const edge *e)
-{
-	gsp_edge_info info;
-	return gsp_node_edge_info(e->set->model.node, e->index, &info) != 0 ||
-	       info.state != GSP_EDGE_COMPLETED;
-}
-
-static bool end_live(edge *e)
-{
-	edge_set *s = e->set;
-	if (e->ending == TARGET_UNKNOWN && e->completed > 0) {
-		s->counters->rounds_unreconciled++;
-		gsp_warn("peer %s lost its edge state (a restart): the last round of "
-			 "generation %u may have landed at one end only", e->name,
-			 e->generation);
-	}
-	if (e->ending == TARGET_UNKNOWN) {
-		edge__record_end(e, e->completed);
-		return true;
-	}
-	if (e->completed < e->target)
-		return false;
-	if (e->completed > e->target && !s->writing && takes_subtraction(e)) {
-		/* The trainer may be writing its parameters now: the round is
-		 * taken back inside its next request (model_write_begin). */
-		s->takeback_waiting = true;
-		e->answer_due = true;
-		edge__changed(e);     /* a request that waits takes it now */
-		return false;
-	}
-	if (e->completed > e->target)
-		edge__take_back(e);
-	edge__record_end(e, e->completed);
-	return true;
-}
-
-void edge__take_back(edge *e)
-{
-	edge_set *s = e->set;
-	int r = gsp_node_edge_rollback(s->model.node, e->index, e->target);
-	if (r < 0) {
-		s->counters->rounds_unreconciled++;
-		gsp_err("peer %s: generation %u ended at round %llu there, %llu here, "
-			"and cannot be taken back (%s)", e->name, e->generation,
-			(unsigned long long)e->target, (unsigned long long)e->completed,
-			gsp_strerror(r));
-		return;
-	}
-	s->counters->rounds_rolled_back++;
-	e->rollbacks++;
-	gsp_info("peer %s: round %llu taken back (%s): the peer ended generation %u "
-		 "before it", e->name, (unsigned long long)e->completed,
-		 r ? "subtracted" : "dropped", e->generation);
-	e->completed = e->target;
-}
-
-void edge__drop_landing(edge *e)
-{
-	edge_set *s = e->set;
-	e->ended_applied--;
-	edge__msg_free(&e->ended_msg);   /* of a round that no longer counts */
-	if (!e->ended_applied)
-		e->ended_generation = 0;
-	s->counters->rounds_unreconciled++;
-	gsp_warn("peer %s: the last round of generation %u had not landed when the "
-		 "model went: it landed at the peer only", e->name, e->generation);
 }
 
 /* ---- starting a generation -------------------------------------------- */
@@ -319,33 +191,9 @@ static void start_agreed(edge *e)
  * none goes out before.  The peer, which has decided already, would
  * read one of before as being about the generation it agreed to (and
  * ends that one, at no rounds). */
-static bool decided(const edge *e)
+bool edge__decided(const edge *e)
 {
 	return e->state == EDGE_UP || e->state == EDGE_IDLE;
-}
-
-/* LeaveWait passed (edge_end_alone): the count to end at without the
- * peer's answer.  Decided only here, on the loop and not while busy, so
- * that an answer which came meanwhile still decides it: frames kept
- * during a step off the loop are read first (edges_after_busy, also
- * those of a session that has ended since). */
-static void leave_target(edge *e)
-{
-	if (e->ending == TARGET_NONE) {
-		/* The peer never said where it stands: our offer; a round
-		 * completed since is taken back (end_live). */
-		e->ending = TARGET_KNOWN;
-		e->target = e->end_count;
-	} else if (e->ending == TARGET_KNOWN && e->completed < e->target) {
-		/* Its message of the round it ends at never came: that round
-		 * lands at the peer only. */
-		e->set->counters->rounds_unreconciled++;
-		gsp_warn("peer %s: generation %u ends at round %llu here and %llu there: "
-			 "the peer's message of its last round never came", e->name,
-			 e->generation, (unsigned long long)e->completed,
-			 (unsigned long long)e->target);
-		e->target = e->completed;
-	}
 }
 
 void edge__settle(edge *e)
@@ -361,8 +209,8 @@ void edge__settle(edge *e)
 	if (e->live && e->state == EDGE_WAIT_RESYNC)
 		return;
 	if (e->live && e->leave_expired && !e->n_deferred && !e->reading_kept)
-		leave_target(e);
-	if (e->live && e->ending != TARGET_NONE && !end_live(e))
+		edge__leave_target(e);
+	if (e->live && e->ending != TARGET_NONE && !edge__end_live(e))
 		return;
 	start_agreed(e);
 	/* An end that waited for a write answers the peer's ENDING now, as
@@ -371,7 +219,7 @@ void edge__settle(edge *e)
 	if (e->answer_due && (!e->live || e->ending == TARGET_NONE) &&
 	    e->state != EDGE_WAIT_RESYNC) {
 		e->answer_due = false;
-		if (decided(e))
+		if (edge__decided(e))
 			(void)edge__send_resync(e, true);
 	}
 }
@@ -455,18 +303,13 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 		  (unsigned long long)e->target);
 }
 
-/* count, or the end the peer's ENDING told if that is lower. */
-static uint64_t below_told_end(const edge *e, uint64_t count)
-{
-	return e->ending == TARGET_KNOWN && e->target < count ? e->target : count;
-}
 
 /* Our kept messages the peer lacks, oldest first. */
 static void resend(edge *e, uint64_t peer_completed)
 {
 	/* Ending it: nothing past the count we end at, or the one the peer
 	 * told (a restart may have made it forget, see learn_end). */
-	uint64_t last = below_told_end(e, e->ending_self ? e->end_count : UINT64_MAX);
+	uint64_t last = edge__below_told_end(e, e->ending_self ? e->end_count : UINT64_MAX);
 	for (int k = 0; k < 2; k++)
 		if (e->sent[k].buf && e->sent[k].round > peer_completed &&
 		    e->sent[k].round <= last &&
@@ -561,256 +404,5 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	if (current && was_live && (!e->live || e->generation != m.generation) &&
 	    (m.flags & GSP_RESYNC_ENDING) && e->state != EDGE_DOWN)
 		(void)edge__send_resync(e, true);
-	return 0;
-}
-
-/* ---- ending by this end ---------------------------------------------- */
-
-bool edge_end_begin(edge *e, edge_end_why why)
-{
-	edge_set *s = e->set;
-	e->start_pending = false;
-	if (!e->live || s->busy)
-		return !e->live;
-	if (e->ending_self)
-		return false;
-	e->ending_self = why;
-	/* Nothing more is sent or completed on it; a round completed but
-	 * not applied yet is not offered (at DETACH it could not land), and
-	 * is taken back, whether a STEP applied it meanwhile or not, unless
-	 * the peer's count turns out to include it.  If the peer's ENDING
-	 * came first and we have not ended yet (a take-back waits for a
-	 * write), we offer no more than the count it told, as
-	 * learn_end would have had we been ending already.  The peer may
-	 * have forgotten that ENDING (a restart keeps none) and applied a
-	 * round past it since; our answer takes that round back, a higher
-	 * offer would make it keep it. */
-	e->end_count = below_told_end(e, edge__applied(e));
-	gsp_debug("peer %s: ending generation %u at round %llu at most", e->name,
-		  e->generation, (unsigned long long)e->end_count);
-	/* Our RESYNC of this session went out already (after the peer's
-	 * MODEL): another says we end, after our message of that round, so
-	 * that a peer which lacked it (lost with a session) completes it
-	 * before it hears the count, and we need take nothing back.  A
-	 * session's first RESYNC never says ENDING: it continues the
-	 * generation first (decide), which then says it; before the peer's
-	 * first RESYNC came, nothing more goes out (decided). */
-	if (decided(e)) {
-		int k = edge__kept(e, e->end_count);
-		if (k >= 0)
-			(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
-		(void)edge__send_resync(e, true);
-	}
-	return false;
-}
-
-/* ---- a peer that does not answer (LeaveWait) -------------------------- */
-
-bool edge_end_alone(edge *e)
-{
-	if (!e->live)
-		return true;
-	if (!e->ending_self)
-		return false;
-	if (!e->leave_expired)
-		gsp_warn("peer %s: no answer within LeaveWait: generation %u ends here "
-			 "without it, at round %llu at most", e->name, e->generation,
-			 (unsigned long long)e->end_count);
-	e->leave_expired = true;
-	edge__settle(e);   /* busy: after the step (edges_finish) */
-	return !e->live;
-}
-
-/* ---- records for a restart -------------------------------------------- */
-
-/* The engine edge holds an ended generation's last update, to land at
- * the next apply. */
-static bool landing(const edge *e)
-{
-	gsp_edge_info info;
-	return e->set->attached && !e->live &&
-	       gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
-	       info.state == GSP_EDGE_COMPLETED;
-}
-
-bool edge_state_fits(const edge *e)
-{
-	size_t len, kept = 0;
-	for (int k = 0; k < 2; k++)
-		kept += e->sent[k].buf ? e->sent[k].len : 0;
-	return e->set->attached &&
-	       gsp_node_edge_state_size(e->set->model.node, e->index, &len) == 0 &&
-	       len + kept <= EDGESTATE_STATE_MAX;
-}
-
-void edge_record_of(edge *e, edge_record *r)
-{
-	const edge_msg *m = &e->ended_msg;
-	memset(r, 0, sizeof(*r));
-	r->generation = e->generation;
-	r->live = e->live;
-	r->ended_generation = e->ended_generation;
-	r->ended_applied = e->ended_applied;
-	memcpy(r->seed, e->gen_seed, sizeof(r->seed));
-	/* A live generation with rounds applied supersedes the ended one's
-	 * record; with none yet, that record and its message stay (a peer
-	 * still in the ended generation completes from it). */
-	if (e->live && (r->applied = edge__applied(e)) > 0) {
-		int k = edge__kept(e, r->applied);
-		m = k >= 0 ? &e->sent[k] : NULL;
-	}
-	if (m && m->buf && m->len <= EDGESTATE_MSG_MAX) {
-		r->msg = m->buf;
-		r->msg_len = (uint32_t)m->len;
-	}
-	/* All of a live generation, for it to continue; of an ended one
-	 * whose last update is still to land, for it to land. */
-	free(e->saved);
-	e->saved = NULL;
-	size_t len;
-	if ((!e->live && !landing(e)) || !edge_state_fits(e) ||
-	    gsp_node_edge_save(e->set->model.node, e->index, &e->saved, &len) != 0 ||
-	    len > EDGESTATE_MSG_MAX)
-		return;
-	r->engine = e->saved;
-	r->engine_len = (uint32_t)len;
-	r->weight = e->weight;
-	for (int k = 0; k < 2; k++)
-		if (e->sent[k].buf && e->sent[k].len <= EDGESTATE_MSG_MAX) {
-			r->kept[k] = e->sent[k].buf;
-			r->kept_len[k] = (uint32_t)e->sent[k].len;
-		}
-}
-
-/* A kept ROUND of r's message bytes (none if they do not decode). */
-static int copy_round(const uint8_t *msg, uint32_t len, uint32_t generation,
-		      edge_msg *ret)
-{
-	gsp_msg_round m;
-	*ret = (edge_msg){0};
-	if (!len || gsp_msg_round_decode(msg, len, &m) != 0 || m.generation != generation)
-		return 0;
-	if (!(ret->buf = gsp_bigmem_malloc(len)))
-		return -ENOMEM;
-	memcpy(ret->buf, msg, len);
-	ret->len = len;
-	ret->round = m.round;
-	ret->degree = m.degree;
-	return 0;
-}
-
-static void drop_resume(edge *e)
-{
-	free(e->resume);
-	e->resume = NULL;
-	for (int k = 0; k < 2; k++)
-		edge__msg_free(&e->resume_sent[k]);
-}
-
-void edge__resume(edge *e, bool ours)
-{
-	edge_set *s = e->set;
-	gsp_edge_info info;
-	int err = !ours ? -ESTALE
-			: gsp_node_edge_load(s->model.node, e->index, e->resume, e->resume_len);
-	if (!err)
-		err = gsp_node_edge_info(s->model.node, e->index, &info);
-	if (err) {
-		gsp_warn("peer %s: generation %u cannot continue (%s): it ended at round "
-			 "%llu", e->name, e->generation, gsp_strerror(err),
-			 (unsigned long long)e->completed);
-		(void)gsp_node_edge_disable(s->model.node, e->index);
-		/* An ended generation's last update cannot land now. */
-		if (!e->resume_live && e->ended_generation == e->generation &&
-		    e->ended_applied)
-			edge__drop_landing(e);
-		drop_resume(e);
-		return;
-	}
-	if (!e->resume_live) {
-		/* An ended generation's last update: it lands at the next
-		 * apply (the engine edge stays disabled). */
-		drop_resume(e);
-		return;
-	}
-	/* The ended record edge_restore wrote for want of this goes. */
-	if (e->ended_generation == e->generation) {
-		edge__msg_free(&e->ended_msg);
-		e->ended_generation = e->resume_ended_generation;
-		e->ended_applied = e->resume_ended_applied;
-	}
-	for (int k = 0; k < 2; k++) {
-		edge__msg_free(&e->sent[k]);
-		e->sent[k] = e->resume_sent[k];
-		e->resume_sent[k] = (edge_msg){0};
-	}
-	free(e->resume);
-	e->resume = NULL;
-	e->live = true;
-	e->weight = e->resume_weight;
-	e->sent_round = info.round;
-	e->completed = info.state == GSP_EDGE_IN_FLIGHT ? info.round - 1 : info.round;
-	e->last_apply_step = s->steps;
-	s->dirty = true;
-	gsp_info("peer %s: generation %u of before the restart continues at round %llu",
-		 e->name, e->generation, (unsigned long long)e->completed);
-}
-
-int edge_restore(edge *e, const edge_record *r)
-{
-	uint32_t g = r->ended_generation;
-	uint64_t a = r->ended_applied;
-	if (r->live && r->applied) {
-		g = r->generation;
-		a = r->applied;
-	}
-	edge_msg kept;
-	if (copy_round(r->msg, r->msg_len, g, &kept) != 0)
-		return -ENOMEM;
-	if (kept.round != a)
-		edge__msg_free(&kept);
-	edge__msg_free(&e->ended_msg);
-	e->ended_msg = kept;
-	e->no_history = false;
-	e->generation = r->generation;
-	memcpy(e->gen_seed, r->seed, sizeof(e->gen_seed));
-	e->ended_generation = a ? g : 0;
-	e->ended_applied = a;
-	e->completed = e->sent_round = r->live ? r->applied : 0;
-	drop_resume(e);
-	if (r->engine_len) {
-		/* Until it continues, our RESYNC says it is live (fill_resync);
-		 * if it cannot, it stands ended at `applied`, and a peer that
-		 * meets us then ends it there too. */
-		for (int k = 0; k < 2; k++)
-			if (copy_round(r->kept[k], r->kept_len[k], r->generation,
-				       &e->resume_sent[k]) != 0) {
-				drop_resume(e);
-				return -ENOMEM;
-			}
-		if (!(e->resume = malloc(r->engine_len))) {
-			drop_resume(e);
-			return -ENOMEM;
-		}
-		memcpy(e->resume, r->engine, r->engine_len);
-		e->resume_len = r->engine_len;
-		e->resume_live = r->live;
-		e->resume_weight = r->weight;
-		e->resume_ended_generation = r->ended_generation;
-		e->resume_ended_applied = r->ended_applied;
-		/* Meanwhile our RESYNC says C = applied (at most what was
-		 * completed) and S, the last kept round: consistent with the
-		 * peer, which resends what we may lack. */
-		for (int k = 0; k < 2; k++)
-			if (e->resume_sent[k].round > e->sent_round)
-				e->sent_round = e->resume_sent[k].round;
-		if (e->set->attached)
-			edge__resume(e, edgestate_owned_by(&e->set->owner,
-							   &e->set->model.owner));
-		if (r->live)
-			return 0;
-	}
-	gsp_info("peer %s: generation %u of before the restart ends at round %llu",
-		 e->name, r->generation, (unsigned long long)(r->live ? r->applied : 0));
 	return 0;
 }

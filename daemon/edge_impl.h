@@ -31,6 +31,16 @@ void edge__take_back(edge *e);
 /* The model goes before the last round of the ended generation landed
  * here: the record says one round less, and it is reported. */
 void edge__drop_landing(edge *e);
+/* Ends the live generation at the peer's final count (e->target), taking
+ * back what must be (edge_end.c); false while it waits (for the peer's
+ * message of the target round, or for a write to subtract in). */
+bool edge__end_live(edge *e);
+/* LeaveWait passed: the count to end at without the peer's answer. */
+void edge__leave_target(edge *e);
+/* No later than the end the peer's ENDING told, if it told one. */
+uint64_t edge__below_told_end(const edge *e, uint64_t count);
+/* This session's RESYNCs have been exchanged (edge_gen.c). */
+bool edge__decided(const edge *e);
 
 /* The generation edge_restore kept continues on the attached model's
  * engine edge (or, if its state does not fit, stays ended). */

@@ -1,4 +1,5 @@
-/* step: STEP, DRAIN and AVERAGE on the shared buffer (step.h). */
+/* step: STEP, DRAIN and DETACH on the shared buffer (step.h; AVERAGE:
+ * step_average.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -6,18 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "step.h"
-
-static void average_advance(stepper *s);
-static void takeback_soon(stepper *s);
-static void average_stop_waiting(stepper *s);
-static bool average_round(stepper *s);
-static bool average_land(stepper *s);
-
-static edge_set *edges(stepper *s)
-{
-	return &s->mesh->edges;
-}
+#include "step_impl.h"
 
 /* Models of at least this many floats step on the thread pool. */
 #define OFFLOAD_FLOATS ((size_t)1 << 20)
@@ -39,8 +29,6 @@ static size_t env_size(const char *name, size_t dflt)
 #endif
 
 static void on_reply_timer(uv_timer_t *t);
-static void on_average_timer(uv_timer_t *t);
-static void on_wait_timer(uv_timer_t *t);
 static void on_detach_timer(uv_timer_t *t);
 static void on_takeback_timer(uv_timer_t *t);
 static void begin_detach(stepper *s);
@@ -81,10 +69,10 @@ bool step_busy(const stepper *s)
 /* ---- replies ---------------------------------------------------------- */
 
 /* Ends the request: its callback runs from the loop, never from here. */
-static void reply(stepper *s, int err, const char *text)
+void step__reply(stepper *s, int err, const char *text)
 {
 	/* An AVERAGE's rounds are over, whatever ended it. */
-	edges(s)->reached = edges(s)->averaging = edges(s)->measured = false;
+	step__edges(s)->reached = step__edges(s)->averaging = step__edges(s)->measured = false;
 	s->result.err = err;
 	s->result.text = err ? (text ? text : gsp_strerror(err)) : NULL;
 	s->state = STEP_REPLY;
@@ -108,10 +96,10 @@ static void on_reply_timer(uv_timer_t *t)
  * bytes since REGISTER and the consensus estimate. */
 static void totals(stepper *s, gsp_api_step_ok *ret)
 {
-	ret->step = edges(s)->steps;
-	ret->max_staleness = edges_max_staleness(edges(s));
+	ret->step = step__edges(s)->steps;
+	ret->max_staleness = edges_max_staleness(step__edges(s));
 	model_bytes(s->model, &ret->bytes_sent, &ret->bytes_received);
-	ret->consensus_estimate = edges_estimate(edges(s));
+	ret->consensus_estimate = edges_estimate(step__edges(s));
 }
 
 /* The engine step returned r: on success count it and send its
@@ -122,7 +110,7 @@ static int step_end(stepper *s, int r)
 		model_write_end(s->model);
 		return r;
 	}
-	edges_step_done(edges(s));
+	edges_step_done(step__edges(s));
 	model_write_end(s->model);
 	mesh_persist(s->mesh);
 	gsp_api_step_ok *ok = &s->result.step;
@@ -134,7 +122,7 @@ static int step_end(stepper *s, int r)
 	return 0;
 }
 
-static const char *step_error_text(int err)
+const char *step__error_text(int err)
 {
 	return err == GSP_ENONFINITE ? "the parameters hold a NaN or infinity: "
 				       "nothing was sent"
@@ -169,12 +157,12 @@ static void work_done(uv_work_t *req, int status)
 	stepper *s = w->s;
 	int r = status < 0 ? status : w->result;
 	free(w);
-	edges(s)->busy = false;
+	step__edges(s)->busy = false;
 	/* This step's messages, then the neighbours' frames that came
 	 * meanwhile. */
 	int err = step_end(s, r);
-	edges_after_busy(edges(s));
-	edges_finish(edges(s));
+	edges_after_busy(step__edges(s));
+	edges_finish(step__edges(s));
 	if (s->halted) {
 		s->state = STEP_IDLE;
 		return;
@@ -187,7 +175,7 @@ static void work_done(uv_work_t *req, int status)
 	}
 	mesh_idle(s->mesh);
 	if (was == STEP_RUN) {
-		reply(s, err, err ? step_error_text(err) : NULL);
+		step__reply(s, err, err ? step__error_text(err) : NULL);
 		return;
 	}
 	/* A DETACH that came during an AVERAGE's round ends the AVERAGE:
@@ -195,16 +183,16 @@ static void work_done(uv_work_t *req, int status)
 	 * offer, inside the DETACH's write (and end that write). */
 	if (detaching) {
 		uv_timer_stop(&s->avg_timer);
-		edges_avg_release(edges(s));
+		edges_avg_release(step__edges(s));
 	}
 	s->state = STEP_AVERAGE;
 	if (err || !s->model->registered || detaching) {
 		s->result.average = true;
-		reply(s, err ? err : -ECANCELED, err ? step_error_text(err)
+		step__reply(s, err ? err : -ECANCELED, err ? step__error_text(err)
 						     : "the model was detached");
 		return;
 	}
-	average_advance(s);
+	step__average_advance(s);
 }
 
 static bool offloads(const stepper *s)
@@ -228,33 +216,33 @@ static bool offload(stepper *s, bool copy)
 	w->undo = copy ? &s->model->undo : NULL;
 	w->write_seq = s->model->write_seq;
 	w->delay_ms = s->test_delay_ms;
-	edges(s)->busy = true;
+	step__edges(s)->busy = true;
 	if (uv_queue_work(s->loop, &w->req, work_run, work_done) == 0)
 		return true;
-	edges(s)->busy = false;
+	step__edges(s)->busy = false;
 	free(w);
 	return false;
 }
 
 /* A write into the buffer begins (its undo copy taken here) if an apply
  * now would write it; model_write_end ends it. */
-static void write_if_needed(stepper *s)
+void step__write_if_needed(stepper *s)
 {
-	if (edges_will_write(edges(s)))
+	if (edges_will_write(step__edges(s)))
 		model_write_begin(s->model, false);
 }
 
 /* One engine step (apply completed edges, project idle ones, send), on
  * the thread pool or here.  state: RUN or AVERAGE_RUN while it runs.
  * Returns 1 if it went off the loop, else the step's result. */
-static int run_engine(stepper *s, step_state state)
+int step__run_engine(stepper *s, step_state state)
 {
 	s->state = state;
 	uv_timer_stop(&s->wait_timer);
 	/* Rounds waiting to be taken back go first, inside the write. */
-	bool copy_later = edges_will_write(edges(s)) &&
+	bool copy_later = edges_will_write(step__edges(s)) &&
 			  model_write_begin(s->model, offloads(s));
-	edges_step_begin(edges(s), s->max_staleness, &s->applied, &s->skipped);
+	edges_step_begin(step__edges(s), s->max_staleness, &s->applied, &s->skipped);
 	if (offload(s, copy_later))
 		return 1;
 	if (copy_later)
@@ -268,16 +256,16 @@ static void end_wait(stepper *s)
 	if (s->sync)
 		return;
 	uv_update_time(s->loop);
-	edges_end_wait(edges(s), uv_now(s->loop) - s->wait_started_ms, s->max_wait_ms);
+	edges_end_wait(step__edges(s), uv_now(s->loop) - s->wait_started_ms, s->max_wait_ms);
 }
 
 static void run_step(stepper *s)
 {
 	if (s->state == STEP_WAIT)
 		end_wait(s);
-	int r = run_engine(s, STEP_RUN);
+	int r = step__run_engine(s, STEP_RUN);
 	if (r <= 0)
-		reply(s, r, r ? step_error_text(r) : NULL);
+		step__reply(s, r, r ? step__error_text(r) : NULL);
 }
 
 /* ---- STEP and DRAIN --------------------------------------------------- */
@@ -296,38 +284,38 @@ static void drain_advance(stepper *s)
 	 * exception, since answering it needs the edge applied first.
 	 * Callbacks of the edges meanwhile must not re-enter. */
 	s->state = STEP_RUN;
-	write_if_needed(s);
-	int r = edges_answer_early(edges(s));
-	if (r >= 0 && edges_drain_waits(edges(s), s->sync)) {
+	step__write_if_needed(s);
+	int r = edges_answer_early(step__edges(s));
+	if (r >= 0 && edges_drain_waits(step__edges(s), s->sync)) {
 		model_write_end(s->model);
 		s->state = STEP_DRAIN;
 		if (!s->sync && !uv_is_active((uv_handle_t *)&s->wait_timer))
-			uv_timer_start(&s->wait_timer, on_wait_timer, s->drain_wait_ms, 0);
+			uv_timer_start(&s->wait_timer, step__on_wait_timer, s->drain_wait_ms, 0);
 		return;
 	}
 	uv_timer_stop(&s->wait_timer);
 	if (r >= 0)
 		r = gsp_node_apply(s->model->node);
-	edges_finish(edges(s));
+	edges_finish(step__edges(s));
 	model_write_end(s->model);
 	memset(&s->result.step, 0, sizeof(s->result.step));
 	if (r >= 0)
 		totals(s, &s->result.step);
-	reply(s, r < 0 ? r : 0, NULL);
+	step__reply(s, r < 0 ? r : 0, NULL);
 }
 
 /* MaxWait is over: the lagging edges become stragglers, the STEP goes
  * on without them.  DrainWait is over: so do the edges the DRAIN waits
  * for. */
-static void on_wait_timer(uv_timer_t *t)
+void step__on_wait_timer(uv_timer_t *t)
 {
 	stepper *s = t->data;
 	if (s->state == STEP_AVERAGE) {
-		average_stop_waiting(s);
+		step__average_stop_waiting(s);
 		return;
 	}
 	if (s->state == STEP_DRAIN) {
-		edges_drain_expired(edges(s), s->drain_wait_ms);
+		edges_drain_expired(step__edges(s), s->drain_wait_ms);
 		drain_advance(s);
 		return;
 	}
@@ -336,7 +324,7 @@ static void on_wait_timer(uv_timer_t *t)
 	run_step(s);
 }
 
-static int start(stepper *s, void *client, step_cb cb, bool average)
+int step__start(stepper *s, void *client, step_cb cb, bool average)
 {
 	if (!s->model->registered)
 		return -ENOENT;
@@ -348,190 +336,32 @@ static int start(stepper *s, void *client, step_cb cb, bool average)
 	s->result.average = average;
 	/* Edges an AVERAGE held (one that ended on an error too) project
 	 * again. */
-	edges_avg_release(edges(s));
+	edges_avg_release(step__edges(s));
 	return 0;
 }
 
 int step_start(stepper *s, void *client, uint32_t flags, step_cb cb)
 {
-	int err = start(s, client, cb, false);
+	int err = step__start(s, client, cb, false);
 	if (err)
 		return err;
 	s->sync = flags & GSP_STEP_SYNC;
 	if (flags & GSP_STEP_DRAIN) {
-		edges_drain_begin(edges(s));
+		edges_drain_begin(step__edges(s));
 		drain_advance(s);
 		return 0;
 	}
-	if (!edges_must_wait(edges(s), s->sync, s->max_staleness)) {
+	if (!edges_must_wait(step__edges(s), s->sync, s->max_staleness)) {
 		run_step(s);
 		return 0;
 	}
 	s->state = STEP_WAIT;
-	takeback_soon(s);
+	step__takeback_soon(s);
 	if (!s->sync) {
-		unsigned left = edges_begin_wait(edges(s), s->max_staleness, s->max_wait_ms);
+		unsigned left = edges_begin_wait(step__edges(s), s->max_staleness, s->max_wait_ms);
 		s->wait_started_ms = uv_now(s->loop);
-		uv_timer_start(&s->wait_timer, on_wait_timer, left, 0);
+		uv_timer_start(&s->wait_timer, step__on_wait_timer, left, 0);
 	}
-	return 0;
-}
-
-/* ---- AVERAGE ---------------------------------------------------------- */
-
-static void average_finish(stepper *s)
-{
-	uv_timer_stop(&s->avg_timer);
-	uv_timer_stop(&s->wait_timer);
-	edges_avg_release(edges(s));
-	/* The edges' callbacks meanwhile (a generation that ends or starts)
-	 * must not run the AVERAGE on from inside its end. */
-	s->state = STEP_RUN;
-	write_if_needed(s);
-	int r = gsp_node_apply(s->model->node);
-	edges_finish(edges(s));
-	model_write_end(s->model);
-	s->result.avg.rounds = s->avg_rounds;
-	s->result.avg.estimate = edges_estimate(edges(s));
-	/* Reached: at the target, or every edge's rounds ended with both ends
-	 * saying so (a held edge's last measurement may be a round past). */
-	s->result.avg.reached = s->result.avg.estimate <= s->avg_target || s->avg_settled;
-	reply(s, r < 0 ? r : 0, NULL);
-}
-
-static void average_advance(stepper *s)
-{
-	/* The time limit passed while a round ran off the loop (the timer
-	 * found it running): it ends now, not when that round's messages
-	 * come back (they may not, if the neighbours' AVERAGEs are over). */
-	if (s->state == STEP_AVERAGE && s->avg_deadline_ms &&
-	    uv_now(s->loop) >= s->avg_deadline_ms) {
-		average_finish(s);
-		return;
-	}
-	/* A round that completes at once (an early message) goes on here,
-	 * not through the edges' callback. */
-	bool landed = false;          /* at most once a call: never a spin */
-	while (s->state == STEP_AVERAGE && !edges_in_flight(edges(s))) {
-		if (!landed && edges_start_waits_landing(edges(s))) {
-			landed = true;
-			if (!average_land(s))
-				return;
-		}
-		double est = edges_estimate_going(edges(s));
-		size_t up = edges_up(edges(s));
-		uint64_t now = uv_now(s->loop);
-		/* Reached here: our ROUNDs say so.  An edge's rounds end once
-		 * both ends' ROUNDs of its last round said so; the others go on,
-		 * so that no neighbour is left waiting for us, and the AVERAGE
-		 * ends when all have (the end of a run is the network's). */
-		bool reached = s->avg_rounds > 0 && est <= s->avg_target;
-		edges(s)->averaging = true;
-		edges(s)->reached = reached;
-		edges(s)->measured = s->avg_rounds > 0;
-		size_t going = edges_avg_settle(edges(s));
-		s->avg_settled = up > 0 && going == 0;
-		bool done = s->avg_settled ||
-			    (s->avg_max_rounds && s->avg_rounds >= s->avg_max_rounds) ||
-			    (s->avg_deadline_ms && now >= s->avg_deadline_ms) ||
-			    (up == 0 && (s->avg_rounds > 0 || !s->avg_deadline_ms));
-		if (done) {
-			average_finish(s);
-			return;
-		}
-		if (up == 0)
-			return;
-		/* The schedule's windows go once all of this node's are open. */
-		edges_sched_release(edges(s), false);
-		if (!average_round(s))
-			return;
-	}
-	/* Waiting: a round that waits to be taken back goes now (it came
-	 * while the round ran, or before the AVERAGE). */
-	takeback_soon(s);
-	/* Windows that wait for an edge that may still agree: at most
-	 * DrainWait without a round here (a neighbour whose own rounds wait
-	 * for ours cannot agree: on a ring such waits close a cycle). */
-	if (s->state == STEP_AVERAGE && edges_sched_waiting(edges(s)) &&
-	    !uv_is_active((uv_handle_t *)&s->wait_timer))
-		uv_timer_start(&s->wait_timer, on_wait_timer, s->drain_wait_ms, 0);
-}
-
-/* Back in the AVERAGE after an engine call that returned r; false (and
- * replied) if it failed. */
-static bool average_goes_on(stepper *s, int r)
-{
-	s->state = STEP_AVERAGE;
-	if (r < 0) {
-		uv_timer_stop(&s->avg_timer);
-		reply(s, r, step_error_text(r));
-		return false;
-	}
-	return true;
-}
-
-/* A generation agreed with a neighbour waits for the ended one's last
- * update to land: the AVERAGE lands it, as a STEP would (the new
- * generation then starts, edges_finish), rather than wait for a session
- * up to its time limit while its own waiting holds the start back.
- * False if the AVERAGE failed (replied). */
-static bool average_land(stepper *s)
-{
-	s->state = STEP_RUN;          /* the edges' callbacks wait meanwhile */
-	write_if_needed(s);
-	int r = gsp_node_apply(s->model->node);
-	edges_finish(edges(s));
-	model_write_end(s->model);
-	return average_goes_on(s, r);
-}
-
-/* One AVERAGE round's engine step; false when the AVERAGE does not go on
- * here (the step runs off the loop, or failed). */
-static bool average_round(stepper *s)
-{
-	s->avg_rounds++;
-	int r = run_engine(s, STEP_AVERAGE_RUN);
-	if (r == 1)
-		return false;
-	return average_goes_on(s, r);
-}
-
-/* DrainWait passed with schedule windows held: they go now, and their
- * rounds go out at once (other edges' rounds may be in flight). */
-static void average_stop_waiting(stepper *s)
-{
-	size_t n = edges_sched_release(edges(s), true);
-	if (n)
-		gsp_info("AVERAGE: %zu schedule window(s) go after DrainWait without a round "
-			 "(an edge that could still agree did not)", n);
-	if (n && !average_round(s))
-		return;
-	average_advance(s);
-}
-
-static void on_average_timer(uv_timer_t *t)
-{
-	stepper *s = t->data;
-	/* A round on the thread pool finishes first; its end checks the
-	 * deadline again. */
-	if (s->state == STEP_AVERAGE)
-		average_finish(s);
-}
-
-int step_average(stepper *s, void *client, const gsp_api_average *req, step_cb cb)
-{
-	int err = start(s, client, cb, true);
-	if (err)
-		return err;
-	s->state = STEP_AVERAGE;
-	s->avg_target = req->target;
-	s->avg_rounds = 0;
-	s->avg_settled = false;
-	s->avg_max_rounds = req->max_rounds;
-	s->avg_deadline_ms = req->time_limit_ms ? uv_now(s->loop) + req->time_limit_ms : 0;
-	if (req->time_limit_ms)
-		uv_timer_start(&s->avg_timer, on_average_timer, req->time_limit_ms, 0);
-	average_advance(s);
 	return 0;
 }
 
@@ -553,16 +383,16 @@ static void on_takeback_timer(uv_timer_t *t);
  * Called as a request comes to wait and when the edges change while it
  * waits; a change while a step ran (not waiting) is seen when the
  * request waits after it. */
-static void takeback_soon(stepper *s)
+void step__takeback_soon(stepper *s)
 {
-	if (edges(s)->takeback_waiting && waits(s))
+	if (step__edges(s)->takeback_waiting && waits(s))
 		uv_timer_start(&s->takeback_timer, on_takeback_timer, 0, 0);
 }
 
 static void on_takeback_timer(uv_timer_t *t)
 {
 	stepper *s = t->data;
-	if (!s->model->registered || !edges(s)->takeback_waiting || !waits(s))
+	if (!s->model->registered || !step__edges(s)->takeback_waiting || !waits(s))
 		return;
 	step_state was = s->state;
 	s->state = STEP_RUN;          /* the edges' callbacks wait meanwhile */
@@ -577,20 +407,20 @@ void step_edges_changed(void *ctx)
 	stepper *s = ctx;
 	if (!s->model->registered || s->halted)
 		return;
-	takeback_soon(s);
+	step__takeback_soon(s);
 	/* Never from inside the edges' own calls: the model goes on the
 	 * next turn of the loop. */
-	if (s->detaching && !edges_ending(edges(s)))
+	if (s->detaching && !edges_ending(step__edges(s)))
 		uv_timer_start(&s->detach_timer, on_detach_timer, 0, 0);
 	switch (s->state) {
 	case STEP_AVERAGE:
-		average_advance(s);
+		step__average_advance(s);
 		break;
 	case STEP_DRAIN:
 		drain_advance(s);
 		break;
 	case STEP_WAIT:
-		if (!edges_must_wait(edges(s), s->sync, s->max_staleness))
+		if (!edges_must_wait(step__edges(s), s->sync, s->max_staleness))
 			run_step(s);
 		break;
 	default:
@@ -649,10 +479,10 @@ static void finish_detach(stepper *s)
 static void on_detach_timer(uv_timer_t *t)
 {
 	stepper *s = t->data;
-	if (s->detaching && edges_ending(edges(s)))
+	if (s->detaching && edges_ending(step__edges(s)))
 		gsp_warn("DETACH: %zu neighbour(s) did not answer within DetachWait "
 			 "(%u ms); their edges end at what this end applied",
-			 edges_ending(edges(s)), s->detach_wait_ms);
+			 edges_ending(step__edges(s)), s->detach_wait_ms);
 	finish_detach(s);
 }
 
@@ -664,7 +494,7 @@ static void begin_detach(stepper *s)
 	if (s->model->registered)
 		model_write_begin(s->model, false);
 	if (!s->model->registered || s->detach_wait_ms == 0 ||
-	    edges_end_begin(edges(s)) == 0) {
+	    edges_end_begin(step__edges(s)) == 0) {
 		finish_detach(s);
 		return;
 	}
@@ -700,7 +530,7 @@ void step_detach(stepper *s, void *client, step_detach_cb cb)
 			end_wait(s);
 		uv_timer_stop(&s->avg_timer);
 		uv_timer_stop(&s->wait_timer);
-		reply(s, -ECANCELED, "the model was detached");
+		step__reply(s, -ECANCELED, "the model was detached");
 		break;
 	default:
 		break;
