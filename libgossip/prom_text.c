@@ -167,7 +167,7 @@ static const struct {
 	{ "records_saved", "Times the edges' records (the state file a restart continues from) were written." },
 	{ "metrics_scrapes", "GET /metrics requests answered by the daemon's metrics listener (MetricsListen)." },
 	{ "metrics_rejected", "Metrics connections closed at once: over the listener's concurrent-connection cap." },
-	{ "metrics_bad_requests", "Metrics requests answered with an error status (400, 404, 405, 431) and closed." },
+	{ "metrics_bad_requests", "Metrics requests answered with an error status (400, 404, 405, 431, 505) and closed." },
 	{ "metrics_timed_out", "Metrics connections cut off for not sending their request or not reading the response in time." },
 };
 
