@@ -38,6 +38,7 @@ struct conn {
 	char head[192];
 	gsp_textbuf body;
 	uv_write_t write;
+	uv_shutdown_t shutdown;
 };
 
 static void metrics_free_if_done(metrics_http *m)
@@ -85,9 +86,37 @@ static void on_timeout(uv_timer_t *t)
 	conn_close(c);
 }
 
+/* After the response: bytes the client sent past its head are read and
+ * dropped until its EOF (or the time limit), so that closing with them
+ * unread does not reset the connection before the client read the
+ * response. */
+static void on_drain_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	conn *c = h->data;
+	*buf = uv_buf_init(c->req, sizeof(c->req));
+}
+
+static void on_drain_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	if (nread < 0)
+		conn_close(s->data);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	conn *c = req->data;
+	if (status < 0 || c->closing ||
+	    uv_read_start((uv_stream_t *)&c->tcp, on_drain_alloc, on_drain_read) < 0)
+		conn_close(c);
+}
+
 static void on_written(uv_write_t *w, int status)
 {
-	conn_close(w->data);
+	conn *c = w->data;
+	c->shutdown.data = c;
+	if (status < 0 || c->closing ||
+	    uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
+		conn_close(c);
 }
 
 static const char *reason(int status)
