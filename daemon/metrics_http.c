@@ -219,8 +219,12 @@ static void on_connection(uv_stream_t *server, int status)
 	if (status < 0 || m->stopping)
 		return;
 	c = calloc(1, sizeof(*c));
-	if (!c)
-		return;              /* stays in the backlog until memory is back */
+	if (!c) {
+		/* libuv then holds the connection and listens no more: the
+		 * metrics stop, the daemon goes on. */
+		gsp_err("metrics: out of memory: the listener stops");
+		return;
+	}
 	c->m = m;
 	uv_tcp_init(server->loop, &c->tcp);
 	uv_timer_init(server->loop, &c->timer);
