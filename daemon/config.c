@@ -154,18 +154,25 @@ static int copy_str(char *dst, size_t cap, const char *v)
 	return 0;
 }
 
+/* ListenAddress, MetricsListen: numeric ipv4:port or [ipv6]:port. */
+static int numeric_address(parser *p, const char *name, char *dst, size_t cap,
+			   const char *v)
+{
+	struct sockaddr_storage ss;
+	if (copy_str(dst, cap, v) || gsp_endpoint_numeric(v, &ss))
+		return fail(p, -EINVAL, "%s must be a numeric ipv4:port or "
+			    "[ipv6]:port, not '%s'", name, v);
+	return 1;
+}
+
 static int node_key(parser *p, const char *name, const char *v)
 {
 	gsp_daemon_config *c = p->cfg;
 	if (!strcmp(name, "ListenAddress"))
-	{
-		struct sockaddr_storage ss;
-		if (copy_str(c->listen, sizeof(c->listen), v) ||
-		    gsp_endpoint_numeric(v, &ss))
-			return fail(p, -EINVAL, "ListenAddress must be a numeric "
-				    "ipv4:port or [ipv6]:port, not '%s'", v);
-		return 1;
-	}
+		return numeric_address(p, name, c->listen, sizeof(c->listen), v);
+	if (!strcmp(name, "MetricsListen"))
+		return numeric_address(p, name, c->metrics_listen,
+				       sizeof(c->metrics_listen), v);
 	if (!strcmp(name, "PrivateKeyFile"))
 		return copy_str(c->private_key_file, sizeof(c->private_key_file), v)
 			       ? fail(p, -EINVAL, "bad PrivateKeyFile '%s'", v)
@@ -317,6 +324,15 @@ static int peer_key(parser *p, const char *name, const char *v)
 		if (parse_uint(v, 65535, &idx))
 			return fail(p, -EINVAL, "Index must be 0..65535, not '%s'", v);
 		peer->index = (int)idx;
+		return 1;
+	}
+	if (!strcmp(name, "Name")) {
+		bool printable = true;
+		for (const char *q = v; *q; q++)
+			printable = printable && *q >= 0x20 && *q < 0x7f;
+		if (!printable || copy_str(peer->name, sizeof(peer->name), v))
+			return fail(p, -EINVAL, "Name must be 1..%d printable ASCII "
+				    "characters", GSP_PEER_NAME_MAX - 1);
 		return 1;
 	}
 	if (!strcmp(name, "Weight"))

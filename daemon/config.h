@@ -15,6 +15,8 @@
  *   WarmStart = on
  *   MaxStaleness = 4                   steps an edge may lag before STEP waits
  *   LogLevel = info                    error|warning|info|debug
+ *   MetricsListen = 127.0.0.1:9464     optional: serve GET /metrics
+ *                                      (metrics_http.h); port 0 = any
  *   SimSeed = 42, Index = 3            optional: gossip-sim's edge seeds
  *                                      and roles (each [Peer] gets Index)
  *
@@ -22,6 +24,7 @@
  *   PublicKey = <base64>
  *   Endpoint = 127.0.0.1:7001          optional: without it, accept only;
  *                                      [v6]:port or a DNS name:port too
+ *   Name = node-2                      optional: the metrics' name label
  */
 #ifndef GSP_DAEMON_CONFIG_H
 #define GSP_DAEMON_CONFIG_H
@@ -36,6 +39,8 @@
 #define GSP_PATH_MAX 1024
 #define GSP_ADDR_MAX 128
 #define GSP_MAX_PEERS 1024
+/* A [Peer]'s Name: printable ASCII, at most this many bytes with the NUL. */
+#define GSP_PEER_NAME_MAX 64
 
 typedef enum gsp_log_level {
 	GSP_LOG_ERROR = 0,
@@ -47,6 +52,7 @@ typedef enum gsp_log_level {
 typedef struct gsp_peer_config {
 	uint8_t public_key[GSP_KEY_BYTES];
 	char endpoint[GSP_ADDR_MAX];    /* "" when the peer only dials us */
+	char name[GSP_PEER_NAME_MAX];   /* Name =, or "" */
 	float weight;                   /* 0 = Metropolis-Hastings default */
 	int index;                      /* Index = (SimSeed mode), else -1 */
 	unsigned line;                  /* where its section starts */
@@ -55,6 +61,7 @@ typedef struct gsp_peer_config {
 typedef struct gsp_daemon_config {
 	char path[GSP_PATH_MAX];        /* the file read, for messages */
 	char listen[GSP_ADDR_MAX];
+	char metrics_listen[GSP_ADDR_MAX];  /* MetricsListen =, or "": none */
 	char private_key_file[GSP_PATH_MAX];
 	uint8_t private_key[GSP_KEY_BYTES];
 	bool have_private_key;          /* inline PrivateKey = ... */

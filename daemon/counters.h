@@ -25,6 +25,10 @@ typedef struct counters {
 	uint64_t writes_redone;         /* model: a killed daemon's write, redone */
 	uint64_t writes_undone;         /* model: a killed daemon's write, undone */
 	uint64_t records_saved;         /* mesh: the edges' records written */
+	uint64_t metrics_scrapes;       /* metrics_http: GET /metrics served */
+	uint64_t metrics_rejected;      /* metrics_http: over the connection cap */
+	uint64_t metrics_bad_requests;  /* metrics_http: answered 4xx/505 */
+	uint64_t metrics_timed_out;     /* metrics_http: cut off at the time limit */
 } counters;
 
 #endif

@@ -16,11 +16,12 @@
  *   step    STEP, DRAIN, AVERAGE in one state; engine work off the loop
  *   status  the STATUS document
  *   api     the Unix-socket server: the only module that knows a client
+ *   metrics_http  the opt-in HTTP listener of GET /metrics (MetricsListen)
  *   main    options, keys, signals, readiness, and the wiring below
  *
  * Beside them: config (the INI file), endpoint (address text),
  * handshake (the key exchange and AEAD), log, text (log-safe text),
- * counters.  This header is the daemon as a whole, for api, status and
+ * counters, httpreq (an HTTP request head, judged).  This header is the daemon as a whole, for api, status and
  * main: everything runs on one libuv loop, and only a large model's
  * engine step runs on libuv's thread pool (step.h).
  */
@@ -42,6 +43,7 @@
 #define GSP_VERSION "0.1.0"
 
 typedef struct api_server api_server;
+typedef struct metrics_http metrics_http;
 
 typedef struct gossipd {
 	uv_loop_t *loop;
@@ -53,6 +55,8 @@ typedef struct gossipd {
 	model model;
 	stepper step;
 	api_server *api;
+	metrics_http *metrics;   /* MetricsListen's listener, or NULL */
+	char metrics_addr[GSP_ADDR_MAX];  /* its bound address, or "" */
 	uv_signal_t sigterm, sigint, sighup;
 	bool stopping;
 	uv_timer_t park_timer;   /* a stop that keeps the generations waits

@@ -1,6 +1,8 @@
 /* gossipd: options, configuration and keys, the libuv loop, signals
  * (SIGTERM/SIGINT: the edges' records saved, or the model detached,
- * then GOODBYE to peers and exit 0; SIGHUP: re-read peers),
+ * then GOODBYE to peers and exit 0; SIGHUP: re-read peers), the
+ * metrics listener (MetricsListen: started with the daemon, stopped when
+ * it starts stopping; a reload leaves it as it is),
  * and the service manager's protocol (notify.h, never blocking): READY=1,
  * RELOADING=1, STOPPING=1 and WATCHDOG=1 from a loop timer. */
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include "daemon.h"
 #include "key.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "notify.h"
 #include "status.h"
 
@@ -241,6 +244,8 @@ static void reload(gossipd *d)
 	}
 	gsp_log_set_level(cfg.log_level);
 	gsp_info("reload: configuration re-read from %s", d->cfg.path);
+	if (strcmp(cfg.metrics_listen, d->cfg.metrics_listen))
+		gsp_warn("reload: MetricsListen takes effect at the next start");
 	mesh_reload(&d->mesh, &cfg);    /* takes cfg */
 }
 
@@ -323,6 +328,8 @@ static void shutdown_daemon(gossipd *d)
 		return;
 	d->stopping = true;
 	notify_send("STOPPING=1");
+	metrics_http_stop(d->metrics);
+	d->metrics = NULL;
 	uv_signal_stop(&d->sigterm);
 	uv_signal_stop(&d->sigint);
 	uv_signal_stop(&d->sighup);
@@ -351,6 +358,12 @@ static void ready(gossipd *d)
 	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=listening on %s",
 		 d->mesh.peers.listen_addr);
 	notify_send(msg);
+}
+
+/* The metrics listener's document: the STATUS one. */
+static char *metrics_doc(void *ctx)
+{
+	return status_json(ctx);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -429,6 +442,11 @@ int main(int argc, char **argv)
 	uv_signal_start(&d.sigint, on_signal, SIGINT);
 	uv_signal_start(&d.sighup, on_signal, SIGHUP);
 	if (peers_start(&d.mesh.peers, d.cfg.listen) != 0 || api_start(&d) != 0)
+		return 1;
+	if (d.cfg.metrics_listen[0] &&
+	    metrics_http_start(d.loop, d.cfg.metrics_listen, &d.counters,
+			       metrics_doc, &d, &d.metrics, d.metrics_addr,
+			       sizeof(d.metrics_addr)) != 0)
 		return 1;
 	gsp_info("listening on %s, socket %s, public key %s, %zu peer(s), %s "
 		 "rank %u gamma %.4g, kernel %s", d.mesh.peers.listen_addr,

@@ -506,6 +506,7 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 		p->removed = p->leaving = false;
 		uv_timer_stop(&p->leave);
 		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
+		memcpy(p->cfg.name, pc->name, sizeof(p->cfg.name));
 		p->cfg.weight = pc->weight;
 		if (moved && !p->session && !p->dialed)
 			peers__dial_now(p);

@@ -164,6 +164,10 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	gsp_key_to_base64(p->cfg.public_key, key);
 	put(b, "{\"peer\":");
 	put_str(b, key);
+	if (p->cfg.name[0]) {
+		put(b, ",\"name\":");
+		put_str(b, p->cfg.name);
+	}
 	put(b, ",\"endpoint\":");
 	put_str(b, p->cfg.endpoint);
 	put(b, ",\"state\":\"%s\",\"generation\":%u,\"round\":%llu,"
@@ -211,6 +215,10 @@ char *status_json(const gossipd *d)
 	put_str(&b, d->mesh.peers.listen_addr);
 	put(&b, ",\"socket\":");
 	put_str(&b, d->cfg.socket_path);
+	if (d->metrics_addr[0]) {
+		put(&b, ",\"metrics_listen\":");
+		put_str(&b, d->metrics_addr);
+	}
 	put(&b, ",\"method\":\"%s\",\"rank\":%u,\"gamma\":",
 	    gsp_method_name(d->cfg.engine.method), d->cfg.engine.rank);
 	put_num(&b, d->cfg.engine.gamma);
@@ -245,7 +253,9 @@ char *status_json(const gossipd *d)
 	    "\"rounds_refused\":%llu,\"rounds_rolled_back\":%llu,"
 	    "\"rounds_unreconciled\":%llu,\"writes_redone\":%llu,"
 	    "\"writes_undone\":%llu,\"sessions_rekeyed\":%llu,"
-	    "\"records_saved\":%llu},"
+	    "\"records_saved\":%llu,\"metrics_scrapes\":%llu,"
+	    "\"metrics_rejected\":%llu,\"metrics_bad_requests\":%llu,"
+	    "\"metrics_timed_out\":%llu},"
 	    "\"edges\":[",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed,
@@ -261,7 +271,11 @@ char *status_json(const gossipd *d)
 	    (unsigned long long)c->writes_redone,
 	    (unsigned long long)c->writes_undone,
 	    (unsigned long long)c->sessions_rekeyed,
-	    (unsigned long long)c->records_saved);
+	    (unsigned long long)c->records_saved,
+	    (unsigned long long)c->metrics_scrapes,
+	    (unsigned long long)c->metrics_rejected,
+	    (unsigned long long)c->metrics_bad_requests,
+	    (unsigned long long)c->metrics_timed_out);
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {

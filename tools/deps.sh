@@ -25,6 +25,7 @@ GSP_TEST_PACKAGES=(
 	valgrind                          # memcheck over the Check unit tests
 	# tests/install/ (suite deploy): unit, man page, filter and metrics checks
 	systemd mandoc man-db strace python3-prometheus-client
+	prometheus                        # suite integration: test_metrics.py scrapes gossipd
 	gnuplot-nox
 )
 

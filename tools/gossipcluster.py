@@ -229,6 +229,7 @@ class Cluster:
         self.hosts = hosts                 # per node; overrides the above
         self.wrap = wrap or (lambda i: [])
         self.listen_only = set()           # nodes that never dial
+        self.peer_names = False            # Name = node<j> in each [Peer]
         self.procs = [None] * n
         self.logs = [os.path.join(self.dir, "gossipd%d.log" % i) for i in range(n)]
         self.sockets = [os.path.join(self.dir, "s%d" % i) for i in range(n)]
@@ -288,6 +289,8 @@ class Cluster:
                 if j in drop_peers:
                     continue
                 f.write("[Peer]\nPublicKey = %s\n" % self.keys[j][1])
+                if self.peer_names:
+                    f.write("Name = node%d\n" % j)
                 if i not in self.listen_only:
                     f.write("Endpoint = %s\n" % self.endpoint(i, j))
                 if weights and j in weights:

@@ -37,8 +37,10 @@ START_TEST(test_valid)
 		"DrainWait = 0\n"
 		"LeaveWait = 86400000\n"
 		"LogLevel = debug\n"
+		"MetricsListen = [::1]:0\n"
 		"[Peer]\n"
 		"PublicKey = " KEY_A "\n"
+		"Name = rack 2 \"b\" \\\\ x\n"
 		"Endpoint = 127.0.0.1:7001\n"
 		"[Peer]\n"
 		"PublicKey = " KEY_B "\n"
@@ -60,11 +62,14 @@ START_TEST(test_valid)
 	ck_assert_uint_eq(cfg.leave_wait_ms, 86400000);
 	ck_assert_uint_eq(cfg.n_peers, 2);
 	ck_assert_str_eq(cfg.peers[0].endpoint, "127.0.0.1:7001");
-	ck_assert_uint_eq(cfg.peers[0].line, 17);
+	ck_assert_str_eq(cfg.metrics_listen, "[::1]:0");
+	ck_assert_str_eq(cfg.peers[0].name, "rack 2 \"b\" \\\\ x");
+	ck_assert_str_eq(cfg.peers[1].name, "");
+	ck_assert_uint_eq(cfg.peers[0].line, 18);
 	ck_assert_str_eq(cfg.peers[1].endpoint, "");
 	ck_assert_uint_eq(cfg.peers[1].public_key[0], 32);
 	ck_assert(cfg.peers[1].weight == 0.25f);
-	ck_assert_uint_eq(cfg.peers[1].line, 20);
+	ck_assert_uint_eq(cfg.peers[1].line, 22);
 	ck_assert(!cfg.avg_finite);   /* off by default */
 	gsp_daemon_config_clear(&cfg);
 	gsp_daemon_config_clear(NULL);
@@ -130,6 +135,14 @@ START_TEST(test_errors_name_the_line)
 		{"[Peer]\nPublicKey = " KEY_A "\n[Peer]\nPublicKey = " KEY_A "\n",
 		 "test.conf:3: PublicKey listed twice"},
 		{"[Peer]\nPublicKey = " KEY_A "\nWeight = 2\n", "test.conf:3: Weight"},
+		{"[Node]\nMetricsListen = localhost:9464\n", "test.conf:2: MetricsListen"},
+		{"[Node]\nMetricsListen = 127.0.0.1\n", "test.conf:2: MetricsListen"},
+		{"[Node]\nMetricsListen = 127.0.0.1:65536\n", "test.conf:2: MetricsListen"},
+		{"[Peer]\nPublicKey = " KEY_A "\nName = caf\xc3\xa9\n", "test.conf:3: Name"},
+		{"[Peer]\nPublicKey = " KEY_A "\nName = a\tb\n", "test.conf:3: Name"},
+		{"[Peer]\nPublicKey = " KEY_A "\nName = "
+		 "0123456789012345678901234567890123456789012345678901234567890123\n",
+		 "test.conf:3: Name"},
 		{"[Node]\nGamma = auto\n", "test.conf: Gamma = auto needs Nodes"},
 		/* Method after Gamma: the error still names Gamma's line */
 		{"[Node]\nNodes = 4\nGamma = auto\nMethod = choco-sign\n",

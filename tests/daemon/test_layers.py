@@ -11,7 +11,7 @@ import sys
 
 # Bottom to top; a module may use those before it.
 LAYERS = ["rxbuf", "link", "peers", "edge", "mesh", "model", "step",
-          "status", "api", "main"]
+          "status", "api", "metrics_http", "main"]
 # Files of a module other than <module>.c/.h.
 FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link",
          "peers_dial.c": "peers", "peers_impl.h": "peers",
@@ -20,12 +20,12 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "edge_impl.h": "edge", "step_average.c": "step", "step_impl.h": "step",
          "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
-SHARED = {"config", "endpoint", "handshake", "log", "text", "counters", "replay", "file", "slotfile", "notify", "peercred",
+SHARED = {"config", "endpoint", "httpreq", "handshake", "log", "text", "counters", "replay", "file", "slotfile", "notify", "peercred",
           "ratelimit",
           "edgestate", "undo"}
 PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
           "edges": "edge", "mesh": "mesh", "model": "model", "step": "step",
-          "status": "status", "api": "api"}
+          "status": "status", "api": "api", "metrics_http": "metrics_http"}
 CALL = re.compile(r"\b(%s)_[a-z_0-9]+\s*\(" % "|".join(PREFIX))
 INCLUDE = re.compile(r'#include "([a-z_]+)\.h"')
 

@@ -12,7 +12,9 @@
 #     (/etc/gossipd/gossipd.conf whatever the prefix);
 #   - systemd-analyze verify passes on the installed unit (ExecStart
 #     pointed into the DESTDIR) with no message at all, and
-#     `systemd-analyze security --offline` rates it <= 2.0;
+#     `systemd-analyze security --offline` rates it <= 2.0; the same for
+#     the textfile collector's gossipd-metrics.service and .timer, whose
+#     gossipctl is the installed one (test_service.py runs its command);
 #   - systemd-sysusers accepts the snippet;
 #   - mandoc -T lint (warnings and worse) and man -l on every man page.
 # A missing tool is a failure, not a skip: tools/run-tests installs them.
@@ -65,6 +67,8 @@ INC=$D$(abs "$INCLUDEDIR")
 MAN=$D$(abs "$MANDIR")
 UNITDIR=$PREFIX/lib/systemd/system
 UNIT=$D$UNITDIR/gossipd.service
+METRICS_UNIT=$D$UNITDIR/gossipd-metrics.service
+METRICS_TIMER=$D$UNITDIR/gossipd-metrics.timer
 SYSUSERS=$D$PREFIX/lib/sysusers.d/gossipd.conf
 EXAMPLE=$D$(abs "$DATADIR")/doc/gossipd/examples/gossipd.conf
 
@@ -85,7 +89,7 @@ for f in "$LIB/libgossip.so" "$LIB/libgossip.so.0" "$LIB/pkgconfig/libgossip.pc"
 	"$INC/gossip/client.h" "$INC/gossip/gossip.h" \
 	"$INC/gossip/sim.h" "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" \
 	"$MAN/man5/gossipd.conf.5" "$MAN/man1/gossip-train.1" "$UNIT" "$SYSUSERS" \
-	"$EXAMPLE"; do
+	"$EXAMPLE" "$METRICS_UNIT" "$METRICS_TIMER"; do
 	if [ -f "$f" ]; then ok "installed: ${f#"$D"}"
 	else not_ok "installed: ${f#"$D"}"; fi
 done
@@ -194,6 +198,29 @@ if need systemd-analyze; then
 		ok "systemd-analyze security --offline: exposure $score <= 2.0"
 	else
 		not_ok "systemd-analyze security --offline: exposure '$score' <= 2.0"
+	fi
+	# The textfile collector's units: verified together (the timer's
+	# service beside it), rated like gossipd's.
+	cp "$METRICS_UNIT" "$METRICS_TIMER" "$T/units/"
+	if systemd-analyze verify --man=no "$T/units/gossipd-metrics.service" \
+		"$T/units/gossipd-metrics.timer" >"$T/out" 2>&1 && [ ! -s "$T/out" ]; then
+		ok "systemd-analyze verify gossipd-metrics.service and .timer: no message"
+	else
+		not_ok "systemd-analyze verify gossipd-metrics.service and .timer: no message"
+	fi
+	if grep -q "^ExecStart=/bin/sh -c '$(abs "$BINDIR")/gossipctl metrics " "$METRICS_UNIT"; then
+		ok "gossipd-metrics.service runs the installed gossipctl"
+	else
+		not_ok "gossipd-metrics.service runs the installed gossipctl"
+	fi
+	systemd-analyze security --offline=true --root="$D" "$UNITDIR/gossipd-metrics.service" \
+		>"$T/security" 2>&1
+	score=$(sed -n 's/.*Overall exposure level for gossipd-metrics.service: \([0-9.]*\) .*/\1/p' "$T/security")
+	cp "$T/security" "$T/out"
+	if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+		ok "systemd-analyze security --offline gossipd-metrics.service: exposure $score <= 2.0"
+	else
+		not_ok "systemd-analyze security --offline gossipd-metrics.service: exposure '$score' <= 2.0"
 	fi
 fi
 if need systemd-sysusers; then

@@ -7,12 +7,14 @@ Checks READY=1, WATCHDOG=1 at half of WATCHDOG_USEC (and none without it,
 or for another WATCHDOG_PID), no pings while the process is stopped, the
 key created in $STATE_DIRECTORY (0600) and the socket in
 $RUNTIME_DIRECTORY (0660) under UMask=0077, SIGHUP, `gossipctl metrics`
-of real daemons through the exposition checker, and SIGTERM: STOPPING=1
-and exit 0.
+of real daemons through the exposition checker, the textfile collector
+unit's command (deploy/gossipd-metrics.service) against a real daemon,
+and SIGTERM: STOPPING=1 and exit 0.
 
 usage: test_service.py BUILD_DIR [unittest options]
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -221,6 +223,45 @@ class Service(unittest.TestCase):
         for family in ("gossipd_edge_tx_bytes_total", "gossipd_edge_rx_frames_total",
                        "gossipd_edge_rounds_total"):
             self.assertIn("# TYPE %s counter" % family, out.stdout)
+
+    def test_textfile_unit_writes_the_metrics_whole(self):
+        """gossipd-metrics.service's ExecStart, as systemd runs it ($$ is
+        a $; PROM from its Environment=, pointed here): gossipd.prom is
+        the exposition, renamed into place with no temporary file left;
+        with gossipd gone the unit fails and gossipd.prom goes."""
+        unit = os.path.join(BUILD, "deploy", "gossipd-metrics.service")
+        with open(unit) as f:
+            lines = f.read().splitlines()
+        execs = [l[len("ExecStart="):] for l in lines if l.startswith("ExecStart=")]
+        self.assertEqual(len(execs), 1)
+        self.assertTrue(execs[0].startswith("/bin/sh -c '") and execs[0].endswith("'"))
+        script = execs[0][len("/bin/sh -c '"):-1].replace("$$", "$")
+        gossipctl = os.path.join(BUILD, "tools", "gossipctl", "gossipctl")
+        script = re.sub(r"^\S*/gossipctl ", gossipctl + " ", script)
+        self.assertIn("PROM=/var/lib/prometheus/node-exporter/gossipd.prom", lines[
+            [l.startswith("Environment=") for l in lines].index(True)])
+        out_dir = os.path.join(self.tmp, "node-exporter")
+        os.mkdir(out_dir)
+        prom = os.path.join(out_dir, "gossipd.prom")
+        n = self.node("a")
+        n.start()
+        n.wait_for("READY=1")
+        env = dict(os.environ, PROM=prom, GOSSIPD_SOCKET=n.socket_path)
+        run = subprocess.run(["/bin/sh", "-c", script], env=env,
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(os.listdir(out_dir), ["gossipd.prom"])
+        with open(prom) as f:
+            text = f.read()
+        check = subprocess.run([sys.executable, CHECK_PROM], input=text,
+                               capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertIn("gossipd_model_registered 0", text.split("\n"))
+        n.close()
+        run = subprocess.run(["/bin/sh", "-c", script], env=env,
+                             capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(run.returncode, 0)
+        self.assertEqual(os.listdir(out_dir), [])
 
 
 if __name__ == "__main__":

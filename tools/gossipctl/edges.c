@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		PROG_NAME, GCTL_SOCKET_HELP);
 }
 
-static int print_edges(const gctl_status *st)
+static int print_edges(const gsp_sdoc *st)
 {
 	static const char *const headers[] = {
 		"PEER", "ENDPOINT", "STATE", "GEN", "ROUND", "STALE", "ROUNDS/S",
@@ -41,7 +41,7 @@ static int print_edges(const gctl_status *st)
 
 	gctl_table_init(&t, 15, headers, "lllrrrrrrrrrrrr");
 	for (size_t i = 0; i < st->n_edges && r == 0; i++) {
-		const gctl_edge *e = &st->edges[i];
+		const gsp_sdoc_edge *e = &st->edges[i];
 		char gen[GCTL_CELL_MAX], round[GCTL_CELL_MAX], stale[GCTL_CELL_MAX],
 			rate[GCTL_CELL_MAX],
 			pay[GCTL_CELL_MAX], txb[GCTL_CELL_MAX], rxb[GCTL_CELL_MAX],
@@ -49,7 +49,7 @@ static int print_edges(const gctl_status *st)
 			rxf[GCTL_CELL_MAX], ratio[GCTL_CELL_MAX], rtt[GCTL_CELL_MAX],
 			norm[GCTL_CELL_MAX];
 		const char *cells[] = {
-			e->peer, e->endpoint, gctl_edge_state(e),
+			e->peer, e->endpoint, gsp_sdoc_edge_state(e),
 			gctl_fmt_uint(gen, &e->generation),
 			gctl_fmt_uint(round, &e->round),
 			gctl_fmt_uint(stale, &e->staleness),
@@ -76,7 +76,7 @@ static int print_edges(const gctl_status *st)
 int edges_main(int argc, const char *argv[])
 {
 	const char *socket_override;
-	gctl_status st;
+	gsp_sdoc st;
 	int rc = GCTL_EXIT_OK;
 
 	int done = gctl_status_args(argc, argv, "edges", usage, NULL, NULL,
@@ -89,6 +89,6 @@ int edges_main(int argc, const char *argv[])
 	/* Without edges, the header alone: scripts see the same columns. */
 	if (print_edges(&st) < 0)
 		rc = GCTL_EXIT_FAILURE;
-	gctl_status_clear(&st);
+	gsp_sdoc_clear(&st);
 	return rc;
 }

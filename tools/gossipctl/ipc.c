@@ -149,3 +149,21 @@ int gctl_fetch_status(const char *path, char **ret_json, size_t *ret_len)
 	*ret_json = json;
 	return 0;
 }
+
+int gctl_status_load(const char *socket_override, gsp_sdoc *ret)
+{
+	const char *path = gctl_socket_path(socket_override);
+	char err[256];
+	size_t len;
+	char *json;
+	int r;
+
+	if (gctl_fetch_status(path, &json, &len) < 0)
+		return -1;
+	r = gsp_sdoc_parse(json, len, ret, err, sizeof(err));
+	free(json);
+	if (r < 0)
+		fprintf(stderr, "%s: %s: malformed status document from gossipd: %s\n",
+			PROG_NAME, path, err);
+	return r;
+}

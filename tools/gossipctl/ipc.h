@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "status_doc.h"
+
 #define GCTL_DEFAULT_SOCKET "/run/gossipd/gossipd.sock"
 /* The environment variable that overrides GCTL_DEFAULT_SOCKET. */
 #define GCTL_SOCKET_ENV "GOSSIPD_SOCKET"
@@ -41,5 +43,10 @@ int gctl_socket_option(int argc, const char *argv[], int *i, const char *sub,
  * document with a NUL appended (*ret_len excludes the NUL; the document
  * itself holds no NUL).  On failure reports why and returns -1. */
 int gctl_fetch_status(const char *path, char **ret_json, size_t *ret_len);
+
+/* Fetches the document from the daemon at the given socket (NULL: the
+ * default, see gctl_socket_path) and parses it (status_doc.h).  Reports
+ * failures on stderr and returns -1. */
+int gctl_status_load(const char *socket_override, gsp_sdoc *ret);
 
 #endif

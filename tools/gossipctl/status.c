@@ -33,20 +33,20 @@ static void usage(FILE *f)
 static int print_json(const char *socket_override)
 {
 	const char *path = gctl_socket_path(socket_override);
-	gctl_status st;
+	gsp_sdoc st;
 	char err[256];
 	size_t len;
 	char *json;
 
 	if (gctl_fetch_status(path, &json, &len) < 0)
 		return GCTL_EXIT_FAILURE;
-	if (gctl_status_parse(json, len, &st, err, sizeof(err)) < 0) {
+	if (gsp_sdoc_parse(json, len, &st, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s: malformed status document from gossipd: %s\n",
 			PROG_NAME, path, err);
 		free(json);
 		return GCTL_EXIT_FAILURE;
 	}
-	gctl_status_clear(&st);
+	gsp_sdoc_clear(&st);
 	fwrite(json, 1, len, stdout);
 	if (len == 0 || json[len - 1] != '\n')
 		fputc('\n', stdout);
@@ -54,7 +54,7 @@ static int print_json(const char *socket_override)
 	return GCTL_EXIT_OK;
 }
 
-static void print_node(const gctl_status *st)
+static void print_node(const gsp_sdoc *st)
 {
 	printf("node:      ");
 	gctl_print_text(stdout, st->public_key);
@@ -78,9 +78,9 @@ static void print_node(const gctl_status *st)
 	putchar('\n');
 }
 
-static void print_model(const gctl_status *st)
+static void print_model(const gsp_sdoc *st)
 {
-	const gctl_model *m = &st->model;
+	const gsp_sdoc_model *m = &st->model;
 
 	printf("model:     ");
 	if (!st->have_model || (m->registered.set && !m->registered.v)) {
@@ -109,7 +109,7 @@ static void print_model(const gctl_status *st)
 	putchar('\n');
 }
 
-static void print_counters(const gctl_status *st)
+static void print_counters(const gsp_sdoc *st)
 {
 	if (st->n_counters == 0)
 		return;
@@ -122,7 +122,7 @@ static void print_counters(const gctl_status *st)
 	putchar('\n');
 }
 
-static int print_edges(const gctl_status *st)
+static int print_edges(const gsp_sdoc *st)
 {
 	static const char *const headers[] = {
 		"PEER", "STATE", "ROUND", "SENT_MB", "RECV_MB", "RATIO",
@@ -141,7 +141,7 @@ static int print_edges(const gctl_status *st)
 
 	gctl_table_init(&t, 6, headers, "llrrrr");
 	for (size_t i = 0; i < st->n_edges; i++) {
-		const gctl_edge *e = &st->edges[i];
+		const gsp_sdoc_edge *e = &st->edges[i];
 		char peer[PEER_SHOWN + 1] = "-";
 		char round[GCTL_CELL_MAX], tx[GCTL_CELL_MAX], rx[GCTL_CELL_MAX],
 			ratio[GCTL_CELL_MAX];
@@ -149,7 +149,7 @@ static int print_edges(const gctl_status *st)
 		if (e->peer)
 			snprintf(peer, sizeof(peer), "%s", e->peer);
 		const char *cells[] = {
-			peer, gctl_edge_state(e), gctl_fmt_uint(round, &e->round),
+			peer, gsp_sdoc_edge_state(e), gctl_fmt_uint(round, &e->round),
 			gctl_fmt_mb(tx, &e->tx_bytes), gctl_fmt_mb(rx, &e->rx_bytes),
 			gctl_fmt_ratio(ratio, e),
 		};
@@ -163,7 +163,7 @@ static int print_edges(const gctl_status *st)
 	gctl_table_free(&t);
 	/* Why the edges that are not up are down, when the daemon knows. */
 	for (size_t i = 0; i < st->n_edges; i++) {
-		const gctl_edge *e = &st->edges[i];
+		const gsp_sdoc_edge *e = &st->edges[i];
 		char peer[PEER_SHOWN + 1] = "-";
 
 		if (!e->last_error || (e->state && !strcmp(e->state, "up")))
@@ -181,7 +181,7 @@ int status_main(int argc, const char *argv[])
 {
 	const char *socket_override;
 	bool json = false;
-	gctl_status st;
+	gsp_sdoc st;
 	int rc = GCTL_EXIT_OK;
 
 	int done = gctl_status_args(argc, argv, "status", usage, "--json", &json,
@@ -198,6 +198,6 @@ int status_main(int argc, const char *argv[])
 	print_counters(&st);
 	if (print_edges(&st) < 0)
 		rc = GCTL_EXIT_FAILURE;
-	gctl_status_clear(&st);
+	gsp_sdoc_clear(&st);
 	return rc;
 }

@@ -116,7 +116,7 @@ void gctl_print_text(FILE *f, const char *s)
 		fputc(is_control((unsigned char)*s) ? '?' : *s, f);
 }
 
-const char *gctl_fmt_uint(char buf[GCTL_CELL_MAX], const gctl_uint *v)
+const char *gctl_fmt_uint(char buf[GCTL_CELL_MAX], const gsp_opt_uint *v)
 {
 	if (!v->set)
 		return "-";
@@ -124,7 +124,7 @@ const char *gctl_fmt_uint(char buf[GCTL_CELL_MAX], const gctl_uint *v)
 	return buf;
 }
 
-const char *gctl_fmt_fixed(char buf[GCTL_CELL_MAX], const gctl_real *v,
+const char *gctl_fmt_fixed(char buf[GCTL_CELL_MAX], const gsp_opt_real *v,
 			   int digits)
 {
 	if (!v->set)
@@ -133,7 +133,7 @@ const char *gctl_fmt_fixed(char buf[GCTL_CELL_MAX], const gctl_real *v,
 	return buf;
 }
 
-const char *gctl_fmt_general(char buf[GCTL_CELL_MAX], const gctl_real *v,
+const char *gctl_fmt_general(char buf[GCTL_CELL_MAX], const gsp_opt_real *v,
 			     int digits)
 {
 	if (!v->set)
@@ -142,7 +142,7 @@ const char *gctl_fmt_general(char buf[GCTL_CELL_MAX], const gctl_real *v,
 	return buf;
 }
 
-const char *gctl_fmt_mb(char buf[GCTL_CELL_MAX], const gctl_uint *bytes)
+const char *gctl_fmt_mb(char buf[GCTL_CELL_MAX], const gsp_opt_uint *bytes)
 {
 	if (!bytes->set)
 		return "-";
@@ -150,11 +150,11 @@ const char *gctl_fmt_mb(char buf[GCTL_CELL_MAX], const gctl_uint *bytes)
 	return buf;
 }
 
-const char *gctl_fmt_ratio(char buf[GCTL_CELL_MAX], const gctl_edge *e)
+const char *gctl_fmt_ratio(char buf[GCTL_CELL_MAX], const gsp_sdoc_edge *e)
 {
 	double ratio;
 
-	if (!gctl_edge_ratio(e, &ratio))
+	if (!gsp_sdoc_edge_ratio(e, &ratio))
 		return "-";
 	snprintf(buf, GCTL_CELL_MAX, "%.1fx", ratio);
 	return buf;

@@ -37,12 +37,12 @@ void gctl_print_text(FILE *f, const char *s);
  * significant digits, gctl_fmt_mb decimal megabytes with two decimals,
  * gctl_fmt_ratio the compression ratio as "12.3x". */
 #define GCTL_CELL_MAX 48
-const char *gctl_fmt_uint(char buf[GCTL_CELL_MAX], const gctl_uint *v);
-const char *gctl_fmt_fixed(char buf[GCTL_CELL_MAX], const gctl_real *v,
+const char *gctl_fmt_uint(char buf[GCTL_CELL_MAX], const gsp_opt_uint *v);
+const char *gctl_fmt_fixed(char buf[GCTL_CELL_MAX], const gsp_opt_real *v,
 			   int digits);
-const char *gctl_fmt_general(char buf[GCTL_CELL_MAX], const gctl_real *v,
+const char *gctl_fmt_general(char buf[GCTL_CELL_MAX], const gsp_opt_real *v,
 			     int digits);
-const char *gctl_fmt_mb(char buf[GCTL_CELL_MAX], const gctl_uint *bytes);
-const char *gctl_fmt_ratio(char buf[GCTL_CELL_MAX], const gctl_edge *e);
+const char *gctl_fmt_mb(char buf[GCTL_CELL_MAX], const gsp_opt_uint *bytes);
+const char *gctl_fmt_ratio(char buf[GCTL_CELL_MAX], const gsp_sdoc_edge *e);
 
 #endif

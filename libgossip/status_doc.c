@@ -6,9 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ipc.h"
 #include "status_doc.h"
-#include "subcommands.h"
 
 enum field_type { F_STR, F_UINT, F_REAL, F_BOOL };
 
@@ -22,53 +20,54 @@ typedef struct field {
 	{ key_, type_, offsetof(struct_, member_) }
 
 static const field top_fields[] = {
-	FIELD(F_STR, "version", gctl_status, version),
-	FIELD(F_STR, "public_key", gctl_status, public_key),
-	FIELD(F_STR, "listen", gctl_status, listen),
-	FIELD(F_STR, "socket", gctl_status, socket),
-	FIELD(F_STR, "method", gctl_status, method),
-	FIELD(F_UINT, "rank", gctl_status, rank),
-	FIELD(F_REAL, "gamma", gctl_status, gamma),
+	FIELD(F_STR, "version", gsp_sdoc, version),
+	FIELD(F_STR, "public_key", gsp_sdoc, public_key),
+	FIELD(F_STR, "listen", gsp_sdoc, listen),
+	FIELD(F_STR, "socket", gsp_sdoc, socket),
+	FIELD(F_STR, "method", gsp_sdoc, method),
+	FIELD(F_UINT, "rank", gsp_sdoc, rank),
+	FIELD(F_REAL, "gamma", gsp_sdoc, gamma),
 };
 
 static const field model_fields[] = {
-	FIELD(F_BOOL, "registered", gctl_model, registered),
-	FIELD(F_UINT, "tensors", gctl_model, tensors),
-	FIELD(F_UINT, "floats", gctl_model, floats),
-	FIELD(F_UINT, "steps", gctl_model, steps),
-	FIELD(F_STR, "fingerprint", gctl_model, fingerprint),
-	FIELD(F_STR, "summary", gctl_model, summary),
-	FIELD(F_STR, "trainer", gctl_model, trainer),
-	FIELD(F_REAL, "consensus_estimate", gctl_model, consensus_estimate),
+	FIELD(F_BOOL, "registered", gsp_sdoc_model, registered),
+	FIELD(F_UINT, "tensors", gsp_sdoc_model, tensors),
+	FIELD(F_UINT, "floats", gsp_sdoc_model, floats),
+	FIELD(F_UINT, "steps", gsp_sdoc_model, steps),
+	FIELD(F_STR, "fingerprint", gsp_sdoc_model, fingerprint),
+	FIELD(F_STR, "summary", gsp_sdoc_model, summary),
+	FIELD(F_STR, "trainer", gsp_sdoc_model, trainer),
+	FIELD(F_REAL, "consensus_estimate", gsp_sdoc_model, consensus_estimate),
 };
 
 static const field edge_fields[] = {
-	FIELD(F_STR, "peer", gctl_edge, peer),
-	FIELD(F_STR, "endpoint", gctl_edge, endpoint),
-	FIELD(F_STR, "state", gctl_edge, state),
-	FIELD(F_UINT, "generation", gctl_edge, generation),
-	FIELD(F_UINT, "round", gctl_edge, round),
-	FIELD(F_UINT, "staleness", gctl_edge, staleness),
-	FIELD(F_UINT, "payload_tx_bytes", gctl_edge, payload_tx_bytes),
-	FIELD(F_UINT, "wire_tx_bytes", gctl_edge, wire_tx_bytes),
-	FIELD(F_UINT, "wire_rx_bytes", gctl_edge, wire_rx_bytes),
-	FIELD(F_UINT, "tx_bytes", gctl_edge, tx_bytes),
-	FIELD(F_UINT, "rx_bytes", gctl_edge, rx_bytes),
-	FIELD(F_UINT, "tx_frames", gctl_edge, tx_frames),
-	FIELD(F_UINT, "rx_frames", gctl_edge, rx_frames),
-	FIELD(F_UINT, "exact_bytes", gctl_edge, exact_bytes),
-	FIELD(F_UINT, "message_bytes", gctl_edge, message_bytes),
-	FIELD(F_UINT, "rounds", gctl_edge, rounds),
-	FIELD(F_UINT, "resyncs", gctl_edge, resyncs),
-	FIELD(F_REAL, "rtt_ms", gctl_edge, rtt_ms),
-	FIELD(F_REAL, "diff_norm", gctl_edge, diff_norm),
-	FIELD(F_REAL, "rounds_per_s", gctl_edge, rounds_per_s),
-	FIELD(F_STR, "last_error", gctl_edge, last_error),
-	FIELD(F_BOOL, "straggler", gctl_edge, straggler),
+	FIELD(F_STR, "peer", gsp_sdoc_edge, peer),
+	FIELD(F_STR, "name", gsp_sdoc_edge, name),
+	FIELD(F_STR, "endpoint", gsp_sdoc_edge, endpoint),
+	FIELD(F_STR, "state", gsp_sdoc_edge, state),
+	FIELD(F_UINT, "generation", gsp_sdoc_edge, generation),
+	FIELD(F_UINT, "round", gsp_sdoc_edge, round),
+	FIELD(F_UINT, "staleness", gsp_sdoc_edge, staleness),
+	FIELD(F_UINT, "payload_tx_bytes", gsp_sdoc_edge, payload_tx_bytes),
+	FIELD(F_UINT, "wire_tx_bytes", gsp_sdoc_edge, wire_tx_bytes),
+	FIELD(F_UINT, "wire_rx_bytes", gsp_sdoc_edge, wire_rx_bytes),
+	FIELD(F_UINT, "tx_bytes", gsp_sdoc_edge, tx_bytes),
+	FIELD(F_UINT, "rx_bytes", gsp_sdoc_edge, rx_bytes),
+	FIELD(F_UINT, "tx_frames", gsp_sdoc_edge, tx_frames),
+	FIELD(F_UINT, "rx_frames", gsp_sdoc_edge, rx_frames),
+	FIELD(F_UINT, "exact_bytes", gsp_sdoc_edge, exact_bytes),
+	FIELD(F_UINT, "message_bytes", gsp_sdoc_edge, message_bytes),
+	FIELD(F_UINT, "rounds", gsp_sdoc_edge, rounds),
+	FIELD(F_UINT, "resyncs", gsp_sdoc_edge, resyncs),
+	FIELD(F_REAL, "rtt_ms", gsp_sdoc_edge, rtt_ms),
+	FIELD(F_REAL, "diff_norm", gsp_sdoc_edge, diff_norm),
+	FIELD(F_REAL, "rounds_per_s", gsp_sdoc_edge, rounds_per_s),
+	FIELD(F_STR, "last_error", gsp_sdoc_edge, last_error),
+	FIELD(F_BOOL, "straggler", gsp_sdoc_edge, straggler),
 };
 
 /* A pair of names for one count: either fills the other. */
-static void alias(gctl_uint *a, gctl_uint *b)
+static void alias(gsp_opt_uint *a, gsp_opt_uint *b)
 {
 	if (!a->set)
 		*a = *b;
@@ -76,14 +75,14 @@ static void alias(gctl_uint *a, gctl_uint *b)
 		*b = *a;
 }
 
-static void fill_aliases(gctl_edge *e)
+static void fill_aliases(gsp_sdoc_edge *e)
 {
 	alias(&e->wire_tx_bytes, &e->tx_bytes);
 	alias(&e->wire_rx_bytes, &e->rx_bytes);
 	alias(&e->payload_tx_bytes, &e->message_bytes);
 }
 
-const char *gctl_edge_state(const gctl_edge *e)
+const char *gsp_sdoc_edge_state(const gsp_sdoc_edge *e)
 {
 	if (e->state && !strcmp(e->state, "up") && e->straggler.set && e->straggler.v)
 		return "straggler";
@@ -141,19 +140,19 @@ static int read_fields(json_t *obj, const field *fields, size_t n, void *out,
 		case F_UINT:
 			ok = json_is_integer(v) && json_integer_value(v) >= 0;
 			if (ok)
-				*(gctl_uint *)(void *)p = (gctl_uint){
+				*(gsp_opt_uint *)(void *)p = (gsp_opt_uint){
 					true, (uint64_t)json_integer_value(v) };
 			break;
 		case F_REAL:
 			ok = json_is_number(v);
 			if (ok)
-				*(gctl_real *)(void *)p = (gctl_real){
+				*(gsp_opt_real *)(void *)p = (gsp_opt_real){
 					true, json_number_value(v) };
 			break;
 		case F_BOOL:
 			ok = json_is_boolean(v);
 			if (ok)
-				*(gctl_bool *)(void *)p = (gctl_bool){
+				*(gsp_opt_bool *)(void *)p = (gsp_opt_bool){
 					true, json_is_true(v) };
 			break;
 		}
@@ -164,7 +163,7 @@ static int read_fields(json_t *obj, const field *fields, size_t n, void *out,
 	return 0;
 }
 
-static int read_counters(json_t *obj, gctl_status *st, char *err, size_t err_len)
+static int read_counters(json_t *obj, gsp_sdoc *st, char *err, size_t err_len)
 {
 	const char *key;
 	json_t *v;
@@ -188,7 +187,7 @@ static int read_counters(json_t *obj, gctl_status *st, char *err, size_t err_len
 	return 0;
 }
 
-static int read_edges(json_t *arr, gctl_status *st, char *err, size_t err_len)
+static int read_edges(json_t *arr, gsp_sdoc *st, char *err, size_t err_len)
 {
 	size_t i;
 	json_t *v;
@@ -215,10 +214,10 @@ static int read_edges(json_t *arr, gctl_status *st, char *err, size_t err_len)
 	return 0;
 }
 
-int gctl_status_parse(const char *json, size_t len, gctl_status *ret,
+int gsp_sdoc_parse(const char *json, size_t len, gsp_sdoc *ret,
 		      char *err, size_t err_len)
 {
-	gctl_status st;
+	gsp_sdoc st;
 	json_error_t jerr;
 	json_t *root, *v;
 
@@ -229,7 +228,7 @@ int gctl_status_parse(const char *json, size_t len, gctl_status *ret,
 			   jerr.column, jerr.text);
 	st.doc = root;
 	if (!json_is_object(root)) {
-		gctl_status_clear(&st);
+		gsp_sdoc_clear(&st);
 		return bad(err, err_len, "the document is not a JSON object");
 	}
 	if (read_fields(root, top_fields, N(top_fields), &st, "", err, err_len) < 0)
@@ -254,11 +253,11 @@ int gctl_status_parse(const char *json, size_t len, gctl_status *ret,
 	*ret = st;
 	return 0;
 fail:
-	gctl_status_clear(&st);
+	gsp_sdoc_clear(&st);
 	return -1;
 }
 
-void gctl_status_clear(gctl_status *st)
+void gsp_sdoc_clear(gsp_sdoc *st)
 {
 	if (!st)
 		return;
@@ -268,25 +267,7 @@ void gctl_status_clear(gctl_status *st)
 	memset(st, 0, sizeof(*st));
 }
 
-int gctl_status_load(const char *socket_override, gctl_status *ret)
-{
-	const char *path = gctl_socket_path(socket_override);
-	char err[256];
-	size_t len;
-	char *json;
-	int r;
-
-	if (gctl_fetch_status(path, &json, &len) < 0)
-		return -1;
-	r = gctl_status_parse(json, len, ret, err, sizeof(err));
-	free(json);
-	if (r < 0)
-		fprintf(stderr, "%s: %s: malformed status document from gossipd: %s\n",
-			PROG_NAME, path, err);
-	return r;
-}
-
-bool gctl_edge_ratio(const gctl_edge *e, double *ret)
+bool gsp_sdoc_edge_ratio(const gsp_sdoc_edge *e, double *ret)
 {
 	if (!e->tx_bytes.set || !e->exact_bytes.set || e->tx_bytes.v == 0 ||
 	    e->exact_bytes.v == 0)
