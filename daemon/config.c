@@ -10,29 +10,12 @@
 #include <ini.h>
 #include <sodium.h>
 
-#include "config.h"
 #include "endpoint.h"
 #include "file.h"
 
 #define CONFIG_MAX_BYTES (1 << 20)
 
-typedef enum section { SEC_NONE, SEC_NODE, SEC_PEER, SEC_OTHER } section;
-
-typedef struct parser {
-	gsp_daemon_config *cfg;
-	const char *text, *end, *pos;
-	unsigned line;          /* line the reader handed out last */
-	bool new_section;       /* a section header was read since the last key */
-	unsigned section_line;
-	bool too_long;
-	section sec;
-	int err;
-	unsigned err_line;
-	unsigned gamma_line;    /* the last Gamma = line */
-	unsigned schedule_line; /* the last AverageSchedule = line */
-	char *msg;
-	size_t msg_len;
-} parser;
+#include "config_impl.h"
 
 void gsp_daemon_config_default(gsp_daemon_config *cfg)
 {
@@ -95,12 +78,9 @@ static char *reader(char *str, int num, void *stream)
 	return str;
 }
 
-static int fail(parser *p, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* Records the first error as "<file>:<line>: <reason>"; returns 0, which
  * also tells inih the line failed. */
-static int fail(parser *p, int err, const char *fmt, ...)
+int config__fail(parser *p, int err, const char *fmt, ...)
 {
 	if (!p->err) {
 		p->err = err;
@@ -160,7 +140,7 @@ static int numeric_address(parser *p, const char *name, char *dst, size_t cap,
 {
 	struct sockaddr_storage ss;
 	if (copy_str(dst, cap, v) || gsp_endpoint_numeric(v, &ss))
-		return fail(p, -EINVAL, "%s must be a numeric ipv4:port or "
+		return config__fail(p, -EINVAL, "%s must be a numeric ipv4:port or "
 			    "[ipv6]:port, not '%s'", name, v);
 	return 1;
 }
@@ -175,26 +155,26 @@ static int node_key(parser *p, const char *name, const char *v)
 				       sizeof(c->metrics_listen), v);
 	if (!strcmp(name, "PrivateKeyFile"))
 		return copy_str(c->private_key_file, sizeof(c->private_key_file), v)
-			       ? fail(p, -EINVAL, "bad PrivateKeyFile '%s'", v)
+			       ? config__fail(p, -EINVAL, "bad PrivateKeyFile '%s'", v)
 			       : 1;
 	if (!strcmp(name, "PrivateKey")) {
 		if (gsp_key_from_base64(v, c->private_key))
-			return fail(p, -EINVAL, "PrivateKey is not a base64 32-byte key");
+			return config__fail(p, -EINVAL, "PrivateKey is not a base64 32-byte key");
 		c->have_private_key = true;
 		return 1;
 	}
 	if (!strcmp(name, "Socket"))
 		return copy_str(c->socket_path, sizeof(c->socket_path), v)
-			       ? fail(p, -EINVAL, "bad Socket '%s'", v)
+			       ? config__fail(p, -EINVAL, "bad Socket '%s'", v)
 			       : 1;
 	if (!strcmp(name, "Method"))
 		return gsp_method_parse(v, &c->engine.method)
-			       ? fail(p, -EINVAL, "unknown Method '%s' (powergossip, "
+			       ? config__fail(p, -EINVAL, "unknown Method '%s' (powergossip, "
 					 "exact, choco-topk, choco-randk, choco-sign)", v)
 			       : 1;
 	if (!strcmp(name, "Rank"))
 		return parse_uint(v, GSP_MAX_RANK, &c->engine.rank) || !c->engine.rank
-			       ? fail(p, -EINVAL, "Rank must be 1..1024, not '%s'", v)
+			       ? config__fail(p, -EINVAL, "Rank must be 1..1024, not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "Gamma")) {
 		p->gamma_line = p->line;
@@ -204,13 +184,13 @@ static int node_key(parser *p, const char *name, const char *v)
 		}
 		c->gamma_auto = false;
 		return parse_float(v, &c->engine.gamma)
-			       ? fail(p, -EINVAL, "Gamma must be a number >= 0 or auto, not '%s'", v)
+			       ? config__fail(p, -EINVAL, "Gamma must be a number >= 0 or auto, not '%s'", v)
 			       : 1;
 	}
 	if (!strcmp(name, "AverageSchedule")) {
 		p->schedule_line = p->line;
 		if (strcmp(v, "finite") && strcmp(v, "matching") && strcmp(v, "off"))
-			return fail(p, -EINVAL, "AverageSchedule takes finite, matching or off, "
+			return config__fail(p, -EINVAL, "AverageSchedule takes finite, matching or off, "
 				    "not '%s'", v);
 		c->avg_finite = strcmp(v, "off") != 0;
 		c->avg_matching = !strcmp(v, "matching");
@@ -220,72 +200,72 @@ static int node_key(parser *p, const char *name, const char *v)
 		return parse_float(v, &c->engine.choco_fraction) ||
 				       c->engine.choco_fraction <= 0 ||
 				       c->engine.choco_fraction > 1
-			       ? fail(p, -EINVAL, "Fraction must be in (0, 1], not '%s'", v)
+			       ? config__fail(p, -EINVAL, "Fraction must be in (0, 1], not '%s'", v)
 			       : 1;
 	bool *on_off = !strcmp(name, "WarmStart")     ? &c->engine.warm_start
 		       : !strcmp(name, "SyncRecords") ? &c->sync_records
 						      : NULL;
 	if (on_off) {
 		if (strcmp(v, "on") && strcmp(v, "off"))
-			return fail(p, -EINVAL, "%s takes on or off, not '%s'", name, v);
+			return config__fail(p, -EINVAL, "%s takes on or off, not '%s'", name, v);
 		*on_off = !strcmp(v, "on");
 		return 1;
 	}
 	if (!strcmp(name, "Topology"))
 		return gsp_topology_parse(v, &c->topology)
-			       ? fail(p, -EINVAL, "unknown Topology '%s'", v)
+			       ? config__fail(p, -EINVAL, "unknown Topology '%s'", v)
 			       : 1;
 	if (!strcmp(name, "Nodes"))
 		return parse_uint(v, 4096, &c->nodes) || c->nodes < 2
-			       ? fail(p, -EINVAL, "Nodes must be 2..4096, not '%s'", v)
+			       ? config__fail(p, -EINVAL, "Nodes must be 2..4096, not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "MaxStaleness"))
 		return parse_uint(v, 1000000, &c->max_staleness) || !c->max_staleness
-			       ? fail(p, -EINVAL, "MaxStaleness must be 1..1000000, not '%s'", v)
+			       ? config__fail(p, -EINVAL, "MaxStaleness must be 1..1000000, not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "MaxRoundChange"))
 		return parse_float(v, &c->max_round_change) || !(c->max_round_change >= 0)
-			       ? fail(p, -EINVAL, "MaxRoundChange must be a number >= 0 "
+			       ? config__fail(p, -EINVAL, "MaxRoundChange must be a number >= 0 "
 				      "(0: no bound), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "MaxWait"))
 		return parse_uint(v, 3600000, &c->max_wait_ms)
-			       ? fail(p, -EINVAL, "MaxWait must be 0..3600000 (ms), not '%s'", v)
+			       ? config__fail(p, -EINVAL, "MaxWait must be 0..3600000 (ms), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "DetachWait"))
 		return parse_uint(v, 3600000, &c->detach_wait_ms)
-			       ? fail(p, -EINVAL, "DetachWait must be 0..3600000 (ms), not '%s'", v)
+			       ? config__fail(p, -EINVAL, "DetachWait must be 0..3600000 (ms), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "LeaveWait"))
 		return parse_uint(v, GSP_DAEMON_MAX_LEAVE_WAIT_MS, &c->leave_wait_ms)
-			       ? fail(p, -EINVAL, "LeaveWait must be 0..%u (ms), not '%s'",
+			       ? config__fail(p, -EINVAL, "LeaveWait must be 0..%u (ms), not '%s'",
 				      GSP_DAEMON_MAX_LEAVE_WAIT_MS, v)
 			       : 1;
 	if (!strcmp(name, "DrainWait"))
 		return parse_uint(v, 3600000, &c->drain_wait_ms)
-			       ? fail(p, -EINVAL, "DrainWait must be 0..3600000 (ms), not '%s'", v)
+			       ? config__fail(p, -EINVAL, "DrainWait must be 0..3600000 (ms), not '%s'", v)
 			       : 1;
 	if (!strcmp(name, "RekeyAfterSeconds"))
 		return parse_uint(v, GSP_DAEMON_MAX_REKEY_AFTER_S, &c->rekey_after_s) ||
 				       !c->rekey_after_s
-			       ? fail(p, -EINVAL, "RekeyAfterSeconds must be 1..%u, not '%s'",
+			       ? config__fail(p, -EINVAL, "RekeyAfterSeconds must be 1..%u, not '%s'",
 				      GSP_DAEMON_MAX_REKEY_AFTER_S, v)
 			       : 1;
 	if (!strcmp(name, "SimSeed")) {
 		char *end;
 		if (*v < '0' || *v > '9')
-			return fail(p, -EINVAL, "SimSeed must be a number, not '%s'", v);
+			return config__fail(p, -EINVAL, "SimSeed must be a number, not '%s'", v);
 		errno = 0;
 		c->sim_seed = strtoull(v, &end, 10);
 		if (errno || *end)
-			return fail(p, -EINVAL, "SimSeed must be a number, not '%s'", v);
+			return config__fail(p, -EINVAL, "SimSeed must be a number, not '%s'", v);
 		c->sim_seed_set = true;
 		return 1;
 	}
 	if (!strcmp(name, "Index")) {
 		unsigned idx;
 		if (parse_uint(v, 65535, &idx))
-			return fail(p, -EINVAL, "Index must be 0..65535, not '%s'", v);
+			return config__fail(p, -EINVAL, "Index must be 0..65535, not '%s'", v);
 		c->index = (int)idx;
 		return 1;
 	}
@@ -296,9 +276,9 @@ static int node_key(parser *p, const char *name, const char *v)
 				c->log_level = (gsp_log_level)i;
 				return 1;
 			}
-		return fail(p, -EINVAL, "LogLevel must be error, warning, info or debug, not '%s'", v);
+		return config__fail(p, -EINVAL, "LogLevel must be error, warning, info or debug, not '%s'", v);
 	}
-	return fail(p, -EINVAL, "unknown key '%s' in [Node]", name);
+	return config__fail(p, -EINVAL, "unknown key '%s' in [Node]", name);
 }
 
 static int peer_key(parser *p, const char *name, const char *v)
@@ -307,7 +287,7 @@ static int peer_key(parser *p, const char *name, const char *v)
 	gsp_peer_config *peer = &c->peers[c->n_peers - 1];
 	if (!strcmp(name, "PublicKey"))
 		return gsp_key_from_base64(v, peer->public_key)
-			       ? fail(p, -EINVAL, "PublicKey is not a base64 32-byte key: '%s'", v)
+			       ? config__fail(p, -EINVAL, "PublicKey is not a base64 32-byte key: '%s'", v)
 			       : 1;
 	if (!strcmp(name, "Endpoint"))
 	{
@@ -315,14 +295,14 @@ static int peer_key(parser *p, const char *name, const char *v)
 		uint16_t port;
 		if (copy_str(peer->endpoint, sizeof(peer->endpoint), v) ||
 		    gsp_endpoint_split(v, host, sizeof(host), &port))
-			return fail(p, -EINVAL, "bad Endpoint '%s' (want ipv4:port, "
+			return config__fail(p, -EINVAL, "bad Endpoint '%s' (want ipv4:port, "
 				    "[ipv6]:port or name:port)", v);
 		return 1;
 	}
 	if (!strcmp(name, "Index")) {
 		unsigned idx;
 		if (parse_uint(v, 65535, &idx))
-			return fail(p, -EINVAL, "Index must be 0..65535, not '%s'", v);
+			return config__fail(p, -EINVAL, "Index must be 0..65535, not '%s'", v);
 		peer->index = (int)idx;
 		return 1;
 	}
@@ -331,16 +311,16 @@ static int peer_key(parser *p, const char *name, const char *v)
 		for (const char *q = v; *q; q++)
 			printable = printable && *q >= 0x20 && *q < 0x7f;
 		if (!printable || copy_str(peer->name, sizeof(peer->name), v))
-			return fail(p, -EINVAL, "Name must be 1..%d printable ASCII "
+			return config__fail(p, -EINVAL, "Name must be 1..%d printable ASCII "
 				    "characters", GSP_PEER_NAME_MAX - 1);
 		return 1;
 	}
 	if (!strcmp(name, "Weight"))
 		return parse_float(v, &peer->weight) || !(peer->weight > 0) ||
 				       peer->weight > 1
-			       ? fail(p, -EINVAL, "Weight must be in (0, 1], not '%s'", v)
+			       ? config__fail(p, -EINVAL, "Weight must be in (0, 1], not '%s'", v)
 			       : 1;
-	return fail(p, -EINVAL, "unknown key '%s' in [Peer]", name);
+	return config__fail(p, -EINVAL, "unknown key '%s' in [Peer]", name);
 }
 
 static int open_section(parser *p, const char *sec)
@@ -352,13 +332,13 @@ static int open_section(parser *p, const char *sec)
 	}
 	if (strcmp(sec, "Peer")) {
 		p->sec = SEC_OTHER;
-		return fail(p, -EINVAL, "unknown section [%s] (expected [Node] or [Peer])", sec);
+		return config__fail(p, -EINVAL, "unknown section [%s] (expected [Node] or [Peer])", sec);
 	}
 	if (c->n_peers >= GSP_MAX_PEERS)
-		return fail(p, -E2BIG, "too many [Peer] sections (at most %d)", GSP_MAX_PEERS);
+		return config__fail(p, -E2BIG, "too many [Peer] sections (at most %d)", GSP_MAX_PEERS);
 	gsp_peer_config *peers = realloc(c->peers, (c->n_peers + 1) * sizeof(*peers));
 	if (!peers)
-		return fail(p, -ENOMEM, "out of memory");
+		return config__fail(p, -ENOMEM, "out of memory");
 	c->peers = peers;
 	memset(&peers[c->n_peers], 0, sizeof(*peers));
 	peers[c->n_peers].line = p->section_line;
@@ -373,7 +353,7 @@ static int handler(void *user, const char *sec, const char *name,
 {
 	parser *p = user;
 	if (p->too_long)
-		return fail(p, -EINVAL, "line longer than %d characters", INI_MAX_LINE - 1);
+		return config__fail(p, -EINVAL, "line longer than %d characters", INI_MAX_LINE - 1);
 	/* inih calls us per key only: a header read since the last key
 	 * opens a new section, so two [Peer] sections stay apart. */
 	if (p->new_section || p->sec == SEC_NONE) {
@@ -389,87 +369,6 @@ static int handler(void *user, const char *sec, const char *name,
 }
 
 /* Checks that need the whole file. */
-static int finish(parser *p)
-{
-	gsp_daemon_config *c = p->cfg;
-	for (size_t i = 0; i < c->n_peers; i++) {
-		p->line = c->peers[i].line;
-		static const uint8_t zero[GSP_KEY_BYTES];
-		if (!memcmp(c->peers[i].public_key, zero, GSP_KEY_BYTES))
-			return fail(p, -EINVAL, "[Peer] without PublicKey");
-		for (size_t j = 0; j < i; j++)
-			if (!memcmp(c->peers[i].public_key, c->peers[j].public_key,
-				    GSP_KEY_BYTES))
-				return fail(p, -EINVAL, "PublicKey listed twice");
-	}
-	for (size_t i = 0; c->sim_seed_set && i < c->n_peers; i++)
-		if (c->peers[i].index < 0 || c->peers[i].index == c->index) {
-			p->line = c->peers[i].line;
-			return fail(p, -EINVAL, "with SimSeed every [Peer] needs its "
-				    "own Index");
-		}
-	if (c->sim_seed_set && c->index < 0) {
-		p->line = 0;
-		return fail(p, -EINVAL, "SimSeed needs Index in [Node]");
-	}
-	if (c->gamma_auto && !c->nodes) {
-		p->line = 0;
-		return fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");
-	}
-	/* The refusals below name the schedule the file chose. */
-	const char *schedule = c->avg_matching ? "matching" : "finite";
-	if (c->avg_finite && !c->nodes) {
-		p->line = p->schedule_line;
-		return fail(p, -EINVAL, "AverageSchedule = %s needs Nodes (and Topology): "
-			    "the schedule is the graph's", schedule);
-	}
-	if (c->avg_finite && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
-		p->line = p->schedule_line;
-		return fail(p, -EINVAL, "AverageSchedule = %s runs exact rounds on single "
-			    "edges; a choco method's rounds need every edge", schedule);
-	}
-	if (c->avg_matching && (c->topology != GSP_TOPO_RING || c->nodes % 2)) {
-		p->line = p->schedule_line;
-		return fail(p, -EINVAL, "AverageSchedule = matching is a ring's: Topology = ring "
-			    "and an even Nodes");
-	}
-	if (c->avg_matching && (c->index < 0 || (unsigned)c->index >= c->nodes)) {
-		p->line = p->schedule_line;
-		return fail(p, -EINVAL, "AverageSchedule = matching needs this node's Index "
-			    "on the ring in [Node] (0..Nodes-1)");
-	}
-	for (size_t i = 0; c->avg_matching && i < c->n_peers; i++) {
-		unsigned n = c->nodes, me = (unsigned)c->index;
-		int idx = c->peers[i].index;
-		bool twice = false;
-		for (size_t j = 0; j < i; j++)
-			twice |= c->peers[j].index == idx;
-		if (idx < 0 || ((unsigned)idx != (me + 1) % n && (unsigned)idx != (me + n - 1) % n) ||
-		    twice) {
-			p->line = c->peers[i].line;
-			return fail(p, -EINVAL, "AverageSchedule = matching: each [Peer] needs "
-				    "the Index of a different ring neighbour (Index %u's are %u "
-				    "and %u)", me, (me + n - 1) % n, (me + 1) % n);
-		}
-	}
-	for (size_t i = 0; c->avg_finite && i < c->n_peers; i++)
-		if (c->peers[i].weight > 0) {
-			p->line = c->peers[i].line;
-			return fail(p, -EINVAL, "AverageSchedule = %s needs the "
-				    "Metropolis-Hastings weights of its graph: no Weight",
-				    schedule);
-		}
-	if (c->gamma_auto && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
-		/* auto is exact gossip's step for the graph; Choco's must suit
-		 * its compression, and auto's diverges (BENCHMARKS.md). */
-		p->line = p->gamma_line;
-		return fail(p, -EINVAL, "Gamma = auto is exact gossip's step for the graph; "
-			    "a choco method needs a number chosen for its compression "
-			    "(docs/BENCHMARKS.md, the Choco gamma grid)");
-	}
-	return 1;
-}
-
 int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
 			    gsp_daemon_config *cfg, char *err, size_t err_len)
 {
@@ -481,7 +380,7 @@ int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
 		for (const char *s = text; s < z; s++)
 			p.line += *s == '\n';
 		p.line++;
-		fail(&p, -EINVAL, "NUL byte in the file");
+		config__fail(&p, -EINVAL, "NUL byte in the file");
 		return p.err;
 	}
 	int rc = ini_parse_stream(reader, &p, handler, &p);
@@ -490,12 +389,12 @@ int gsp_daemon_config_parse(const char *text, size_t len, const char *path,
 		 * reports only at the end: it wins if it came first. */
 		p.err = 0;
 		p.line = (unsigned)rc;
-		fail(&p, -EINVAL, "syntax error (expected [Section] or Key = Value)");
+		config__fail(&p, -EINVAL, "syntax error (expected [Section] or Key = Value)");
 	} else if (!p.err && rc < 0) {
-		fail(&p, -ENOMEM, "cannot parse");
+		config__fail(&p, -ENOMEM, "cannot parse");
 	}
 	if (!p.err)
-		finish(&p);
+		config__check(&p);
 	return p.err;
 }
 

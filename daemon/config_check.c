@@ -1,0 +1,89 @@
+/* config_check: what one key cannot say alone, checked once the whole
+ * file is read (config_impl.h): peers listed once each with a key, and
+ * what Gamma = auto, SimSeed and AverageSchedule need of the others. */
+#include <errno.h>
+#include <string.h>
+
+#include "config_impl.h"
+
+/* 1, or 0 with the first refusal recorded (config__fail). */
+int config__check(parser *p)
+{
+	gsp_daemon_config *c = p->cfg;
+	for (size_t i = 0; i < c->n_peers; i++) {
+		p->line = c->peers[i].line;
+		static const uint8_t zero[GSP_KEY_BYTES];
+		if (!memcmp(c->peers[i].public_key, zero, GSP_KEY_BYTES))
+			return config__fail(p, -EINVAL, "[Peer] without PublicKey");
+		for (size_t j = 0; j < i; j++)
+			if (!memcmp(c->peers[i].public_key, c->peers[j].public_key,
+				    GSP_KEY_BYTES))
+				return config__fail(p, -EINVAL, "PublicKey listed twice");
+	}
+	for (size_t i = 0; c->sim_seed_set && i < c->n_peers; i++)
+		if (c->peers[i].index < 0 || c->peers[i].index == c->index) {
+			p->line = c->peers[i].line;
+			return config__fail(p, -EINVAL, "with SimSeed every [Peer] needs its "
+				    "own Index");
+		}
+	if (c->sim_seed_set && c->index < 0) {
+		p->line = 0;
+		return config__fail(p, -EINVAL, "SimSeed needs Index in [Node]");
+	}
+	if (c->gamma_auto && !c->nodes) {
+		p->line = 0;
+		return config__fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");
+	}
+	/* The refusals below name the schedule the file chose. */
+	const char *schedule = c->avg_matching ? "matching" : "finite";
+	if (c->avg_finite && !c->nodes) {
+		p->line = p->schedule_line;
+		return config__fail(p, -EINVAL, "AverageSchedule = %s needs Nodes (and Topology): "
+			    "the schedule is the graph's", schedule);
+	}
+	if (c->avg_finite && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
+		p->line = p->schedule_line;
+		return config__fail(p, -EINVAL, "AverageSchedule = %s runs exact rounds on single "
+			    "edges; a choco method's rounds need every edge", schedule);
+	}
+	if (c->avg_matching && (c->topology != GSP_TOPO_RING || c->nodes % 2)) {
+		p->line = p->schedule_line;
+		return config__fail(p, -EINVAL, "AverageSchedule = matching is a ring's: Topology = ring "
+			    "and an even Nodes");
+	}
+	if (c->avg_matching && (c->index < 0 || (unsigned)c->index >= c->nodes)) {
+		p->line = p->schedule_line;
+		return config__fail(p, -EINVAL, "AverageSchedule = matching needs this node's Index "
+			    "on the ring in [Node] (0..Nodes-1)");
+	}
+	for (size_t i = 0; c->avg_matching && i < c->n_peers; i++) {
+		unsigned n = c->nodes, me = (unsigned)c->index;
+		int idx = c->peers[i].index;
+		bool twice = false;
+		for (size_t j = 0; j < i; j++)
+			twice |= c->peers[j].index == idx;
+		if (idx < 0 || ((unsigned)idx != (me + 1) % n && (unsigned)idx != (me + n - 1) % n) ||
+		    twice) {
+			p->line = c->peers[i].line;
+			return config__fail(p, -EINVAL, "AverageSchedule = matching: each [Peer] needs "
+				    "the Index of a different ring neighbour (Index %u's are %u "
+				    "and %u)", me, (me + n - 1) % n, (me + 1) % n);
+		}
+	}
+	for (size_t i = 0; c->avg_finite && i < c->n_peers; i++)
+		if (c->peers[i].weight > 0) {
+			p->line = c->peers[i].line;
+			return config__fail(p, -EINVAL, "AverageSchedule = %s needs the "
+				    "Metropolis-Hastings weights of its graph: no Weight",
+				    schedule);
+		}
+	if (c->gamma_auto && c->engine.method >= GSP_METHOD_CHOCO_TOPK) {
+		/* auto is exact gossip's step for the graph; Choco's must suit
+		 * its compression, and auto's diverges (BENCHMARKS.md). */
+		p->line = p->gamma_line;
+		return config__fail(p, -EINVAL, "Gamma = auto is exact gossip's step for the graph; "
+			    "a choco method needs a number chosen for its compression "
+			    "(docs/BENCHMARKS.md, the Choco gamma grid)");
+	}
+	return 1;
+}
