@@ -4,13 +4,16 @@ own network namespaces, egress shaped to 100 Mbit/s, a few steps of
 gossipd PowerGossip rank 1 and of DDP all-reduce.  Checks that the
 interfaces counted bytes and that they match the payload the system must
 send (plus a little framing), that accuracies are there, and that no
-namespace is left, after a normal exit and after SIGTERM mid-run.
+namespace is left, after a normal exit and after SIGTERM mid-run.  The
+baselines (local SGD, DiLoCo, random pairs) run 4 steps at H = 2, and
+their saved models are checked (tests/bench/baseline_models.py).
 Exits 77 (skipped) where namespaces cannot be made or the workload's
 packages are missing.
 
 usage: test_bench_smoke.py BUILD_DIR
 """
 import csv
+import json
 import os
 import shutil
 import signal
@@ -214,6 +217,62 @@ class BenchSmoke(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("python3-matplotlib", r.stderr)
         self.assertNotIn("Traceback", r.stderr)
+
+    def test_baselines_exchange_as_their_papers_say(self):
+        """local SGD, DiLoCo and random pairs at H = 2 for 4 steps, a
+        model saved at every step: after steps 2 and 4 (an exchange) the
+        nodes hold the same bits, after steps 1 and 3 they differ;
+        DiLoCo's first outer step is Nesterov SGD on the averaged change,
+        random pairs conserve the mean of the models, the bytes match an
+        all-reduce (a whole model) every 2 steps, and the final
+        all-reduce is timed and counted."""
+        systems = ["localsgd-h2", "diloco-h2", "randpair-h2"]
+        p = subprocess.run(self.cmd("--systems", ",".join(systems), "--steps", "4",
+                                    "--eval-every", "1", "--keep", "--no-worst"),
+                           capture_output=True, text=True, timeout=240)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        kept = [line.split()[-1] for line in p.stderr.splitlines() if "files kept in" in line]
+        self.assertEqual(len(kept), 3, p.stderr[-3000:])
+        try:
+            facts = subprocess.run(
+                [PYTHON, os.path.join(ROOT, "tests", "bench", "baseline_models.py"), "4"] + kept,
+                capture_output=True, text=True, timeout=60)
+        finally:
+            for line in p.stderr.splitlines():
+                if "files kept in" in line:
+                    for d in line.split()[-3::2]:
+                        shutil.rmtree(d, ignore_errors=True)
+        self.assertEqual(facts.returncode, 0, facts.stderr)
+        f = json.loads(facts.stdout)
+        exchanged = {"1": False, "2": True, "3": False, "4": True, "avg": True}
+        for family in ("localsgd", "diloco", "randpair"):
+            self.assertEqual(f[family]["equal"], exchanged, family)
+        self.assertTrue(f["step1_same_bits"], "the families' inner steps differ")
+        self.assertLess(f["diloco_outer_step_error"], 1e-4)
+        self.assertLess(f["randpair_mean_error"], 1e-6)
+        with open(self.csv) as fh:
+            rows = {r["system"]: r for r in csv.DictReader(fh)}
+        self.assertEqual(set(rows), set(systems))
+        for name, r in rows.items():
+            self.assertEqual((r["error"], r["steps"]), ("", "4"), name)
+            self.assertGreater(float(r["bytes_per_node_step"]), 0, name)
+            self.assertTrue(0.99 <= float(r["payload_ratio"]) < 1.2, (name, r["payload_ratio"]))
+            # the final all-reduce: one model per node (2 nodes), timed
+            self.assertTrue(1.0 <= float(r["average_bytes_per_node"]) /
+                            (2 * float(r["payload_min_bytes"])) < 1.2, name)
+            self.assertGreater(float(r["average_s"]), 0, name)
+            self.assertEqual(r["average_counted"], "1", name)
+            self.assertEqual(r["averaged_accuracy"], r["averaged_worst_accuracy"], name)
+        self.assertEqual((rows["diloco-h2"]["outer_lr"], rows["diloco-h2"]["outer_momentum"]),
+                         ("0.7", "0.9"))
+        self.assertRegex(p.stderr, r"best H of each family, 100mbit, mlp, equal: localsgd-h2 ")
+
+    def test_10mbit_profile_is_shaped(self):
+        """The 10 Mbit/s profile: tbf at the rate, the bucket at its floor
+        (64 KiB + a frame, above 10 ms of the rate), 100 ms of queue."""
+        with netns.Net(2, netns.PROFILES["10mbit"], tag="t10-") as net:
+            q = net.qdisc(1)
+        self.assertRegex(q, r"tbf .*rate 10Mbit burst 67050b lat 100ms", q)
 
     def test_sigterm_removes_namespaces(self):
         p = subprocess.Popen(self.cmd("--systems", "compute-only", "--steps", "400",

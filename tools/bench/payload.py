@@ -16,8 +16,14 @@ tools/bench-e2e divides the bytes the interfaces counted by these.
   reduced bytes sent by every rank.
 - PowerSGD (torch's powerSGD_hook): all-reduces of P (m x r), Q (k x r)
   for every compressed matrix and of the uncompressed tensors (1-D ones,
-  and matrices whose (m + k) r * min_compression_rate >= m k)."""
+  and matrices whose (m + k) r * min_compression_rate >= m k).
+- local SGD and DiLoCo (tools/bench/baselines.py): one all-reduce of the
+  parameters every H steps.
+- random pairs: the whole model (parameters and float buffers) to one
+  partner every H steps, by 2 floor(n / 2) of the n nodes."""
 import math
+
+from bench import baselines
 
 
 def powergossip(mats, vecs, rank, degree):
@@ -66,4 +72,11 @@ def minimum(system, mats, vecs, nodes, degree=2, buffers=0, choco_fraction=0.01)
         return allreduce(sum(m * k for m, k in mats) + sum(vecs), nodes)
     if system.startswith("ddp-powersgd-r"):
         return powersgd(mats, vecs, int(system.rsplit("r", 1)[1]), nodes)
+    base = baselines.parse(system)
+    if base:
+        family, period = base
+        params = sum(m * k for m, k in mats) + sum(vecs)
+        if family == "randpair":
+            return 4 * (params + buffers) * (2 * (nodes // 2) / nodes) / period
+        return allreduce(params, nodes) / period
     return None

@@ -14,7 +14,10 @@ behind waits in STEP for a neighbour that waits at the barrier.)
 
 Systems: gossipd-* (attach() to the node's gossipd, STEP after each
 optimizer step), ddp-allreduce and ddp-powersgd-rR (torch DDP over gloo),
-compute-only (no communication)."""
+localsgd-hH, diloco-hH and randpair-hH (tools/bench/baselines.py, over
+the same gloo group; like gossipd they end with a barrier, one measured
+all-reduce of the model to the nodes' mean, and a barrier), compute-only
+(no communication)."""
 import faulthandler
 import json
 import os
@@ -29,6 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "bindings", "python"))
 
 import torch  # noqa: E402
 
+from bench import baselines  # noqa: E402
 from bench import workload as W  # noqa: E402
 
 
@@ -68,12 +72,18 @@ def calibrate(model_name, batches, cfg, n=8):
     return sorted(times)[n // 2]
 
 
-def ddp_setup(model, cfg, node):
+def group_setup(cfg, node):
+    """The gloo process group of the DDP systems and the baselines."""
     import torch.distributed as dist
     from datetime import timedelta
     dist.init_process_group("gloo", init_method="tcp://%s:%d" % (
         cfg["master_addr"], cfg["master_port"]), rank=node,
         world_size=cfg["nodes"], timeout=timedelta(seconds=300))
+
+
+def ddp_setup(model, cfg, node):
+    import torch.distributed as dist
+    group_setup(cfg, node)
     kw = {}
     if cfg.get("bucket_cap_mb"):
         # One bucket from the first step: under gloo, torch 1.13's
@@ -108,10 +118,14 @@ def main(cfg, node):
     compute_s = calibrate(cfg["model"], W.Batches(x, y, idx, cfg["batch"], 7), cfg)
     straggler = node in cfg["stragglers"]
     model = W.build(cfg["model"])
-    net, g = model, None
+    net, g, base = model, None, None
     if system.startswith("ddp-"):
         net = ddp_setup(model, cfg, node)
     opt = torch.optim.SGD(net.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
+    if baselines.parse(system):
+        group_setup(cfg, node)
+        base = baselines.make(system, model, opt, cfg)
+        opt = base.optimizer
     if system.startswith("gossipd-"):
         import gossipd
         has_buffers = len(W.state_tensors(model)) > len(list(model.parameters()))
@@ -140,6 +154,8 @@ def main(cfg, node):
         if g is not None:
             g.step()
         step += 1
+        if base is not None:
+            base.after_step(step)
         if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
             if save:
                 W.flat_state(model).tofile(out % step)
@@ -173,7 +189,19 @@ def main(cfg, node):
             emit(event="averaged", seconds=sec, result=list(r))
             barrier()
         g.detach()
-    if system.startswith("ddp-"):
+    if base is not None:
+        # the final all-reduce, timed between two barriers like
+        # gossipd's AVERAGE: the harness reads the interface counters
+        # at both
+        emit(event="trained", step=step)
+        if barrier():
+            t = time.perf_counter()
+            base.final_average()
+            sec = time.perf_counter() - t
+            W.flat_state(model).tofile(out % "avg")
+            emit(event="averaged", seconds=sec)
+            barrier()
+    if system.startswith("ddp-") or base is not None:
         import torch.distributed as dist
         dist.destroy_process_group()
     emit(event="done", step=step)
