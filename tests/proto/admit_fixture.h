@@ -5,6 +5,7 @@
 #define GSP_TEST_ADMIT_FIXTURE_H
 
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cert.h"
@@ -63,6 +64,14 @@ static inline gsp_cert cert_of(const node *n, const char *name, const ca *c)
 	cert.not_after = T_NOT_AFTER;
 	ck_assert_int_eq(gsp_cert_sign(&cert, c->sk), 0);
 	return cert;
+}
+
+/* The stride of the bit-flip tests: every bit, or under valgrind
+ * (GSP_TEST_SMALL, tests/meson.build) one bit of every byte, its
+ * position turning (9 is prime to 8). */
+static inline size_t flip_stride(void)
+{
+	return getenv("GSP_TEST_SMALL") ? 9 : 1;
 }
 
 /* Every GSP_ADM_* code: for the tests that each has its own text. */

@@ -29,12 +29,12 @@ static gsp_cert sample(size_t *ret_len)
 /* Decodes buf[0..len), which must be refused with code; ret untouched. */
 static void refused(size_t len, int code)
 {
-	gsp_cert out;
+	gsp_cert out, untouched;
 
 	memset(&out, 0xA5, sizeof(out));
 	ck_assert_int_eq(gsp_cert_decode(buf, len, &out), code);
-	for (size_t i = 0; i < sizeof(out); i++)
-		ck_assert_uint_eq(((uint8_t *)&out)[i], 0xA5);
+	memset(&untouched, 0xA5, sizeof(untouched));
+	ck_assert(memcmp(&out, &untouched, sizeof(out)) == 0);
 }
 
 START_TEST(test_round_trip)
@@ -145,7 +145,7 @@ START_TEST(test_every_bit_flip_refused)
 	gsp_cert back;
 
 	sample(&len);
-	for (size_t bit = 0; bit < len * 8; bit++) {
+	for (size_t bit = 0; bit < len * 8; bit += flip_stride()) {
 		buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
 		int r = gsp_cert_decode(buf, len, &back);
 		if (r == 0) {
@@ -158,7 +158,7 @@ START_TEST(test_every_bit_flip_refused)
 		buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
 	}
 	/* Most flips decode (keys, times, signature): verify saw them. */
-	ck_assert_uint_gt(decoded, len * 8 * 3 / 4);
+	ck_assert_uint_gt(decoded, len * 8 / flip_stride() * 3 / 4);
 	ck_assert_int_eq(gsp_cert_decode(buf, len, &back), 0);
 	ck_assert_int_eq(gsp_cert_verify(&back, c.pk, T_NOT_BEFORE, NULL), 0);
 }

@@ -59,12 +59,12 @@ static size_t encoded(const gsp_member *m)
 
 static void refused(size_t len, int code)
 {
-	gsp_member out;
+	gsp_member out, untouched;
 
 	memset(&out, 0xA5, sizeof(out));
 	ck_assert_int_eq(gsp_member_decode(buf, len, &out), code);
-	for (size_t i = 0; i < sizeof(out); i++)
-		ck_assert_uint_eq(((uint8_t *)&out)[i], 0xA5);
+	memset(&untouched, 0xA5, sizeof(untouched));
+	ck_assert(memcmp(&out, &untouched, sizeof(out)) == 0);
 }
 
 START_TEST(test_signing_key_derivation)
@@ -192,7 +192,7 @@ START_TEST(test_every_bit_flip_refused)
 	gsp_member m = record(true, "n1"), back;
 	size_t len = encoded(&m), decoded = 0;
 
-	for (size_t bit = 0; bit < len * 8; bit++) {
+	for (size_t bit = 0; bit < len * 8; bit += flip_stride()) {
 		buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
 		int r = gsp_member_decode(buf, len, &back);
 		if (r == 0) {
@@ -205,7 +205,7 @@ START_TEST(test_every_bit_flip_refused)
 		}
 		buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
 	}
-	ck_assert_uint_gt(decoded, len * 8 / 2);
+	ck_assert_uint_gt(decoded, len * 8 / flip_stride() / 2);
 	ck_assert_int_eq(gsp_member_decode(buf, len, &back), 0);
 	ck_assert_int_eq(gsp_member_verify(&back, c.pk, T_NOT_BEFORE, NULL), 0);
 }

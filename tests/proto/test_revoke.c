@@ -213,7 +213,7 @@ START_TEST(test_every_bit_flip_refused)
 	size_t len, decoded = 0;
 	uint8_t *buf = signed_list(2, &c, &l, &len);
 
-	for (size_t bit = 0; bit < len * 8; bit++) {
+	for (size_t bit = 0; bit < len * 8; bit += flip_stride()) {
 		buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
 		int r = gsp_revoke_decode(buf, len, &back);
 		if (r == 0) {
@@ -226,7 +226,7 @@ START_TEST(test_every_bit_flip_refused)
 		}
 		buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
 	}
-	ck_assert_uint_gt(decoded, len * 8 * 3 / 4);
+	ck_assert_uint_gt(decoded, len * 8 / flip_stride() * 3 / 4);
 	ck_assert_int_eq(gsp_revoke_decode(buf, len, &back), 0);
 	ck_assert_int_eq(gsp_revoke_verify(&back, c.pk), 0);
 	ck_assert_int_eq(gsp_revoke_verify(&back, other.pk), -EKEYREJECTED);
