@@ -95,36 +95,6 @@ int gctl_usage_error(const char *sub, const char *what, const char *arg)
 	return GCTL_EXIT_USAGE;
 }
 
-int gctl_option(int argc, const char *argv[], int *i, const char *sub,
-		const char *name, const char **ret_value)
-{
-	const char *arg = argv[*i], *value;
-	size_t n = strlen(name);
-	int next = *i + 1;
-	char what[64];
-
-	if (!strcmp(arg, name)) {
-		if (next >= argc) {
-			snprintf(what, sizeof(what), "%s needs a value", name);
-			gctl_usage_error(sub, what, NULL);
-			return -1;
-		}
-		value = argv[next++];
-	} else if (!strncmp(arg, name, n) && arg[n] == '=') {
-		value = arg + n + 1;
-	} else {
-		return 0;
-	}
-	if (!*value) {
-		snprintf(what, sizeof(what), "%s needs a non-empty value", name);
-		gctl_usage_error(sub, what, NULL);
-		return -1;
-	}
-	*ret_value = value;
-	*i = next;
-	return 1;
-}
-
 static int find_subcommand(const char *name)
 {
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++)
