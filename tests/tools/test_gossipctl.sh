@@ -1,5 +1,6 @@
 #!/bin/sh
-# gossipctl end to end: genkey and pubkey, usage and exit codes, and the
+# gossipctl end to end: genkey and pubkey, the authority's subcommands
+# (ca-genkey, cert-issue, cert-show, revoke), usage and exit codes, and the
 # daemon subcommands against a fake gossipd (a stdlib-only Python script
 # that serves canned HELLO_OK / STATUS_OK replies on Unix sockets in a
 # temporary directory; readiness through a FIFO, no sleeps).
@@ -87,6 +88,14 @@ expect_grep() {
 		ok "$1"
 	else
 		not_ok "$1: no line of stdout matches '$2'"
+	fi
+}
+# expect_line NAME LINE: some line of stdout is exactly LINE.
+expect_line() {
+	if grep -q -x -F -e "$2" "$T/out"; then
+		ok "$1"
+	else
+		not_ok "$1: no line of stdout is '$2'"
 	fi
 }
 
@@ -192,12 +201,140 @@ expect "genkey with an argument is a usage error" 2
 run "$G" pubkey extra </dev/null
 expect "pubkey with an argument is a usage error" 2
 
+# ---- the cluster authority: certificates and revocation ------------------
+
+(umask 077 && "$G" ca-genkey >"$T/ca.key" 2>"$T/err")
+rc=$?
+expect "ca-genkey exits 0, silent for a 0600 file" 0 ""
+if grep -q -E "$B64_KEY" "$T/ca.key" && [ "$(wc -l <"$T/ca.key")" -eq 1 ]; then
+	ok "ca-genkey writes one 44-character base64 key"
+else
+	not_ok "ca-genkey writes one 44-character base64 key"
+fi
+(umask 022 && "$G" ca-genkey >"$T/ca644.key" 2>"$T/err")
+rc=$?
+expect "ca-genkey warns when the file is readable by others" 0 "$WARN"
+run "$G" ca-genkey extra
+expect "ca-genkey with an argument is a usage error" 2
+run "$G" pubkey --ca <"$T/ca.key"
+expect "pubkey --ca exits 0" 0 ""
+ca_pub=$(cat "$T/out")
+run "$G" pubkey --ca <"$T/ca644.key"
+other_pub=$(cat "$T/out")
+if [ "$ca_pub" != "$other_pub" ] && printf '%s\n' "$ca_pub" | grep -q -E "$B64_KEY"; then
+	ok "pubkey --ca gives each authority its own public key"
+else
+	not_ok "pubkey --ca gives each authority its own public key"
+fi
+run "$G" pubkey --signing <"$T/priv"
+signing=$(cat "$T/out")
+if [ "$rc" = 0 ] && [ "$signing" != "$pub" ] &&
+   printf '%s\n' "$signing" | grep -q -E "$B64_KEY"; then
+	ok "pubkey --signing prints the node's signing key, not its public key"
+else
+	not_ok "pubkey --signing prints the node's signing key, not its public key"
+fi
+
+run "$G" cert-issue --ca "$T/ca.key" --name node-1.example --pubkey "$pub" \
+	--signing-key "$signing" --days 30
+expect "cert-issue exits 0" 0 ""
+cp "$T/out" "$T/node.cert"
+if [ "$(wc -l <"$T/node.cert")" -eq 1 ] &&
+   grep -q -E '^[A-Za-z0-9+/]+={0,2}$' "$T/node.cert"; then
+	ok "cert-issue prints one base64 line"
+else
+	not_ok "cert-issue prints one base64 line"
+fi
+run "$G" cert-show "$T/node.cert"
+expect "cert-show exits 0" 0 ""
+expect_grep "cert-show shows the name" '^name: +node-1\.example$'
+expect_line "cert-show shows the node key" "node key:    $pub"
+expect_line "cert-show shows the signing key" "signing key: $signing"
+expect_line "cert-show shows the authority" "authority:   $ca_pub"
+nb=$(sed -n 's/^not before:.*(\([0-9]*\))$/\1/p' "$T/out")
+na=$(sed -n 's/^expires:.*(\([0-9]*\))$/\1/p' "$T/out")
+if [ -n "$nb" ] && [ -n "$na" ] && [ $((na - nb)) -eq $((30 * 86400)) ]; then
+	ok "cert-show shows a validity of --days 30"
+else
+	not_ok "cert-show shows a validity of --days 30 ($nb, $na)"
+fi
+run "$G" cert-show --ca "$ca_pub" - <"$T/node.cert"
+expect "cert-show --ca verifies the certificate (from stdin)" 0 ""
+expect_grep "cert-show --ca says it is valid" '^valid: +yes$'
+run "$G" cert-show --ca "$other_pub" "$T/node.cert"
+expect "cert-show --ca of another authority fails with the reason" 1 \
+	"gossipctl: cert-show: $T/node.cert: not valid: not signed by the authority (or a bad signature)"
+run "$G" cert-show --ca "$ca_pub" --now "$((na))" "$T/node.cert"
+expect "cert-show at its expiry fails with the reason" 1 \
+	"gossipctl: cert-show: $T/node.cert: not valid: expired"
+run "$G" cert-show --ca "$ca_pub" --now "$((nb - 1))" "$T/node.cert"
+expect "cert-show before its not-before fails with the reason" 1 \
+	"gossipctl: cert-show: $T/node.cert: not valid: not valid yet (before its not-before time)"
+
+other_node=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=
+run "$G" revoke --ca "$T/ca.key" --serial 1 "$other_node"
+expect "revoke exits 0" 0 ""
+cp "$T/out" "$T/revoked-other"
+run "$G" cert-show --ca "$ca_pub" --revoked "$T/revoked-other" "$T/node.cert"
+expect "a list without the node's key leaves it valid" 0 ""
+expect_grep "cert-show shows the list's serial and size" '^revoked: +serial 1, 1 keys$'
+run "$G" revoke --ca "$T/ca.key" --serial 2 "$pub" "$other_node" "$pub"
+expect "revoke of the node's key exits 0" 0 ""
+cp "$T/out" "$T/revoked"
+run "$G" cert-show --ca "$ca_pub" --revoked "$T/revoked" "$T/node.cert"
+expect "cert-show with the node's key revoked fails with the reason" 1 \
+	"gossipctl: cert-show: $T/node.cert: not valid: revoked by the authority"
+expect_grep "a key given twice is listed once" '^revoked: +serial 2, 2 keys$'
+run "$G" revoke --ca "$T/ca644.key" --serial 3 "$pub"
+cp "$T/out" "$T/revoked-foreign"
+run "$G" cert-show --ca "$ca_pub" --revoked "$T/revoked-foreign" "$T/node.cert"
+expect "a revocation list of another authority is refused" 1 \
+	"gossipctl: cert-show: $T/revoked-foreign: the revocation list is not signed by the authority"
+
+# Refusals: malformed certificates, bad arguments, missing files.
+cut -c 1-40 "$T/node.cert" >"$T/short.cert"
+run "$G" cert-show "$T/short.cert"
+expect "cert-show refuses a truncated certificate" 1 \
+	"gossipctl: cert-show: $T/short.cert: not a certificate: the input ends before the format does"
+tr 'A-Za-z' 'N-ZA-Mn-za-m' <"$T/node.cert" >"$T/rot.cert"
+run "$G" cert-show --ca "$ca_pub" "$T/rot.cert"
+expect "cert-show refuses a garbled certificate" 1
+printf '%s' "$(cat "$T/node.cert")" >"$T/no-newline.cert"
+run "$G" cert-show --ca "$ca_pub" "$T/no-newline.cert"
+expect "cert-show accepts a certificate without its newline" 0 ""
+run "$G" cert-show "$T/missing.cert"
+expect "cert-show of a missing file exits 1" 1 \
+	"gossipctl: cert-show: cannot read $T/missing.cert: No such file or directory"
+run "$G" cert-issue --ca "$T/ca.key" --name 'a b' --pubkey "$pub" --signing-key "$signing"
+expect "cert-issue refuses a name outside the set" 2 \
+	"gossipctl: cert-issue: --name has a character outside A-Z a-z 0-9 . _ -: 'a b' (see gossipctl cert-issue --help)"
+run "$G" cert-issue --ca "$T/ca.key" --name "$(printf '%065d' 0)" --pubkey "$pub" --signing-key "$signing"
+expect "cert-issue refuses a name of 65 characters" 2
+run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey notakey --signing-key "$signing"
+expect "cert-issue refuses a bad --pubkey" 2
+run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey "$pub" --signing-key "$signing" --days 0
+expect "cert-issue refuses --days 0" 2
+run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey "$pub"
+expect "cert-issue without --signing-key is a usage error" 2
+run "$G" cert-issue --ca "$T/missing.key" --name n --pubkey "$pub" --signing-key "$signing"
+expect "cert-issue without its authority key file exits 1" 1 \
+	"gossipctl: cert-issue: cannot read the authority key $T/missing.key: No such file or directory"
+run "$G" cert-issue --ca "$T/node.cert" --name n --pubkey "$pub" --signing-key "$signing"
+expect "cert-issue with a file that is not a key exits 1" 1 \
+	"gossipctl: cert-issue: $T/node.cert does not hold an authority key (44 base64 characters and at most one newline)"
+run "$G" cert-show --revoked "$T/revoked" "$T/node.cert"
+expect "cert-show --revoked without --ca is a usage error" 2
+run "$G" revoke --ca "$T/ca.key" --serial -1 "$pub"
+expect "revoke refuses a negative serial" 2
+run "$G" revoke --ca "$T/ca.key" --serial 1 notakey
+expect "revoke refuses a bad key" 2
+
 # ---- usage and exit codes -----------------------------------------------
 
 for args in "--help" "-h" "help"; do
 	run "$G" $args
 	expect "gossipctl $args exits 0" 0 ""
-	for sub in status edges metrics genkey pubkey help; do
+	for sub in status edges metrics genkey pubkey ca-genkey cert-issue cert-show revoke help; do
 		if ! grep -q "^  $sub " "$T/out"; then
 			not_ok "gossipctl $args lists $sub"
 		fi
@@ -208,7 +345,7 @@ run "$G" edges --help
 for state in down connecting handshake idle up straggler; do
 	expect_grep "gossipctl edges --help names the state $state" "[ (]$state[,:]"
 done
-for sub in status edges metrics genkey pubkey; do
+for sub in status edges metrics genkey pubkey ca-genkey cert-issue cert-show revoke; do
 	run "$G" "$sub" --help
 	expect "gossipctl $sub --help exits 0" 0 ""
 	expect_grep "gossipctl $sub --help shows its usage" "^Usage: gossipctl $sub"

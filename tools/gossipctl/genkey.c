@@ -3,8 +3,6 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "key.h"
 #include "keyio.h"
@@ -23,9 +21,7 @@ static void usage(FILE *f)
 
 int genkey_main(int argc, const char *argv[])
 {
-	char b64[GSP_KEY_BASE64_LEN + 2];
 	gsp_keypair kp;
-	struct stat sb;
 	int r;
 
 	if (argc == 2 && gctl_is_help(argv[1])) {
@@ -38,17 +34,9 @@ int genkey_main(int argc, const char *argv[])
 		fprintf(stderr, "%s: genkey: cannot initialise libsodium\n", PROG_NAME);
 		return GCTL_EXIT_FAILURE;
 	}
-	if (fstat(STDOUT_FILENO, &sb) == 0 && S_ISREG(sb.st_mode) &&
-	    (sb.st_mode & 077))
-		fprintf(stderr, "%s: warning: writing a private key to a file that "
-			"group or others can access (use umask 077)\n", PROG_NAME);
-
 	gsp_keypair_generate(&kp);
-	gsp_key_to_base64(kp.priv, b64);
+	r = gctl_write_secret_key(kp.priv);
 	sodium_memzero(&kp, sizeof(kp));
-	b64[GSP_KEY_BASE64_LEN] = '\n';
-	r = gctl_write_all(STDOUT_FILENO, b64, GSP_KEY_BASE64_LEN + 1);
-	sodium_memzero(b64, sizeof(b64));
 	if (r < 0) {
 		fprintf(stderr, "%s: genkey: cannot write to stdout: %s\n", PROG_NAME,
 			strerror(-r));

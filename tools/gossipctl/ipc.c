@@ -25,28 +25,7 @@ const char *gctl_socket_path(const char *override)
 int gctl_socket_option(int argc, const char *argv[], int *i, const char *sub,
 		       const char **ret_path)
 {
-	const char *arg = argv[*i];
-	const char *path;
-	int next = *i + 1;
-
-	if (!strcmp(arg, "--socket")) {
-		if (next >= argc) {
-			gctl_usage_error(sub, "--socket needs a path", NULL);
-			return -1;
-		}
-		path = argv[next++];
-	} else if (!strncmp(arg, "--socket=", 9)) {
-		path = arg + 9;
-	} else {
-		return 0;
-	}
-	if (!*path) {
-		gctl_usage_error(sub, "--socket needs a non-empty path", NULL);
-		return -1;
-	}
-	*ret_path = path;
-	*i = next;
-	return 1;
+	return gctl_option(argc, argv, i, sub, "--socket", ret_path);
 }
 
 /* ---- the daemon ---------------------------------------------------------- */

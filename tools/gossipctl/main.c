@@ -27,6 +27,10 @@ static const struct {
 	{ "metrics", metrics_main, "Prints the status in the Prometheus text format" },
 	{ "genkey", genkey_main, "Generates a new private key and writes it to stdout" },
 	{ "pubkey", pubkey_main, "Reads a private key from stdin and writes its public key to stdout" },
+	{ "ca-genkey", ca_genkey_main, "Generates a new cluster authority key and writes it to stdout" },
+	{ "cert-issue", cert_issue_main, "Signs a member certificate with the authority key" },
+	{ "cert-show", cert_show_main, "Shows a member certificate, and verifies it with --ca" },
+	{ "revoke", revoke_main, "Signs a revocation list of node keys with the authority key" },
 	{ "help", help_main, "Shows this usage, or a subcommand's with help <cmd>" },
 };
 
@@ -38,7 +42,7 @@ static void show_usage(FILE *f)
 		   "       %s --version | --help\n\n", PROG_NAME, PROG_NAME);
 	fprintf(f, "Available subcommands:\n");
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-		fprintf(f, "  %-8s %s\n", subcommands[i].name,
+		fprintf(f, "  %-10s %s\n", subcommands[i].name,
 			subcommands[i].description);
 	fprintf(f, "\nWithout a subcommand, status is assumed.  --socket PATH names the\n"
 		   "daemon's socket (default: $GOSSIPD_SOCKET, else %s).\n"

@@ -33,6 +33,10 @@ int edges_main(int argc, const char *argv[]);
 int metrics_main(int argc, const char *argv[]);
 int genkey_main(int argc, const char *argv[]);
 int pubkey_main(int argc, const char *argv[]);
+int ca_genkey_main(int argc, const char *argv[]);
+int cert_issue_main(int argc, const char *argv[]);
+int cert_show_main(int argc, const char *argv[]);
+int revoke_main(int argc, const char *argv[]);
 
 /* The arguments of a subcommand that reads the status document: --help
  * (prints usage), --socket PATH, and an optional boolean flag (NULL for
@@ -41,6 +45,12 @@ int pubkey_main(int argc, const char *argv[]);
 int gctl_status_args(int argc, const char *argv[], const char *sub,
 		     void (*usage)(FILE *f), const char *flag, bool *ret_flag,
 		     const char **ret_socket);
+
+/* Matches argv[*i] against the option name ("--name VALUE" or
+ * "--name=VALUE"): 1 with *ret_value set and *i moved past it, 0 if it is
+ * another argument, -1 after reporting a missing or empty value. */
+int gctl_option(int argc, const char *argv[], int *i, const char *sub,
+		const char *name, const char **ret_value);
 
 /* Matches "--help" and "-h". */
 bool gctl_is_help(const char *arg);
