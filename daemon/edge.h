@@ -354,6 +354,9 @@ int edges_answer_early(edge_set *s);
 
 /* Edges whose round is out on the network. */
 size_t edges_in_flight(const edge_set *s);
+/* Of those, the ones worth waiting for: on a working session, not
+ * ending (a neighbour that crashed holds its round until it is back). */
+size_t edges_awaited(const edge_set *s);
 /* Whether a DRAIN waits: for a round in flight, with sync on any edge,
  * else on one that is not a straggler. */
 bool edges_drain_waits(const edge_set *s, bool sync);
@@ -361,6 +364,9 @@ bool edges_drain_waits(const edge_set *s, bool sync);
  * stragglers. */
 void edges_drain_expired(edge_set *s, unsigned waited_ms);
 size_t edges_up(const edge_set *s);
+/* Live generations whose session is down (a neighbour that crashed or
+ * lost its link), not ending here. */
+size_t edges_live_down(const edge_set *s);
 /* Whether a generation agreed with a peer waits to start until the ended
  * one's last update lands (an apply: a STEP's, or an AVERAGE's
  * average_land). */

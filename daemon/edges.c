@@ -302,6 +302,14 @@ size_t edges_in_flight(const edge_set *s)
 	return n;
 }
 
+size_t edges_awaited(const edge_set *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; s->attached && i < s->n; i++)
+		n += awaited(&s->edge[i]);
+	return n;
+}
+
 /* No request waits for e until it keeps pace again (edges_step_begin). */
 static void become_straggler(edge *e)
 {
@@ -348,6 +356,14 @@ size_t edges_up(const edge_set *s)
 	size_t n = 0;
 	for (size_t i = 0; i < s->n; i++)
 		n += s->edge[i].live && s->edge[i].state == EDGE_UP;
+	return n;
+}
+
+size_t edges_live_down(const edge_set *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->edge[i].live && !s->edge[i].ending_self && s->edge[i].state != EDGE_UP;
 	return n;
 }
 

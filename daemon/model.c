@@ -290,10 +290,13 @@ int model_register(model *m, void *owner, const char *trainer,
 		goto fail;
 	}
 	free(wire);
+	/* The bytes STEP counts start here: the links' totals now (taken
+	 * while the model does not count as registered yet, or they would be
+	 * less the last registration's base). */
+	model_bytes(m, &m->bytes_base_tx, &m->bytes_base_rx);
 	m->registered = true;
 	m->owner = owner;
 	snprintf(m->trainer, sizeof(m->trainer), "%s", trainer);
-	model_bytes(m, &m->bytes_base_tx, &m->bytes_base_rx);
 	gsp_info("model registered by trainer '%s': %s", trainer, m->summary);
 	peers_reconnect_all(&m->mesh->peers, GSP_BYE_MODEL_CHANGED, "model registered");
 	return 0;

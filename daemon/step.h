@@ -74,6 +74,7 @@ typedef struct stepper {
 	uint64_t avg_deadline_ms;
 	uint32_t avg_max_rounds, avg_rounds;
 	bool avg_settled;         /* every edge's AVERAGE rounds ended */
+	double avg_decided;       /* the largest estimate our REACHED was said at */
 	uv_timer_t avg_timer;
 } stepper;
 

@@ -25,10 +25,17 @@ static void finish(stepper *s)
 	edges_finish(step__edges(s));
 	model_write_end(s->model);
 	s->result.avg.rounds = s->avg_rounds;
-	s->result.avg.estimate = edges_estimate(step__edges(s));
+	double est = edges_estimate(step__edges(s));
 	/* Reached: at the target, or every edge's rounds ended with both ends
-	 * saying so (a held edge's last measurement may be a round past). */
-	s->result.avg.reached = s->result.avg.estimate <= s->avg_target || s->avg_settled;
+	 * saying so, and no live generation's session down (a neighbour that
+	 * crashed: its last measurement stands, and says how far we are from
+	 * it).  Settled, the estimate reported is the one our REACHED was
+	 * said at (a held edge's last measurement may be a round past it:
+	 * "reached" never comes with an estimate above the target). */
+	bool settled = s->avg_settled && !edges_live_down(step__edges(s)) &&
+		       s->avg_decided <= s->avg_target;
+	s->result.avg.reached = est <= s->avg_target || settled;
+	s->result.avg.estimate = est <= s->avg_target || !settled ? est : s->avg_decided;
 	step__reply(s, r < 0 ? r : 0, NULL);
 }
 
@@ -45,7 +52,11 @@ void step__average_advance(stepper *s)
 	/* A round that completes at once (an early message) goes on here,
 	 * not through the edges' callback. */
 	bool landed = false;          /* at most once a call: never a spin */
-	while (s->state == STEP_AVERAGE && !edges_in_flight(step__edges(s))) {
+	/* Rounds go on while no edge's round is awaited: a neighbour that
+	 * crashed (its session down) holds its edge's round until it is
+	 * back, and the AVERAGE goes on with the others meanwhile (it used
+	 * to wait for it until its time limit, running no round). */
+	while (s->state == STEP_AVERAGE && !edges_awaited(step__edges(s))) {
 		if (!landed && edges_start_waits_landing(step__edges(s))) {
 			landed = true;
 			if (!land(s))
@@ -59,6 +70,8 @@ void step__average_advance(stepper *s)
 		 * so that no neighbour is left waiting for us, and the AVERAGE
 		 * ends when all have (the end of a run is the network's). */
 		bool reached = s->avg_rounds > 0 && est <= s->avg_target;
+		if (reached && !(est <= s->avg_decided))
+			s->avg_decided = est;
 		step__edges(s)->averaging = true;
 		step__edges(s)->reached = reached;
 		step__edges(s)->measured = s->avg_rounds > 0;
@@ -160,6 +173,7 @@ int step_average(stepper *s, void *client, const gsp_api_average *req, step_cb c
 	s->avg_target = req->target;
 	s->avg_rounds = 0;
 	s->avg_settled = false;
+	s->avg_decided = NAN;
 	s->avg_max_rounds = req->max_rounds;
 	s->avg_deadline_ms = req->time_limit_ms ? uv_now(s->loop) + req->time_limit_ms : 0;
 	if (req->time_limit_ms)

@@ -332,6 +332,34 @@ class Daemon(unittest.TestCase):
                                          "--sync", "--wait-edges", "1"])
         self.assertTrue(all(rc == 0 for rc, _, _ in outs))
 
+    def test_step_bytes_count_from_each_registration(self):
+        """STEP's bytes_sent counts from the trainer's own REGISTER: the
+        first STEP of a second run does not carry the first run's bytes
+        (it did: the base was taken once the model already counted as
+        registered, so it was the old count less the old base)."""
+        c = self.cluster(2)
+        c.start()
+
+        def run(steps):
+            procs = [subprocess.Popen(
+                [c.bin("tools", "gossip-testtrainer"), "--socket", c.sockets[i],
+                 "--node-index", str(i), "--data", "random:50x50", "--steps", str(steps),
+                 "--sync", "--wait-edges", "1"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+            outs = [p.communicate(timeout=60) for p in procs]
+            for p, (_, err) in zip(procs, outs):
+                self.assertEqual(p.returncode, 0, err + c.tail_logs())
+            return [[int(b) for b in re.findall(r"^step \d+ .* sent (\d+) ", out, re.M)]
+                    for out, _ in outs]
+
+        runs = [run(30), run(30), run(2)]
+        print("bytes sent at the last STEP of two 30-step runs %s, %s; at the first "
+              "STEP of the next run %s" % tuple([r[-1] for r in run_] if len(run_[0]) > 2
+                                               else [r[0] for r in run_] for run_ in runs))
+        for k in (1, 2):
+            for before, now in zip(runs[k - 1], runs[k]):
+                self.assertLess(now[0], before[-1] / 5, (before, now))
+
     def test_average_and_one_model_per_daemon(self):
         c = self.cluster(2, node_conf="Rank = 2\n")
         c.start()

@@ -44,6 +44,7 @@ GSP_KEEP_TMP=1 keeps each cluster's directory (configs, logs, dumps).
 """
 import array
 import errno
+import math
 import os
 import random
 import re
@@ -576,6 +577,70 @@ class Faults(unittest.TestCase):
                         for o in outs]
         return (got,) + self.drift(c, tag)
 
+    def average_without_node_2(self, crash):
+        """A 3-ring: once every edge has completed a few rounds, node 2
+        goes: crash, its daemon killed (SIGKILL) before its trainer, so
+        nodes 0 and 1 each keep a live generation with it whose session
+        is down, maybe with a round in flight; else its trainer killed
+        first, so its daemon detaches the model and ends the generations
+        with them (a neighbour that left).  0 and 1 step on, then AVERAGE
+        (to 1e-3, 4 s limit).  Their "average" lines (matches), after
+        checking that they averaged with each other meanwhile."""
+        c = self.cluster(3)
+        tag = "crash" if crash else "left"
+        procs = [self.trainer(c, i, tag, "--steps", "40", "--compute-ms", "5",
+                              "--wait-edges", "2", "--pause-ms", "1000", "--average", "1e-3",
+                              "--average-time", "4000") for i in range(2)]
+        p2 = self.trainer(c, 2, tag, "--steps", "100000", "--compute-ms", "5",
+                          "--wait-edges", "2")
+
+        def rounds_on_every_edge():
+            return all(len(cluster.status(c.sockets[i])["edges"]) == 2 and
+                       all(e["round"] >= 3 for e in cluster.status(c.sockets[i])["edges"])
+                       for i in range(3))
+        self.assertTrue(cluster.eventually(rounds_on_every_edge, 30), c.tail_logs())
+        if crash:
+            c.stop(2, signal.SIGKILL)
+            cluster.kill(p2)
+        else:
+            cluster.kill(p2)
+            self.assertTrue(cluster.eventually(lambda: "model detached" in c.log(2), 10))
+        outs = self.finish(c, procs, timeout=60)
+        got = [re.search(r"^average rounds (\d+) estimate (\S+) reached (\w+) seconds (\S+)$",
+                         o, re.M) for o in outs]
+        self.assertTrue(all(got), outs)
+        print("AVERAGE of nodes 0 and 1 with neighbour 2 %s: %s" % (
+            "crashed" if crash else "gone", "; ".join(
+                "rounds %s estimate %s reached %s in %s s" % m.groups() for m in got)))
+        f0, f1 = (floats(self.path(c, tag, "final", i)) for i in range(2))
+        i0, i1 = (floats(self.path(c, tag, "init", i)) for i in range(2))
+        gap = math.sqrt(sum((a - b) ** 2 for a, b in zip(f0, f1)))
+        gap0 = math.sqrt(sum((a - b) ** 2 for a, b in zip(i0, i1)))
+        self.assertLess(gap, 1e-2 * gap0, (gap, gap0))
+        return got, outs
+
+    def test_average_after_a_neighbour_crashed_is_not_reached(self):
+        """Node 2 crashed: 0 and 1's AVERAGEs run rounds with each other
+        (they ran none, waiting until the limit for the crashed
+        neighbour's round in flight), and neither says "reached": the
+        crashed neighbour's last measurement stands, far above the
+        target, until it comes back."""
+        got, outs = self.average_without_node_2(crash=True)
+        for m in got:
+            self.assertEqual(m.group(3), "no", outs)
+            self.assertGreater(float(m.group(2)), 1e-3, outs)
+            self.assertGreater(int(m.group(1)), 0, outs)
+
+    def test_average_after_a_neighbour_left_is_reached_at_its_estimate(self):
+        """Node 2 left (its generations ended): 0 and 1 reach the target
+        with each other and say so, with the estimate they decided on,
+        never the gone neighbour's last measurement (it said "reached"
+        with an estimate far above the target)."""
+        got, outs = self.average_without_node_2(crash=False)
+        for m in got:
+            self.assertEqual(m.group(3), "yes", outs)
+            self.assertLessEqual(float(m.group(2)), 1e-3, outs)
+
     def test_average_reached_everywhere(self):
         """The end of a run is the network's: 8 trainers (an 8-ring) step
         a different number of times, DRAIN, AVERAGE (node 0 to a loose
@@ -594,6 +659,9 @@ class Faults(unittest.TestCase):
                   ",".join(m.group(1) for m in reached),
                   ",".join("%.1f" % t for t in took), s0, s1, drift))
         self.assertEqual([m.group(3) for m in reached], ["yes"] * 8)
+        # "reached" never comes with an estimate above the node's target.
+        for m, target in zip(reached, ["1e-1"] + ["1e-3"] * 7):
+            self.assertLessEqual(float(m.group(2)), float(target), reached)
         # Reached as the network, not at the 20 s limit: no node's AVERAGE
         # waits there for a neighbour that stopped projecting.
         self.assertLess(max(took), 15.0, took)
