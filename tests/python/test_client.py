@@ -278,7 +278,7 @@ class Broken(Base):
                            (True, "DRAIN (sync): no reply within 0.2s")):
             c = self.client(timeout=0.2)
             c.register(TENSORS)
-            self.fake.replies = {P.STEP: lambda v: gate.wait(5) and P.encode_ok()}
+            self.fake.replies = {P.STEP: lambda v: (gate.wait(5), P.encode_ok())[1]}
             with self.assertRaises(gossipd.Timeout) as cm:
                 c.drain(sync=sync)
             self.assertTrue(str(cm.exception).startswith(want), str(cm.exception))
@@ -485,7 +485,7 @@ class Restarts(Base):
             w = seen[0]
             self.assertIs(w.category, gossipd.OfflineWarning)
             self.assertIn("1 step without gossip", str(w.message))
-            self.assertEqual(w.filename, os.path.abspath(__file__),
+            self.assertTrue(os.path.samefile(w.filename, __file__),
                              "the warning points at the trainer's call")
             c._warned_at -= gossipd.client.OFFLINE_WARN_INTERVAL   # time passes
             self.assertTrue(c.step().offline)
