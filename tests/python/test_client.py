@@ -272,15 +272,15 @@ class Broken(Base):
     def test_a_drain_timeout_names_drain(self):
         """The timeout names the request that got no reply: DRAIN, not
         STEP; a sync one says what it waits for."""
-        gate = threading.Event()
-        self.addCleanup(gate.set)
         for sync, want in ((False, "DRAIN: no reply within 0.2s"),
                            (True, "DRAIN (sync): no reply within 0.2s")):
-            c = self.client(timeout=0.2)
-            c.register(TENSORS)
+            gate = threading.Event()
+            self.addCleanup(gate.set)
+            c = self.client(timeout=0.2)       # no model: no release wait
             self.fake.replies = {P.STEP: lambda v: (gate.wait(5), P.encode_ok())[1]}
             with self.assertRaises(gossipd.Timeout) as cm:
                 c.drain(sync=sync)
+            gate.set()                         # the fake serves the next one
             self.assertTrue(str(cm.exception).startswith(want), str(cm.exception))
             self.assertNotIn("STEP", str(cm.exception))
             self.assertEqual("neighbour" in str(cm.exception), sync)
