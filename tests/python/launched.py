@@ -53,7 +53,9 @@ def train(out, rank):
     write(os.path.join(out, "train-%d.json" % rank), json.dumps(dict(
         reached=r.reached, estimate=r.estimate, rounds=r.rounds, bytes=r.bytes,
         seconds=r.seconds, final=view[:32 + 4].tolist(),
-        daemon=daemon_pid(os.environ["GOSSIPD_SOCKET"]))))
+        daemon=daemon_pid(os.environ["GOSSIPD_SOCKET"]),
+        env=[os.environ[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE",
+                                     "LOCAL_WORLD_SIZE", "GROUP_RANK", "GOSSIPD_SOCKET")])))
 
 
 def main(mode, out, *rest):

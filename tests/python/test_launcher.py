@@ -177,7 +177,9 @@ class LocalCluster(Base):
         for r in range(2):
             with open(os.path.join(self.out, "train-%d.json" % r)) as f:
                 res.append(json.load(f))
-        for r in res:
+        for rank, r in enumerate(res):
+            # RANK across the cluster, one trainer per daemon, its own socket.
+            self.assertEqual(r["env"][:5], [str(rank), "0", "2", "1", str(rank)])
             self.assertTrue(r["reached"], r)
             self.assertLessEqual(r["estimate"], 1e-5)
             self.assertGreater(r["bytes"], 0)
@@ -186,6 +188,7 @@ class LocalCluster(Base):
         for a, b in zip(res[0]["final"], res[1]["final"]):
             self.assertAlmostEqual(a, b, delta=1e-3)
         self.assertNotEqual(res[0]["daemon"], res[1]["daemon"])
+        self.assertNotEqual(res[0]["env"][5], res[1]["env"][5])
         for r in res:
             self.assertTrue(gone(r["daemon"]), "gossipd %d is still running" % r["daemon"])
         tmp = err.split("configs and logs in ")[1].split()[0]
