@@ -214,11 +214,14 @@ class Cluster:
     proxy.link(i, j, host, port) instead of peer j's own address, one
     port per directed link; close() closes it too.  indexed writes each
     node's Index and its peers' (AverageSchedule = matching needs them; so
-    does sim_seed)."""
+    does sim_seed).  gossipd: the daemon's binary (default: build's
+    daemon/gossipd; gossip-run passes the installed one)."""
 
     def __init__(self, build, n, edges=None, node_conf="", tmp=None, sim_seed=None,
-                 hosts=None, wrap=None, ports=None, proxy=None, indexed=False):
+                 hosts=None, wrap=None, ports=None, proxy=None, indexed=False,
+                 gossipd=None):
         self.build = build
+        self.gossipd = gossipd or self.bin("daemon", "gossipd")
         self.n = n
         self.edges = edges if edges is not None else ring(n)
         self.dir = tmp or tempfile.mkdtemp(prefix="gossipd-it-")
@@ -251,7 +254,7 @@ class Cluster:
         conf = os.path.join(self.dir, "key%d.conf" % i)
         with open(conf, "w") as f:
             f.write("[Node]\nPrivateKeyFile = %s\n" % path)
-        out = subprocess.run([self.bin("daemon", "gossipd"), "--config", conf,
+        out = subprocess.run([self.gossipd, "--config", conf,
                               "--check-config"], capture_output=True,
                              text=True, check=True)
         return path, out.stdout.strip()
@@ -321,7 +324,7 @@ class Cluster:
                 conf = self.write_config(i, **kw)
                 log = open(self.logs[i], "a")
                 self.procs[i] = subprocess.Popen(
-                    self.wrap(i) + [self.bin("daemon", "gossipd"), "--config", conf],
+                    self.wrap(i) + [self.gossipd, "--config", conf],
                     stderr=log, stdout=log, env=env)
                 log.close()
             self.wait_ready(len(batch))

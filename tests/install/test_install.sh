@@ -81,15 +81,15 @@ ok "meson install --destdir"
 
 # ---- the tree -----------------------------------------------------------
 for f in "$SBIN/gossipd" "$BIN/gossipctl" "$BIN/gossip-sim" "$BIN/gossip-bench" \
-	"$BIN/gossip-train"; do
+	"$BIN/gossip-train" "$BIN/gossip-run"; do
 	if [ -f "$f" ] && [ -x "$f" ]; then ok "installed: ${f#"$D"}"
 	else not_ok "installed: ${f#"$D"}"; fi
 done
 for f in "$LIB/libgossip.so" "$LIB/libgossip.so.0" "$LIB/pkgconfig/libgossip.pc" \
 	"$INC/gossip/client.h" "$INC/gossip/gossip.h" \
 	"$INC/gossip/sim.h" "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" \
-	"$MAN/man5/gossipd.conf.5" "$MAN/man1/gossip-train.1" "$UNIT" "$SYSUSERS" \
-	"$EXAMPLE" "$METRICS_UNIT" "$METRICS_TIMER"; do
+	"$MAN/man5/gossipd.conf.5" "$MAN/man1/gossip-train.1" "$MAN/man1/gossip-run.1" \
+	"$UNIT" "$SYSUSERS" "$EXAMPLE" "$METRICS_UNIT" "$METRICS_TIMER"; do
 	if [ -f "$f" ]; then ok "installed: ${f#"$D"}"
 	else not_ok "installed: ${f#"$D"}"; fi
 done
@@ -112,6 +112,16 @@ fi
 # ---- the installed programs ---------------------------------------------
 check "installed gossipd --version" "$SBIN/gossipd" --version
 check "installed gossipctl --version" "$BIN/gossipctl" --version
+check "installed gossip-run --help" "$BIN/gossip-run" --help
+# gossip-run finds the installed gossipd and gossipcluster.py: its paths
+# are this prefix's, filled in by meson.
+if grep -qxF "SBINDIR = \"$(abs "$SBINDIR")\"" "$BIN/gossip-run" &&
+	grep -qxF "PKGDATADIR = \"$(abs "$DATADIR")/gossipd\"" "$BIN/gossip-run" &&
+	[ -f "$D$(abs "$DATADIR")/gossipd/gossipcluster.py" ]; then
+	ok "installed gossip-run knows the prefix's gossipd and gossipcluster.py"
+else
+	not_ok "installed gossip-run knows the prefix's gossipd and gossipcluster.py"
+fi
 sed "s|^PrivateKeyFile = .*|PrivateKeyFile = $T/private.key|" "$EXAMPLE" >"$T/example.conf"
 if "$SBIN/gossipd" --config "$T/example.conf" --check-config >"$T/out" 2>&1 &&
 	grep -qE '^[A-Za-z0-9+/]{43}=$' "$T/out"; then
@@ -236,7 +246,7 @@ fi
 # ---- man pages ----------------------------------------------------------
 if need mandoc man; then
 	for page in "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" "$MAN/man5/gossipd.conf.5" \
-		"$MAN/man1/gossip-train.1"; do
+		"$MAN/man1/gossip-train.1" "$MAN/man1/gossip-run.1"; do
 		check "mandoc -T lint -W warning ${page##*/}" mandoc -T lint -W warning "$page"
 		name=$(basename "$page" | sed 's/\.[0-9]$//')
 		if MANPAGER=cat MANWIDTH=80 man -l "$page" >"$T/out" 2>&1 &&

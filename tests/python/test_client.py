@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import unittest
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -93,7 +94,21 @@ class Requests(Base):
         self.assertIn("only 1 of 3 edges up", msg)
         self.assertIn("peer DDDDEEEE (connecting): " + why, msg)
         self.assertNotIn("AAAABBBB", msg)
-        self.assertNotIn("GGGGHHHH", msg)
+        # Without a last_error, what the state means.
+        self.assertIn("peer GGGGHHHH (down): no link", msg)
+
+    def test_wait_edges_timeout_says_the_neighbour_has_no_trainer(self):
+        self.fake.replies[P.STATUS] = P.encode_status_ok(json.dumps({
+            "edges": [{"peer": "JJJJKKKKLLLL=", "state": "idle", "last_error": None},
+                      {"peer": "MMMMNNNNOOOO=", "state": "idle", "last_error": None}]}))
+        c = self.client()
+        with self.assertRaises(gossipd.Timeout) as cm:
+            c.wait_edges(2, timeout=0.05)
+        msg = str(cm.exception)
+        self.assertIn("only 0 of 2 edges up", msg)
+        for peer in ("JJJJKKKK", "MMMMNNNN"):
+            self.assertIn("peer %s (idle): linked, but the neighbour has no "
+                          "trainer attached" % peer, msg)
 
     def test_default_name_and_env_socket(self):
         old = os.environ.get("GOSSIPD_SOCKET")
@@ -254,6 +269,23 @@ class Broken(Base):
         with self.assertRaises(gossipd.ClientClosed):
             c.step()
 
+    def test_a_drain_timeout_names_drain(self):
+        """The timeout names the request that got no reply: DRAIN, not
+        STEP; a sync one says what it waits for."""
+        for sync, want in ((False, "DRAIN: no reply within 0.2s"),
+                           (True, "DRAIN (sync): no reply within 0.2s")):
+            gate = threading.Event()
+            self.addCleanup(gate.set)
+            c = self.client(timeout=0.2)       # no model: no release wait
+            self.fake.replies = {P.STEP: lambda v: (gate.wait(5), P.encode_ok())[1]}
+            with self.assertRaises(gossipd.Timeout) as cm:
+                c.drain(sync=sync)
+            gate.set()                         # the fake serves the next one
+            self.assertTrue(str(cm.exception).startswith(want), str(cm.exception))
+            self.assertNotIn("STEP", str(cm.exception))
+            self.assertEqual("neighbour" in str(cm.exception), sync)
+            self.fake.replies = {}
+
     def test_average_waits_its_time_limit_longer(self):
         gate = threading.Event()
         self.addCleanup(gate.set)
@@ -310,6 +342,48 @@ def step_until(c, cond, seconds=5.0, limit=10 ** 7):
         if cond(st) or time.monotonic() >= deadline:
             return st
     return st
+
+
+class Finish(Base):
+    def test_finish_drains_averages_detaches_and_measures(self):
+        c = self.client()
+        c.register(TENSORS)
+        c.step()
+        wire = iter([1000, 1600])
+
+        def status(v):
+            return P.encode_status_ok(json.dumps({
+                "model": {"registered": True},
+                "edges": [{"state": "up", "wire_tx_bytes": next(wire)}]}))
+        self.fake.replies[P.STATUS] = status
+        self.fake.replies[P.AVERAGE] = P.encode_average_ok(P.AverageResult(9, 5e-5, True))
+        r = c.finish(1e-4, time_limit_ms=700, max_rounds=11)
+        self.assertIsInstance(r, gossipd.FinishResult)
+        self.assertEqual((r.reached, r.estimate, r.rounds), (True, 5e-5, 9))
+        self.assertEqual(r.bytes, 100 + 600, "DRAIN's bytes_sent plus the AVERAGE's")
+        self.assertTrue(0 <= r.seconds < 5)
+        self.assertEqual(self.fake.types()[2:], [P.STEP, P.STEP, P.STATUS, P.AVERAGE,
+                                                 P.STATUS, P.DETACH])
+        self.assertEqual(self.fake.requests[3][2], bytes([0x42, 2, 0, 0, 0]))
+        self.assertEqual(self.fake.requests[5][2], P.encode_average(1e-4, 700, 11))
+        self.assertIsNone(c.buffer_range)
+
+    def test_reached_needs_the_estimate_at_or_below_the_target(self):
+        for est in (1.025e-4, float("nan")):
+            c = self.client()
+            c.register(TENSORS)
+            self.fake.replies[P.AVERAGE] = P.encode_average_ok(P.AverageResult(4, est, True))
+            r = c.finish(1e-4)
+            self.assertFalse(r.reached, "estimate %g over the target" % est)
+
+    def test_finish_detaches_even_when_drain_fails(self):
+        c = self.client()
+        c.register(TENSORS)
+        self.fake.replies[P.STEP] = P.encode_error(-errno.EIO, "boom")
+        with self.assertRaises(gossipd.DaemonError):
+            c.finish(1e-4)
+        self.assertEqual(self.fake.types()[-1], P.DETACH)
+        self.assertIsNone(c.buffer_range)
 
 
 class Restarts(Base):
@@ -400,6 +474,41 @@ class Restarts(Base):
                 self.assertEqual(fake.types().count(P.REGISTER),
                                  1 if cls is gossipd.Busy else 0)
                 np.testing.assert_array_equal(w, 2)   # the model is kept
+
+    def test_offline_steps_warn_first_and_at_intervals(self):
+        c, _ = self.killed()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for _ in range(50):
+                self.assertTrue(c.step().offline)
+            self.assertEqual(len(seen), 1, [str(w.message) for w in seen])
+            w = seen[0]
+            self.assertIs(w.category, gossipd.OfflineWarning)
+            self.assertIn("1 step without gossip", str(w.message))
+            self.assertTrue(os.path.samefile(w.filename, __file__),
+                             "the warning points at the trainer's call")
+            c._warned_at -= gossipd.client.OFFLINE_WARN_INTERVAL   # time passes
+            self.assertTrue(c.step().offline)
+            self.assertEqual(len(seen), 2)
+            self.assertIn("51 steps without gossip", str(seen[1].message))
+
+    def test_strict_offline_steps_raise(self):
+        c = self.client(strict=True)
+        w, _, _ = c.register(TENSORS)
+        c.step()
+        self.addCleanup(shutil.rmtree, self.fake.dir, True)
+        self.fake.close(remove=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")          # and no warning instead
+            for n in (1, 2):
+                with self.assertRaises(gossipd.OfflineError) as cm:
+                    c.step()
+                self.assertIn("%d step" % n, str(cm.exception))
+        self.assertTrue(c.offline and not c.closed, "still reconnects")
+        fake = self.restart()
+        c._next_attempt = 0.0                  # the backoff has passed
+        self.assertFalse(c.step().offline)
+        self.assertEqual(fake.types(), [P.HELLO, P.REGISTER, P.STEP])
 
     def test_detach_offline_releases_locally(self):
         c = self.killed()[0]

@@ -32,6 +32,15 @@ def inside(t, rng):
     return base <= t.data_ptr() and t.data_ptr() + 4 * t.numel() <= base + nbytes
 
 
+def mapping_of(addr):
+    """The /proc/self/maps line of a mapping starting at addr, or None."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if int(line.split("-")[0], 16) == addr:
+                return line
+    return None
+
+
 class Net(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -108,8 +117,9 @@ class Attach(unittest.TestCase):
             return P.encode_ok()
         self.fake.replies[P.DETACH] = take_back
         values = {n: p.detach().clone() - 0.5 for n, p in m.named_parameters()}
-        # The tensors' views held the buffer at DETACH: unmapped later.
-        self.assertIs(g.detach(), False)
+        # The parameters are copied out before the unmap: nothing of the
+        # model holds the mapping, so it goes at once.
+        self.assertIs(g.detach(), True)
         self.assertEqual(self.fake.types()[-1], P.DETACH)
         for n, p in m.named_parameters():
             self.assertFalse(p.numel() and inside(p, rng), n)
@@ -117,7 +127,8 @@ class Attach(unittest.TestCase):
         self.assertTrue(g.client.closed)
         m(torch.randn(5, 4)).sum().backward()     # forward and backward work
         self.assertIsNotNone(m.fc1.weight.grad)
-        self.assertIs(g.detach(), False)           # idempotent, same result
+        self.assertIs(g.detach(), True)            # idempotent, same result
+        self.assertIsNone(mapping_of(rng[0]), "unmapped")
 
     def test_detach_returns_false_while_an_array_keeps_the_mapping(self):
         m = Net()
@@ -127,6 +138,60 @@ class Attach(unittest.TestCase):
         self.assertEqual(self.fake.types()[-1], P.DETACH)
         self.assertIs(g.detach(), False)
         held[...] = 1.0                            # still valid memory
+
+    def moved(self, convert):
+        """attach, step, convert the model: the next step, drain,
+        average and finish raise ParameterMoved and send nothing."""
+        m = Net()
+        g = self.attach(m)
+        g.step()
+        convert(m)
+        sent = len(self.fake.requests)
+        for call in (g.step, g.drain, lambda: g.average(1e-4, max_rounds=1),
+                     lambda: g.finish(1e-4)):
+            with self.assertRaises(gossipd.ParameterMoved) as cm:
+                call()
+            self.assertIn("fc1.weight", str(cm.exception))
+            self.assertIn("before attach()", str(cm.exception))
+        self.assertEqual(len(self.fake.requests), sent, "nothing was sent")
+        return str(cm.exception)
+
+    def test_double_after_attach_is_an_error(self):
+        msg = self.moved(lambda m: m.double())
+        self.assertIn("torch.float64", msg)
+
+    def test_to_float64_after_attach_is_an_error(self):
+        msg = self.moved(lambda m: m.to(torch.float64))
+        self.assertIn("torch.float64", msg)
+
+    def test_half_then_float_after_attach_is_an_error(self):
+        # float32 and the same shape again, but in new memory.
+        msg = self.moved(lambda m: m.half().float())
+        self.assertIn("moved out of the shared buffer", msg)
+
+    def test_a_replaced_parameter_is_an_error(self):
+        def replace(m):
+            m.fc2.bias = torch.nn.Parameter(torch.zeros(3))
+        m = Net()
+        g = self.attach(m)
+        replace(m)
+        with self.assertRaises(gossipd.ParameterMoved) as cm:
+            g.step()
+        self.assertIn("fc2.bias was replaced", str(cm.exception))
+
+    def test_finish_ends_the_run_in_one_call(self):
+        m = Net()
+        g = self.attach(m)
+        rng = g.client.buffer_range
+        g.step()
+        self.fake.replies[P.AVERAGE] = P.encode_average_ok(P.AverageResult(5, 1e-6, True))
+        r = g.finish(1e-4)
+        self.assertEqual((r.reached, r.estimate, r.rounds), (True, 1e-6, 5))
+        self.assertEqual(self.fake.types()[-4:], [P.STATUS, P.AVERAGE, P.STATUS, P.DETACH])
+        self.assertFalse(g.attached)
+        for n, p in m.named_parameters():
+            self.assertFalse(p.numel() and inside(p, rng), n)
+        self.assertIs(g.detach(), True)
 
     def test_detach_after_the_daemon_went_away_keeps_the_model(self):
         m = Net()

@@ -2,9 +2,9 @@
 section 5), for trainers that gossip their model with PowerGossip.
 
     import gossipd
-    g = gossipd.attach(model, socket="/run/gossipd/gossipd.sock")  # PyTorch
+    g = gossipd.attach(model)     # PyTorch; socket: $GOSSIPD_SOCKET
     ...  optimizer.step(); g.step()  ...   # .offline: the daemon is away
-    g.drain(); g.average(1e-4, time_limit_ms=30000); g.detach()
+    result = g.finish(1e-4)       # drain, average, detach
 
     with gossipd.Client(path, "numpy-trainer") as c:              # NumPy
         w, b = c.register([("w", (100, 100)), ("b", (100,))])
@@ -15,12 +15,13 @@ client (Client: connection, shared buffer, NumPy views), pytorch
 is imported by Client.register(), PyTorch by attach().  Reference:
 bindings/python/README.md.
 """
-from .client import (Client, DEFAULT_SOCKET, DEFAULT_TIMEOUT, StepResult,
-                     default_socket)
+from .client import (Client, DEFAULT_SOCKET, DEFAULT_TIMEOUT, FinishResult,
+                     StepResult, default_socket)
 from .errors import (Busy, ClientClosed, ConnectFailed, ConnectionLost,
                      DaemonError, DaemonNotRunning, GossipdError,
                      InvalidArgument, NonFiniteParameters, NotOwner,
-                     NotRegistered, ProtocolError, ShapeRefused, Timeout,
+                     NotRegistered, OfflineError, OfflineWarning,
+                     ParameterMoved, ProtocolError, ShapeRefused, Timeout,
                      VersionMismatch)
 from .protocol import STEP_DRAIN, STEP_SYNC, AverageResult, StepStats
 from .pytorch import Attachment, attach
@@ -28,10 +29,12 @@ from .pytorch import Attachment, attach
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "StepResult", "default_socket", "attach", "Attachment",
+    "Client", "DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "StepResult", "FinishResult",
+    "default_socket", "attach", "Attachment",
     "STEP_SYNC", "STEP_DRAIN", "StepStats", "AverageResult",
     "GossipdError", "InvalidArgument", "ClientClosed", "Timeout",
     "ConnectFailed", "DaemonNotRunning", "ConnectionLost", "ProtocolError",
     "VersionMismatch", "DaemonError", "Busy", "NotRegistered", "NotOwner",
-    "ShapeRefused", "NonFiniteParameters",
+    "ShapeRefused", "NonFiniteParameters", "OfflineError", "OfflineWarning",
+    "ParameterMoved",
 ]

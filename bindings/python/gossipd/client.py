@@ -20,19 +20,25 @@ import operator
 import os
 import socket
 import stat
+import sys
 import threading
 import time
+import warnings
+from dataclasses import dataclass
 
 from . import errors, protocol as P, undo
 from .errors import (ClientClosed, ConnectFailed, ConnectionLost,
                      DaemonNotRunning, GossipdError, InvalidArgument,
-                     ProtocolError, Timeout, VersionMismatch)
+                     OfflineError, OfflineWarning, ProtocolError, Timeout,
+                     VersionMismatch)
 
 DEFAULT_SOCKET = "/run/gossipd/gossipd.sock"
 DEFAULT_TIMEOUT = 60.0         # seconds: connecting, and each request's reply
 RECONNECT_WAIT = 1.0           # the longest wait of one reconnect attempt
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 0.5   # between reconnect attempts
 RELEASE_WAIT = 10.0           # the longest wait for the daemon to let go of the buffer
+OFFLINE_WARN_INTERVAL = 60.0  # seconds between two OfflineWarnings
+FINISH_TIME_LIMIT_MS = 30000  # finish()'s AVERAGE, by default
 _SUN_PATH_MAX = 107            # sizeof(sockaddr_un.sun_path) - 1
 _AWAY = (errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN)   # the daemon went
 _log = logging.getLogger("gossipd")
@@ -70,6 +76,61 @@ class StepResult(P.StepStats):
             self.reconnects)
 
 
+@dataclass(frozen=True)
+class FinishResult:
+    """What finish() measured.
+
+    reached   the final AVERAGE's consensus estimate is finite and at most
+              the target (the daemon's own flag is not enough: it has
+              said reached with an estimate above the target);
+    estimate  that estimate (NaN when no edge completed a round);
+    rounds    the AVERAGE's gossip-only rounds;
+    seconds   finish()'s wall-clock time: drain, average and detach;
+    bytes     the bytes this node sent for the model since its REGISTER:
+              the training steps' (DRAIN's bytes_sent) plus the AVERAGE's
+              (its edges' wire_tx_bytes before and after it).
+    """
+    reached: bool
+    estimate: float
+    rounds: int
+    seconds: float
+    bytes: int
+
+
+def _wire_tx(st):
+    return sum(e.get("wire_tx_bytes", 0) for e in st.get("edges", []))
+
+
+def finish_run(client, target, time_limit_ms, max_rounds, sync, detach):
+    """Client.finish() and Attachment.finish(): DRAIN, AVERAGE towards
+    target, then detach() (called even when one of them raised, so that
+    the model ends in private memory); a FinishResult."""
+    t0 = time.monotonic()
+    try:
+        drained = client.drain(sync=sync)
+        before = _wire_tx(client.status())
+        avg = client.average(target, time_limit_ms, max_rounds)
+        after = _wire_tx(client.status())
+    finally:
+        detach()
+    reached = bool(avg.reached) and avg.estimate <= target   # False for NaN
+    return FinishResult(reached, avg.estimate, avg.rounds,
+                        time.monotonic() - t0,
+                        drained.bytes_sent + max(after - before, 0))
+
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_level():
+    """warnings.warn's stacklevel for the first frame outside this package
+    (the trainer's own call, whether through Client or Attachment)."""
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _PKG_DIR:
+        f, level = f.f_back, level + 1
+    return level
+
+
 def default_socket():
     """$GOSSIPD_SOCKET, else /run/gossipd/gossipd.sock (as gossipctl)."""
     return os.environ.get("GOSSIPD_SOCKET") or DEFAULT_SOCKET
@@ -101,14 +162,28 @@ def shared_buffer(nbytes):
     return fd, mm
 
 
+_STATE_WHY = {
+    "idle": "linked, but the neighbour has no trainer attached (no model "
+            "registered there)",
+    "connecting": "no link yet (is the neighbour's gossipd running and "
+                  "reachable at its Endpoint?)",
+    "down": "no link (is the neighbour's gossipd running and reachable at "
+            "its Endpoint?)",
+    "handshake": "handshake under way",
+    "leaving": "the peer was removed by a reload",
+}
+
+
 def _down_edges(st):
-    """"; peer ABCDEFGH (connecting): <last_error>" for each edge of a
-    status document that is not up and has a last_error."""
+    """"; peer ABCDEFGH (idle): <why>" for each edge of a status document
+    that is not up: the daemon's last_error for it, else what its state
+    means."""
     out = ""
     for e in st.get("edges", []):
-        if e.get("state") != "up" and e.get("last_error"):
-            out += "; peer %s (%s): %s" % (str(e.get("peer", "?"))[:8],
-                                          e.get("state"), e["last_error"])
+        state = e.get("state")
+        if state != "up":
+            why = e.get("last_error") or _STATE_WHY.get(state, "not up")
+            out += "; peer %s (%s): %s" % (str(e.get("peer", "?"))[:8], state, why)
     return out
 
 
@@ -145,10 +220,14 @@ class Client:
     so that a daemon killed inside a write into them (a step) is undone
     or redone whole (undo.py, PROTOCOL.md 5.4).  False halves the
     buffer's memory; such a kill may then land a round at one end only.
+
+    strict: a step that finds the daemon away raises OfflineError instead
+    of returning an offline StepResult (which warns with OfflineWarning
+    the first time and then at most every OFFLINE_WARN_INTERVAL seconds).
     """
 
     def __init__(self, socket_path=None, name=None, timeout=DEFAULT_TIMEOUT, *,
-                 reconnect=True, undo_section=True):
+                 reconnect=True, undo_section=True, strict=False):
         path = os.fspath(socket_path if socket_path is not None else default_socket())
         if not path:
             raise InvalidArgument("the socket path is empty")
@@ -163,6 +242,9 @@ class Client:
         self.timeout = timeout
         self.reconnect = reconnect
         self.undo_section = undo_section       # see undo.py
+        self.strict = strict
+        self._away = None                      # why the daemon is away
+        self._warned_at = None                 # the last OfflineWarning
         self._pidfd = None                     # the daemon last connected to
         self._floats = 0
         self.offline_steps = 0
@@ -278,6 +360,7 @@ class Client:
         """The daemon went away: offline, the next step tries again."""
         self._undo_lost_write()
         self._close_socket()
+        self._away = exc
         if not self._attempt:
             _log.info("gossipd at %s: %s; offline until it is back",
                       self.socket_path, exc)
@@ -357,6 +440,7 @@ class Client:
             if self._broken is not None:
                 raise
             self._close_socket()
+            self._away = e
             self._next_attempt = time.monotonic() + self._backoff
             self._backoff = min(2 * self._backoff, BACKOFF_MAX)
             return e
@@ -451,7 +535,14 @@ class Client:
         memory private to this process).  Copy out what you need, or keep
         the arrays.  While the daemon is away, or if it goes away during
         the DETACH, this only releases the buffer (the daemon holds no
-        model of ours)."""
+        model of ours).  Returns True if the buffer was unmapped at once,
+        False if arrays held elsewhere keep it alive."""
+        self._detach_model()
+        return self._release()
+
+    def _detach_model(self):
+        """DETACH, leaving the buffer mapped (Attachment copies the
+        parameters out of it between this and _release())."""
         if not (self.offline and self._mm is not None):
             try:
                 self._decode(lambda b: P.decode_empty(b, P.OK),
@@ -459,7 +550,6 @@ class Client:
             except ConnectionLost:
                 if not self.offline or self._mm is None:
                     raise      # a daemon that lost us detached the model
-        return self._release()
 
     def _release(self):
         """Drops this client's views, its memfd and unmaps; returns False
@@ -481,7 +571,22 @@ class Client:
     # ---- gossip ----------------------------------------------------------
 
     def _offline_step(self):
+        """A step without gossip while the daemon is away: OfflineError
+        when strict, else an offline StepResult and, the first time and
+        then at most every OFFLINE_WARN_INTERVAL s, an OfflineWarning."""
         self.offline_steps += 1
+        why = "gossipd at %s is away (%s): %d step%s without gossip so far" % (
+            self.socket_path, self._away or "connection lost", self.offline_steps,
+            "" if self.offline_steps == 1 else "s")
+        if self.strict:
+            raise OfflineError(why + "; nothing was gossiped (strict=True)",
+                               -errno.ENOTCONN)
+        now = time.monotonic()
+        if self._warned_at is None or now - self._warned_at >= OFFLINE_WARN_INTERVAL:
+            self._warned_at = now
+            warnings.warn(why + "; training goes on alone and the client "
+                          "reconnects (strict=True makes this an error)",
+                          OfflineWarning, stacklevel=_caller_level())
         return StepResult(self._last._replace(edges_applied=0, edges_projected=0,
                                               edges_skipped=0),
                           True, self.offline_steps, self.reconnects)
@@ -503,6 +608,7 @@ class Client:
         if sync:
             body = P.encode_step(operator.index(flags) | P.STEP_SYNC)
         drain = bool(operator.index(flags) & P.STEP_DRAIN)
+        request = ("DRAIN" if drain else "STEP") + (" (sync)" if sync else "")
         with self._lock:
             self._usable()
             if self._sock is None and not drain:
@@ -513,7 +619,15 @@ class Client:
                 if away is not None:
                     raise away
             try:
-                reply = self._exchange("STEP", body, wait=self.timeout)
+                reply = self._exchange(request, body, wait=self.timeout)
+            except Timeout as e:
+                if not sync:
+                    raise
+                raise Timeout("%s: sync=True waits for every neighbour's round "
+                              "in flight, and one did not end (a neighbour "
+                              "paused at a barrier or in evaluation, or gone); "
+                              "drain() without sync waits at most the daemon's "
+                              "DrainWait" % e, e.code) from None
             except ConnectionLost:
                 if drain or self._broken is not None:
                     raise
@@ -571,6 +685,15 @@ class Client:
                               % (up, n, timeout, _down_edges(st)),
                               -errno.ETIMEDOUT)
             time.sleep(interval)
+
+    def finish(self, target, time_limit_ms=FINISH_TIME_LIMIT_MS, max_rounds=0, *,
+               sync=False):
+        """Ends the run in one call: drain(sync=sync), average(target,
+        time_limit_ms, max_rounds) and detach() (always, even if one of
+        them raised).  Every trainer of the network should call it.
+        Returns a FinishResult (reached, estimate, rounds, seconds,
+        bytes); not reaching the target is not an error."""
+        return finish_run(self, target, time_limit_ms, max_rounds, sync, self.detach)
 
     # ---- lifetime --------------------------------------------------------
 

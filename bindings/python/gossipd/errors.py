@@ -12,6 +12,10 @@ none), `text` the daemon's own explanation when it sent one.
     +-- ConnectFailed (also ConnectionError)
     |   +-- DaemonNotRunning                no socket, or a stale one
     +-- ConnectionLost (also ConnectionError)  the daemon went away mid-call
+    +-- OfflineError (also ConnectionError)  a step while the daemon is away
+    |                                        (strict=True)
+    +-- ParameterMoved (also RuntimeError)  an attached parameter left the
+    |                                       shared buffer (.double(), .to())
     +-- ProtocolError                       a reply that does not decode
     |   +-- VersionMismatch                 another major protocol version
     +-- DaemonError                         an ERROR reply (code and text)
@@ -20,6 +24,9 @@ none), `text` the daemon's own explanation when it sent one.
         +-- NotOwner        -EPERM   the model belongs to another connection
         +-- ShapeRefused    the daemon refused the model description or size
         +-- NonFiniteParameters  GSP_ENONFINITE: a NaN or infinity in the buffer
+
+    OfflineWarning (a RuntimeWarning, not an exception raised)
+                                            steps without gossip, daemon away
 """
 import errno
 import os
@@ -102,6 +109,25 @@ class ConnectionLost(GossipdError, ConnectionError):
     it after refusing a malformed request).  The client is offline and
     reconnects at its next call (unusable with reconnect=False); the
     parameter arrays stay valid."""
+
+
+class OfflineError(GossipdError, ConnectionError):
+    """A step found the daemon away and the client was made strict=True:
+    nothing was gossiped.  The client stays offline and tries to
+    reconnect at the next step; the parameters keep their values."""
+
+
+class OfflineWarning(RuntimeWarning):
+    """Steps run without gossip because the daemon is away (strict=False,
+    the default): warned at the first such step and then at most once
+    per OFFLINE_WARN_INTERVAL seconds while it lasts."""
+
+
+class ParameterMoved(GossipdError, RuntimeError):
+    """An attached tensor is no longer a view of the shared buffer (a
+    .double(), .half(), .to() or .cuda() after attach(), or a parameter
+    replaced): the daemon would gossip a stale buffer.  Nothing was sent;
+    convert the model before attach(), or detach() and attach() again."""
 
 
 class ProtocolError(GossipdError):

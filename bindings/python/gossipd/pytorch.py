@@ -7,18 +7,17 @@ optimizer writes there and no step copies anything) and moving them back
 into private memory at detach.  PyTorch is imported when attach() is
 called, not before.
 
-    g = gossipd.attach(model, socket="/run/gossipd/gossipd.sock", name="w0")
+    g = gossipd.attach(model, name="w0")   # socket: $GOSSIPD_SOCKET
     g.wait_edges(2)
     for x, y in data:
         opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
-        g.step()
-    g.drain(); g.average(1e-4, time_limit_ms=30000)
-    g.detach()          # the model keeps its values, in private memory
+        g.step()        # ParameterMoved if a parameter left the buffer
+    r = g.finish(1e-4)  # drain, average, detach: a FinishResult
 """
 import hashlib
 
-from .client import DEFAULT_TIMEOUT, Client
-from .errors import InvalidArgument
+from .client import DEFAULT_TIMEOUT, FINISH_TIME_LIMIT_MS, Client, finish_run
+from .errors import InvalidArgument, ParameterMoved
 from .protocol import WIRE_NAME_MAX
 
 
@@ -84,18 +83,19 @@ def gossiped_tensors(model, buffers=False):
 
 
 def attach(model, socket=None, name=None, *, buffers=False,
-           timeout=DEFAULT_TIMEOUT, reconnect=True):
+           timeout=DEFAULT_TIMEOUT, reconnect=True, strict=False):
     """Connects to gossipd, registers model's parameters and moves them
     into the shared buffer (see the module docstring).  buffers=True also
     gossips float32 buffers (BatchNorm running statistics); integer
-    buffers such as num_batches_tracked always stay private.  timeout and
-    reconnect are Client's: across a daemon restart the client registers
-    the same buffer again, so the parameters stay views of it and step()
-    returns offline results meanwhile.  Returns an Attachment; the model
-    is unchanged if this raises."""
+    buffers such as num_batches_tracked always stay private.  timeout,
+    reconnect and strict are Client's: across a daemon restart the client
+    registers the same buffer again, so the parameters stay views of it
+    and step() returns offline results meanwhile (OfflineWarning; with
+    strict=True, OfflineError).  Returns an Attachment; the model is
+    unchanged if this raises."""
     torch = _torch()
     tensors = gossiped_tensors(model, buffers)
-    client = Client(socket, name, timeout, reconnect=reconnect)
+    client = Client(socket, name, timeout, reconnect=reconnect, strict=strict)
     try:
         arrays = client.register([(wire_name(n), tuple(t.shape)) for n, t in tensors])
         with torch.no_grad():
@@ -106,29 +106,79 @@ def attach(model, socket=None, name=None, *, buffers=False,
     except BaseException:
         client.close()
         raise
-    return Attachment(client, tensors)
+    return Attachment(client, tensors, model, buffers)
+
+
+def _live_tensors(model, buffers):
+    """{name: tensor} of the model now, as gossiped_tensors() names them."""
+    live = dict(model.named_parameters())
+    if buffers:
+        live.update(model.named_buffers())
+    return live
 
 
 class Attachment:
     """A model attached to gossipd.  Not thread-safe beyond the client's
-    own lock: call step() from the thread that runs the optimizer."""
+    own lock: call step() from the thread that runs the optimizer.
 
-    def __init__(self, client, tensors):
+    Before each step(), drain(), average() and finish() it checks that
+    every attached tensor is still the model's and still a view of the
+    shared buffer (same address, float32, same shape): a .double(),
+    .half(), .to() or .cuda() after attach() raises ParameterMoved
+    instead of gossiping a stale buffer."""
+
+    def __init__(self, client, tensors, model=None, buffers=False):
         self.client = client
         self.names = [n for n, _ in tensors]
         self.tensors = [t for _, t in tensors]
+        self._model, self._buffers = model, buffers
+        self._views = [(t.data_ptr(), t.dtype, tuple(t.shape)) for t in self.tensors]
         self._unmapped = None                  # detach()'s result
+
+    def check(self):
+        """Raises ParameterMoved naming every attached tensor that is no
+        longer the model's own or no longer a view of the shared buffer."""
+        live = _live_tensors(self._model, self._buffers) if self._model is not None else {}
+        bad = []
+        for name, t, (ptr, dtype, shape) in zip(self.names, self.tensors, self._views):
+            if self._model is not None and live.get(name) is not t:
+                bad.append("%s was replaced by another tensor" % name)
+            elif t.dtype != dtype or tuple(t.shape) != shape:
+                bad.append("%s is now %s %s (attached as %s %s)"
+                           % (name, t.dtype, tuple(t.shape), dtype, shape))
+            elif t.data_ptr() != ptr:
+                bad.append("%s moved out of the shared buffer (on %s)" % (name, t.device))
+        if bad:
+            raise ParameterMoved(
+                "the model left gossipd's shared buffer: %s.  A .double(), "
+                ".half(), .float(), .to() or .cuda() after attach() copies the "
+                "parameters elsewhere, and gossip would go on with the stale "
+                "buffer: convert the model before attach(), or detach() and "
+                "attach() again" % "; ".join(bad))
 
     def step(self, flags=0, *, sync=False):
         """After each optimizer.step(): one gossip step, in place; a
         StepResult (offline=True while the daemon is away)."""
+        self.check()
         return self.client.step(flags, sync=sync)
 
     def drain(self, *, sync=False):
+        self.check()
         return self.client.drain(sync=sync)
 
     def average(self, target, time_limit_ms=0, max_rounds=0):
+        self.check()
         return self.client.average(target, time_limit_ms, max_rounds)
+
+    def finish(self, target, time_limit_ms=FINISH_TIME_LIMIT_MS, max_rounds=0, *,
+               sync=False):
+        """Ends the run in one call: drain, a network-wide AVERAGE towards
+        target, detach (always: the model ends in private memory).  Every
+        trainer should call it.  Returns a FinishResult (reached,
+        estimate, rounds, seconds, bytes)."""
+        self.check()
+        return finish_run(self.client, target, time_limit_ms, max_rounds, sync,
+                          self.detach)
 
     def status(self):
         return self.client.status()
@@ -148,24 +198,22 @@ class Attachment:
         self.tensors = []
 
     def detach(self):
-        """DETACHes, copies the parameters into private memory and closes
-        the connection.  The copy comes after DETACH, whose own writes (a
-        round a neighbour ended before ours, taken back) it must hold; the
-        tensors keep the shared buffer mapped until then.  The model stays
-        usable even if the daemon is gone (the error is raised after the
-        copy).  Returns False: the tensors' views held the buffer at
-        DETACH, so it is unmapped once they are gone.  Idempotent: a
-        second call returns the first one's result."""
+        """DETACHes, copies the parameters into private memory, unmaps
+        the buffer and closes the connection.  The copy comes after
+        DETACH, whose own writes (a round a neighbour ended before ours,
+        taken back) it must hold.  The model stays usable even if the
+        daemon is gone (the error is raised after the copy).  Returns
+        True if the buffer was unmapped at once, False if arrays you hold
+        (such as g.client.arrays) keep it alive.  Idempotent: a second
+        call returns the first one's result."""
         if not self.tensors:
             return self._unmapped
-        unmapped = None
         try:
             if not self.client.closed:
-                unmapped = self.client.detach()
+                self.client._detach_model()
         finally:
             self._copy_back()
-            released = self.client.close()     # unmaps if detach() did not run
-            self._unmapped = released if unmapped is None else unmapped
+            self._unmapped = self.client.close()   # unmaps: no tensor views it now
         return self._unmapped
 
     close = detach
