@@ -1,4 +1,5 @@
-/* api: the local API server (api.h). */
+/* api: the local API server (api.h): the socket, its connections, their
+ * reads and writes; the requests are api_request.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -10,45 +11,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "api_impl.h"
 #include "api_socket.h"
 #include "log.h"
 #include "peercred.h"
-#include "rxbuf.h"
-#include "status.h"
-#include "text.h"
-
-/* Unsent reply bytes one client may hold: one reply of the largest
- * frame. */
-#define API_MAX_UNSENT (GSP_FRAME_HEADER + (size_t)GSP_API_MAX_FRAME)
-
-typedef struct api_client api_client;
-
-struct api_client {
-	gossipd *d;
-	int fd;
-	uv_poll_t poll;
-	rxbuf rx;
-	uint8_t *wbuf;           /* unsent reply bytes */
-	size_t wlen, woff;
-	int passed_fd;           /* fd received with the current frame */
-	bool hello;
-	bool closing;
-	char name[GSP_API_NAME_MAX + 1];
-	char log_name[4 * GSP_API_NAME_MAX + 1];   /* name, escaped for logs */
-	api_client *next;
-};
-
-struct api_server {
-	int fd;
-	uv_poll_t poll;
-	dev_t dev;               /* the socket file we created, to remove */
-	ino_t ino;               /* only that one at exit */
-	gid_t gid;               /* its group: who may connect (peercred.h) */
-	uint64_t refused;        /* connections refused by peercred */
-	api_client *clients;
-	size_t n_clients;
-};
 
 static void client_poll(uv_poll_t *h, int status, int events);
 static void client_process(api_client *c);
@@ -64,7 +30,7 @@ static void on_client_closed(uv_handle_t *h)
 /* The order matters: the client's pending reply is dropped first, then
  * its model is detached (after a step that runs off the loop, if one
  * does), then the client goes. */
-static void client_close(api_client *c)
+void api__client_close(api_client *c)
 {
 	gossipd *d = c->d;
 	api_server *srv = d->api;
@@ -106,7 +72,7 @@ static void update_events(api_client *c)
 	uv_poll_start(&c->poll, ev, client_poll);
 }
 
-static void flush(api_client *c)
+void api__flush(api_client *c)
 {
 	while (c->woff < c->wlen) {
 		ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
@@ -116,7 +82,7 @@ static void flush(api_client *c)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (n < 0) {
-			client_close(c);
+			api__client_close(c);
 			return;
 		}
 		c->woff += (size_t)n;
@@ -124,209 +90,6 @@ static void flush(api_client *c)
 	if (c->woff == c->wlen)
 		c->wlen = c->woff = 0;
 	update_events(c);
-}
-
-static void reply(api_client *c, const uint8_t *body, size_t len)
-{
-	if (c->closing)
-		return;
-	size_t need = c->wlen + GSP_FRAME_HEADER + len;
-	uint8_t *nb = need <= API_MAX_UNSENT ? realloc(c->wbuf, need) : NULL;
-	if (!nb) {
-		gsp_warn("API client '%s': cannot queue a reply: closing it",
-			 c->log_name);
-		client_close(c);
-		return;
-	}
-	c->wbuf = nb;
-	if (gsp_frame_header_write(c->wbuf + c->wlen, GSP_FRAME_HEADER,
-				   (uint32_t)len) != 0) {
-		client_close(c);
-		return;
-	}
-	memcpy(c->wbuf + c->wlen + GSP_FRAME_HEADER, body, len);
-	c->wlen += GSP_FRAME_HEADER + len;
-	flush(c);
-}
-
-static void reply_error(api_client *c, int code, const char *text)
-{
-	uint8_t buf[16 + GSP_API_ERROR_TEXT_MAX];
-	gsp_api_error e = {.code = code < 0 ? code : -EINVAL, .text = text,
-			   .text_len = strlen(text)};
-	size_t n;
-	if (e.text_len > GSP_API_ERROR_TEXT_MAX)
-		e.text_len = GSP_API_ERROR_TEXT_MAX;
-	if (gsp_api_error_encode(&e, buf, sizeof(buf), &n) == 0)
-		reply(c, buf, n);
-}
-
-static void reply_ok(api_client *c)
-{
-	uint8_t buf[8];
-	size_t n;
-	if (gsp_api_ok_encode(buf, sizeof(buf), &n) == 0)
-		reply(c, buf, n);
-}
-
-/* A STEP, DRAIN or AVERAGE ended (step.h). */
-static void on_step_done(void *client, const step_result *r)
-{
-	api_client *c = client;
-	uint8_t buf[128];
-	size_t n;
-	int err;
-	if (r->err) {
-		reply_error(c, r->err, r->text);
-		return;
-	}
-	err = r->average ? gsp_api_average_ok_encode(&r->avg, buf, sizeof(buf), &n)
-			 : gsp_api_step_ok_encode(&r->step, buf, sizeof(buf), &n);
-	if (!err)
-		reply(c, buf, n);
-	else
-		reply_error(c, err, gsp_strerror(err));
-}
-
-static void on_detached(void *client)
-{
-	reply_ok(client);
-}
-
-/* Requests that need the model and must come from its owner. */
-static int owner_check(api_client *c)
-{
-	if (!c->d->model.registered) {
-		reply_error(c, -ENOENT, "no model registered");
-		return -1;
-	}
-	if (c->d->model.owner != c) {
-		reply_error(c, -EPERM, "the model belongs to another connection");
-		return -1;
-	}
-	return 0;
-}
-
-static void started(api_client *c, int err)
-{
-	if (err == -EBUSY)
-		reply_error(c, err, "a request is already in progress");
-	else if (err)
-		reply_error(c, err, gsp_strerror(err));
-}
-
-static int on_hello(api_client *c, const uint8_t *body, size_t len)
-{
-	gsp_api_hello h;
-	int err = gsp_api_hello_decode(body, len, &h);
-	if (err)
-		return err;
-	snprintf(c->name, sizeof(c->name), "%.*s", (int)h.name_len, h.name);
-	text_escape(h.name, h.name_len, c->log_name, sizeof(c->log_name));
-	c->hello = true;
-	uint8_t buf[256];
-	size_t n;
-	gsp_api_hello ok = {.version = GSP_PROTO_VERSION, .name = GSP_VERSION,
-			    .name_len = strlen(GSP_VERSION)};
-	if (gsp_api_hello_ok_encode(&ok, buf, sizeof(buf), &n) == 0)
-		reply(c, buf, n);
-	return 0;
-}
-
-/* REGISTER: the passed fd goes to model_register whatever happens. */
-static int on_register(api_client *c, const uint8_t *body, size_t len)
-{
-	gossipd *d = c->d;
-	char text[256];
-	int fd = c->passed_fd;
-	c->passed_fd = -1;
-	int err = model_register(&d->model, c, c->name, body, len, fd, text,
-				 sizeof(text));
-	if (err == -EBADMSG)
-		return err;            /* malformed: one reply, by the caller */
-	if (err) {
-		gsp_warn("REGISTER from '%s' refused: %s", c->log_name, text);
-		reply_error(c, err, text);
-		return 0;
-	}
-	reply_ok(c);
-	return 0;
-}
-
-static int on_status(api_client *c, const uint8_t *body, size_t len)
-{
-	gossipd *d = c->d;
-	int err = gsp_api_status_decode(body, len);
-	if (err)
-		return err;
-	if (!step_busy(&d->step))
-		edges_cache(&d->mesh.edges);
-	char *json = status_json(d);
-	if (!json) {
-		reply_error(c, -ENOMEM, "out of memory");
-		return 0;
-	}
-	gsp_api_status_ok st = {.json = json, .json_len = strlen(json)};
-	size_t cap = st.json_len + 16, n;
-	uint8_t *buf = malloc(cap);
-	if (buf && gsp_api_status_ok_encode(&st, buf, cap, &n) == 0)
-		reply(c, buf, n);
-	else
-		reply_error(c, -ENOMEM, "the status does not fit a frame");
-	free(buf);
-	free(json);
-	return 0;
-}
-
-/* One request: 0 once it is answered or under way, a negative errno if
- * it is malformed (the caller answers that, once, and closes). */
-static int on_request(api_client *c, const uint8_t *body, size_t len)
-{
-	gossipd *d = c->d;
-	uint8_t type;
-	int err = gsp_api_type(body, len, &type);
-	if (err)
-		return err;
-	if (!c->hello && type != GSP_API_HELLO)
-		return -EPROTO;
-	if (type != GSP_API_REGISTER && c->passed_fd >= 0)
-		return -EBADMSG;
-	switch (type) {
-	case GSP_API_HELLO:
-		return on_hello(c, body, len);
-	case GSP_API_REGISTER:
-		return on_register(c, body, len);
-	case GSP_API_STEP: {
-		gsp_api_step s;
-		if ((err = gsp_api_step_decode(body, len, &s)) != 0)
-			return err;
-		if (owner_check(c) == 0)
-			started(c, step_start(&d->step, c, s.flags, on_step_done));
-		return 0;
-	}
-	case GSP_API_AVERAGE: {
-		gsp_api_average a;
-		if ((err = gsp_api_average_decode(body, len, &a)) != 0)
-			return err;
-		if (owner_check(c) == 0)
-			started(c, step_average(&d->step, c, &a, on_step_done));
-		return 0;
-	}
-	case GSP_API_STATUS:
-		return on_status(c, body, len);
-	case GSP_API_DETACH:
-		if ((err = gsp_api_detach_decode(body, len)) != 0)
-			return err;
-		if (owner_check(c))
-			return 0;
-		/* Answered once the edges have ended their generations. */
-		if (d->model.registered)
-			d->model.owner = NULL;
-		step_detach(&d->step, c, on_detached);
-		return 0;
-	default:
-		return -EBADMSG;
-	}
 }
 
 /* Handles the whole frames received, one at a time while no reply is
@@ -341,13 +104,13 @@ static void client_process(api_client *c)
 		if (err == -EAGAIN)
 			break;
 		if (!err)
-			err = on_request(c, body, len);
+			err = api__on_request(c, body, len);
 		if (err) {
 			c->d->counters.api_malformed++;
 			gsp_warn("API client '%s': %s: closing it", c->log_name,
 				 gsp_strerror(err));
-			reply_error(c, err, "malformed request");
-			client_close(c);
+			api__reply_error(c, err, "malformed request");
+			api__client_close(c);
 			return;
 		}
 	}
@@ -366,7 +129,7 @@ static void client_read(api_client *c)
 	uint8_t *p;
 	size_t room;
 	if (rxbuf_space(&c->rx, GSP_FRAME_HEADER + GSP_API_MAX_FRAME, &p, &room) != 0) {
-		client_close(c);
+		api__client_close(c);
 		return;
 	}
 	struct iovec iov = {.iov_base = p, .iov_len = room};
@@ -391,7 +154,7 @@ static void client_read(api_client *c)
 	if (n <= 0 || fds > 1 || (mh.msg_flags & MSG_CTRUNC)) {
 		if (n > 0)
 			c->d->counters.api_malformed++;
-		client_close(c);
+		api__client_close(c);
 		return;
 	}
 	(void)rxbuf_commit(&c->rx, (size_t)n);
@@ -402,11 +165,11 @@ static void client_poll(uv_poll_t *h, int status, int events)
 {
 	api_client *c = h->data;
 	if (status < 0) {
-		client_close(c);
+		api__client_close(c);
 		return;
 	}
 	if (events & UV_WRITABLE) {
-		flush(c);
+		api__flush(c);
 		/* Requests that waited for the reply to go out. */
 		if (!c->closing && c->wlen == 0)
 			client_process(c);
@@ -523,7 +286,7 @@ void api_stop(gossipd *d)
 	if (!srv)
 		return;
 	while (srv->clients)
-		client_close(srv->clients);
+		api__client_close(srv->clients);
 	uv_poll_stop(&srv->poll);
 	uv_close((uv_handle_t *)&srv->poll, NULL);
 	close(srv->fd);
