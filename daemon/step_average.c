@@ -59,9 +59,7 @@ void step__average_advance(stepper *s)
 		 * so that no neighbour is left waiting for us, and the AVERAGE
 		 * ends when all have (the end of a run is the network's). */
 		bool reached = s->avg_rounds > 0 && est <= s->avg_target;
-		step__edges(s)->averaging = true;
-		step__edges(s)->reached = reached;
-		step__edges(s)->measured = s->avg_rounds > 0;
+		edges_average_state(step__edges(s), true, reached, s->avg_rounds > 0);
 		size_t going = edges_avg_settle(step__edges(s));
 		s->avg_settled = up > 0 && going == 0;
 		bool done = s->avg_settled ||

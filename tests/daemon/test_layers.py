@@ -17,7 +17,7 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "peers_dial.c": "peers", "peers_impl.h": "peers",
          "api_socket.c": "api", "api_socket.h": "api",
          "edges.c": "edge", "edge_gen.c": "edge", "edge_end.c": "edge", "edge_records.c": "edge", "edge_sched.c": "edge",
-         "edge_impl.h": "edge", "step_average.c": "step", "step_impl.h": "step",
+         "edge_impl.h": "edge", "edges_api.c": "edge", "step_average.c": "step", "step_impl.h": "step",
          "config_check.c": "config", "config_impl.h": "config",
          "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
