@@ -3,8 +3,7 @@
  * MODEL, ROUND; edge_gen.c, edge_end.c, edge_records.c, edge_sched.c:
  * generations; edges.c and edges_api.c: the set): struct edge and the
  * types only it needs, and the functions they call of each other.  Not
- * used outside the edge module (of the tests, only test_edge.c's
- * test_old_generation_round_is_dropped writes one field).
+ * used outside the edge module, tests included.
  */
 #ifndef GOSSIPD_EDGE_IMPL_H
 #define GOSSIPD_EDGE_IMPL_H
