@@ -10,6 +10,13 @@
  * The engine node is used only while the set is not busy (a step runs
  * off the loop): frames that arrive meanwhile are kept and replayed by
  * edges_after_busy.
+ *
+ * struct edge is the module's own (edge_impl.h): the layers above see an
+ * edge through edge_view_of and reach the set's edges by edges_at.  They
+ * may read edge_set's fields, but write none: what happens above (a step
+ * off the loop, a write into the buffer, the AVERAGE's flags, the
+ * records saved or read) is told through the functions of edges_api.c
+ * (tests/daemon/test_layers.py checks it).
  */
 #ifndef GOSSIPD_EDGE_H
 #define GOSSIPD_EDGE_H
@@ -31,11 +38,6 @@ typedef enum edge_state {
 	EDGE_IDLE,               /* no model at one end: heartbeats only */
 } edge_state;
 
-/* Rounds in a row a straggler must apply within MaxStaleness before
- * STEPs wait for it again: a neighbour that is only sometimes on time
- * does not make the others wait every other round. */
-#define EDGE_PACE_ROUNDS 4
-
 typedef struct edge edge;
 typedef struct edge_set edge_set;
 
@@ -46,13 +48,6 @@ typedef enum edge_end_why {
 	END_DETACH,              /* the model goes */
 	END_RESTART,             /* a new generation must follow (a new session) */
 } edge_end_why;
-
-/* An AVERAGE's finite-time schedule on an edge (edge_sched.c). */
-typedef enum edge_sched {
-	SCHED_NONE = 0,
-	SCHED_WAIT,              /* window open, held until the node's are */
-	SCHED_RUN,               /* its rounds go on */
-} edge_sched;
 
 typedef struct edge_ops {
 	/* One frame on e's session; a negative errno when it could not be
@@ -87,19 +82,6 @@ typedef struct edge_model {
 	uint64_t max_payload;    /* largest ROUND payload */
 } edge_model;
 
-/* A ROUND plaintext this end sent (or will send) and keeps until the
- * peer cannot need it any more (PROTOCOL.md 4.6). */
-typedef struct edge_msg {
-	uint8_t *buf;
-	size_t len;
-	size_t cap;              /* bytes of buf allocated (0: len) */
-	uint64_t round;
-	uint16_t degree;
-} edge_msg;
-
-/* Frames of a session that came while the engine was busy. */
-#define EDGE_DEFERRED_MAX 8
-
 /* What the peer's final count for one of our generations is. */
 typedef enum edge_target {
 	TARGET_NONE = 0,         /* not ending */
@@ -107,112 +89,51 @@ typedef enum edge_target {
 	TARGET_UNKNOWN,          /* the peer lost its records (a restart) */
 } edge_target;
 
-struct edge {
-	edge_set *set;
-	size_t index;            /* engine edge index */
-	const gsp_peer_config *cfg;   /* Weight, Index (owned by the peer) */
-	const char *name;        /* for logs */
+/* What the layers above (and tests) see of one edge: a copy of the
+ * observable facts, taken by edge_view_of.  struct edge itself is the
+ * edge module's (edge_impl.h). */
+typedef struct edge_view {
+	size_t index;            /* engine edge index (the peer's slot) */
+	const char *name;        /* for logs (the peer's) */
 	bool lo;                 /* our key sorts first */
 	edge_state state;        /* of the session */
-	uint8_t seed[GSP_SEED_BYTES];   /* this session's */
 	bool peer_attached;      /* the peer's MODEL named a model */
-	/* The generation: outlives sessions and the model.  live: the
-	 * engine edge holds it (model attached).  C and S: last round
-	 * completed with the peer's message, last projected. */
+	uint64_t session_no;     /* sessions so far */
+	/* The generation: its number, whether the engine edge holds it
+	 * (live), the last round completed with the peer's message and the
+	 * last projected, and its weight (0: Metropolis-Hastings). */
 	uint32_t generation;
 	bool live;
-	uint8_t gen_seed[GSP_SEED_BYTES];
 	uint64_t completed, sent_round;
-	edge_msg sent[2];        /* ours for rounds S-1 and S */
-	/* A step kept a new ROUND (of that generation and round): it goes
-	 * out only once the records keep it (edges_release), so that a
-	 * restart never finds the peer a round ahead of its file. */
-	bool unsent;
-	uint32_t unsent_generation;
-	uint64_t unsent_round;
-	/* The generation's weight (0: Metropolis-Hastings by degrees),
-	 * agreed from the two ends' Weights when it was agreed on.
-	 * offered_weight: what this session's first RESYNC offered, and
-	 * offered_no_start whether it said NO_START. */
 	float weight;
-	float offered_weight;
-	bool offered_no_start;
-	/* Ending the live generation at the peer's final count. */
+	/* Ending the live generation: what the peer's final count is and
+	 * that count; why this end ends it (END_NONE: it does not) and the
+	 * most rounds it ends at. */
 	edge_target ending;
 	uint64_t target;
-	/* This end ends it (no more ROUNDs go out), at most at end_count
-	 * rounds, once the peer has said where it stands. */
 	edge_end_why ending_self;
 	uint64_t end_count;
-	bool leave_expired;      /* LeaveWait passed: end without the answer */
-	/* A new generation agreed in this session, started once the old
-	 * one has ended. */
+	/* A new generation agreed, started once the old one has ended. */
 	bool start_pending;
 	uint32_t next_generation;
-	float next_weight;
-	/* The last generation that ended here with rounds applied, and our
-	 * message of its last applied round (a behind peer completes it). */
+	/* The last generation that ended here with rounds applied, and how
+	 * many it applied. */
 	uint32_t ended_generation;
 	uint64_t ended_applied;
-	edge_msg ended_msg;
-	bool no_history;         /* records lost (daemon start) */
-	/* A generation of before a restart that continues once the model
-	 * is attached (edge_restore): its engine state, Weight, counts and
-	 * our kept messages. */
-	uint8_t *resume;
-	size_t resume_len;
-	bool resume_live;        /* else an ended one's update to land */
-	float resume_weight;
-	edge_msg resume_sent[2];
-	uint32_t resume_ended_generation;
-	uint64_t resume_ended_applied;
-	uint8_t *saved;          /* edge_record_of's engine state */
-	bool answer_due;         /* the peer's ENDING waits for our end (a write) */
-	bool peer_continues;     /* the peer's first RESYNC of this session
-				  * continued our live generation, and no
-				  * ENDING of its came since (decide) */
-	uint32_t disagreed;      /* an ended generation found one-sided */
-	uint8_t *early;          /* peer's next-round message, if it came early */
-	size_t early_len;
+	/* The peer's next-round message came early (kept), of that round. */
+	bool early;
 	uint64_t early_round;
-	uint32_t early_generation;
-	uint16_t early_degree;
-	uint8_t early_flags;
-	bool drain_answered;     /* this DRAIN projected its one early round */
-	uint8_t *deferred[EDGE_DEFERRED_MAX];   /* frames that came while busy */
-	size_t deferred_len[EDGE_DEFERRED_MAX];
-	uint64_t deferred_session[EDGE_DEFERRED_MAX];
-	unsigned n_deferred;
-	bool reading_kept;       /* edge_after_busy reads them now */
-	uint64_t session_no;     /* sessions so far */
-	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
-	uint64_t last_apply_step;
-	bool peer_averaging;     /* the peer's last ROUND: one of an AVERAGE, */
-	bool peer_reached;       /* which reached its target */
-	/* Per round parity, the round whose ROUND said AVERAGING and
-	 * REACHED, the peer's and ours (0: none).  Both ends' for the last
-	 * completed round: this AVERAGE's rounds on the edge are over at
-	 * both ends.  By round, not the latest: a peer's early ROUND of the
-	 * next round must not change what this end decides of this one. */
-	uint64_t peer_reached_at[2], sent_reached_at[2];
-	bool avg_held;           /* held out of projection for that */
-	/* The finite-time schedule: the peer's id (its session's first
-	 * RESYNC), and this AVERAGE's window on the edge (the engine's
-	 * edge info says whether one is open). */
-	uint32_t peer_schedule;
-	edge_sched sched;
-	bool straggler;          /* a STEP stopped waiting for it; cleared
-				  * once it applies within MaxStaleness
-				  * EDGE_PACE_ROUNDS times in a row */
-	unsigned on_time;        /* rounds in a row applied within it */
+	unsigned n_deferred;     /* frames kept while the engine was busy */
+	bool avg_held;           /* an AVERAGE holds it out of projection */
+	bool straggler;          /* a STEP stopped waiting for it */
 	bool lagging;            /* a STEP waits for it now */
-	uint64_t waited_ms;      /* STEPs' wait for it since it kept pace */
 	double diff_norm;        /* norm of the last completed difference */
 	uint64_t rounds_completed;  /* with the current model */
 	/* Only grow while the daemon runs (metrics). */
 	uint64_t rounds_total, exact_bytes_done, message_bytes_done, resyncs;
 	uint64_t retransmits, rollbacks, continued;
-};
+	gsp_edge_info cache;     /* engine edge as of edges_cache */
+} edge_view;
 
 struct edge_set {
 	const edge_ops *ops;
@@ -261,6 +182,45 @@ int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
 void edge_set_free(edge_set *s);
 /* One more edge (a configured peer), index s->n. */
 edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool lo);
+/* The edge of index i (< s->n), and an edge's index: the set's array is
+ * the module's, never indexed outside it. */
+edge *edges_at(edge_set *s, size_t i);
+const edge *edges_at_const(const edge_set *s, size_t i);
+size_t edge_index(const edge *e);
+/* What is observable of e now (edge_view). */
+void edge_view_of(const edge *e, edge_view *ret);
+
+/* What the layers above tell the set (edges_api.c): only these write
+ * its fields from outside the module.
+ * edges_configure: the checks of what a listed peer sends (max_degree,
+ * max_round_change above); edges_sim_seed: SimSeed and Index; and
+ * edges_model_max_payload: the attached model's largest ROUND payload,
+ * known once its node is. */
+void edges_configure(edge_set *s, unsigned max_degree, float max_round_change);
+void edges_sim_seed(edge_set *s, bool set, uint64_t seed, int index);
+void edges_model_max_payload(edge_set *s, uint64_t max_payload);
+/* A step takes the node off the loop (edges_busy_begin) and gives it
+ * back (edges_busy_end; edges_after_busy then reads what came). */
+void edges_busy_begin(edge_set *s);
+void edges_busy_end(edge_set *s);
+/* A write into the trainer's buffer begins (none is under way): returns
+ * its number, the count the records keep once edges_write_end(s, that
+ * number) ends it (the records then must be saved again).  In between,
+ * once the caller has kept what undoes the write, edges_write_takeback
+ * takes back the rounds that waited for a write (takeback_waiting). */
+uint64_t edges_write_begin(edge_set *s);
+void edges_write_takeback(edge_set *s);
+void edges_write_end(edge_set *s, uint64_t seq);
+/* What our ROUNDs say of this node's AVERAGE: one runs (averaging), it
+ * reached its target (reached), it has measured its estimate
+ * (measured); all false once it is over. */
+void edges_average_state(edge_set *s, bool averaging, bool reached, bool measured);
+/* The records: they must be saved again (edges_records_changed), were
+ * saved (edges_records_saved), or were read at a start: the writes they
+ * count and the buffer they describe (edges_records_found). */
+void edges_records_changed(edge_set *s);
+void edges_records_saved(edge_set *s);
+void edges_records_found(edge_set *s, uint64_t writes, const edge_owner *owner);
 
 /* The model: its node gets one (disabled) engine edge per edge, and
  * the generations edge_restore kept continue on theirs. */

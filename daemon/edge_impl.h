@@ -1,12 +1,147 @@
 /*
- * edge internals shared by edge.c (sessions, MODEL, ROUND) and
- * edge_gen.c (generations: RESYNC, continuing, ending, starting).  Not
- * used outside the edge module.
+ * edge internals shared by the edge module's files (edge.c: sessions,
+ * MODEL, ROUND; edge_gen.c, edge_end.c, edge_records.c, edge_sched.c:
+ * generations; edges.c and edges_api.c: the set): struct edge and the
+ * types only it needs, and the functions they call of each other.  Not
+ * used outside the edge module, tests included.
  */
 #ifndef GOSSIPD_EDGE_IMPL_H
 #define GOSSIPD_EDGE_IMPL_H
 
 #include "edge.h"
+
+/* Rounds in a row a straggler must apply within MaxStaleness before
+ * STEPs wait for it again: a neighbour that is only sometimes on time
+ * does not make the others wait every other round. */
+#define EDGE_PACE_ROUNDS 4
+
+/* An AVERAGE's finite-time schedule on an edge (edge_sched.c). */
+typedef enum edge_sched {
+	SCHED_NONE = 0,
+	SCHED_WAIT,              /* window open, held until the node's are */
+	SCHED_RUN,               /* its rounds go on */
+} edge_sched;
+
+/* A ROUND plaintext this end sent (or will send) and keeps until the
+ * peer cannot need it any more (PROTOCOL.md 4.6). */
+typedef struct edge_msg {
+	uint8_t *buf;
+	size_t len;
+	size_t cap;              /* bytes of buf allocated (0: len) */
+	uint64_t round;
+	uint16_t degree;
+} edge_msg;
+
+/* Frames of a session that came while the engine was busy. */
+#define EDGE_DEFERRED_MAX 8
+
+struct edge {
+	edge_set *set;
+	size_t index;            /* engine edge index */
+	const gsp_peer_config *cfg;   /* Weight, Index (owned by the peer) */
+	const char *name;        /* for logs */
+	bool lo;                 /* our key sorts first */
+	edge_state state;        /* of the session */
+	uint8_t seed[GSP_SEED_BYTES];   /* this session's */
+	bool peer_attached;      /* the peer's MODEL named a model */
+	/* The generation: outlives sessions and the model.  live: the
+	 * engine edge holds it (model attached).  C and S: last round
+	 * completed with the peer's message, last projected. */
+	uint32_t generation;
+	bool live;
+	uint8_t gen_seed[GSP_SEED_BYTES];
+	uint64_t completed, sent_round;
+	edge_msg sent[2];        /* ours for rounds S-1 and S */
+	/* A step kept a new ROUND (of that generation and round): it goes
+	 * out only once the records keep it (edges_release), so that a
+	 * restart never finds the peer a round ahead of its file. */
+	bool unsent;
+	uint32_t unsent_generation;
+	uint64_t unsent_round;
+	/* The generation's weight (0: Metropolis-Hastings by degrees),
+	 * agreed from the two ends' Weights when it was agreed on.
+	 * offered_weight: what this session's first RESYNC offered, and
+	 * offered_no_start whether it said NO_START. */
+	float weight;
+	float offered_weight;
+	bool offered_no_start;
+	/* Ending the live generation at the peer's final count. */
+	edge_target ending;
+	uint64_t target;
+	/* This end ends it (no more ROUNDs go out), at most at end_count
+	 * rounds, once the peer has said where it stands. */
+	edge_end_why ending_self;
+	uint64_t end_count;
+	bool leave_expired;      /* LeaveWait passed: end without the answer */
+	/* A new generation agreed in this session, started once the old
+	 * one has ended. */
+	bool start_pending;
+	uint32_t next_generation;
+	float next_weight;
+	/* The last generation that ended here with rounds applied, and our
+	 * message of its last applied round (a behind peer completes it). */
+	uint32_t ended_generation;
+	uint64_t ended_applied;
+	edge_msg ended_msg;
+	bool no_history;         /* records lost (daemon start) */
+	/* A generation of before a restart that continues once the model
+	 * is attached (edge_restore): its engine state, Weight, counts and
+	 * our kept messages. */
+	uint8_t *resume;
+	size_t resume_len;
+	bool resume_live;        /* else an ended one's update to land */
+	float resume_weight;
+	edge_msg resume_sent[2];
+	uint32_t resume_ended_generation;
+	uint64_t resume_ended_applied;
+	uint8_t *saved;          /* edge_record_of's engine state */
+	bool answer_due;         /* the peer's ENDING waits for our end (a write) */
+	bool peer_continues;     /* the peer's first RESYNC of this session
+				  * continued our live generation, and no
+				  * ENDING of its came since (decide) */
+	uint32_t disagreed;      /* an ended generation found one-sided */
+	uint8_t *early;          /* peer's next-round message, if it came early */
+	size_t early_len;
+	uint64_t early_round;
+	uint32_t early_generation;
+	uint16_t early_degree;
+	uint8_t early_flags;
+	bool drain_answered;     /* this DRAIN projected its one early round */
+	uint8_t *deferred[EDGE_DEFERRED_MAX];   /* frames that came while busy */
+	size_t deferred_len[EDGE_DEFERRED_MAX];
+	uint64_t deferred_session[EDGE_DEFERRED_MAX];
+	unsigned n_deferred;
+	bool reading_kept;       /* edge_after_busy reads them now */
+	uint64_t session_no;     /* sessions so far */
+	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
+	uint64_t last_apply_step;
+	bool peer_averaging;     /* the peer's last ROUND: one of an AVERAGE, */
+	bool peer_reached;       /* which reached its target */
+	/* Per round parity, the round whose ROUND said AVERAGING and
+	 * REACHED, the peer's and ours (0: none).  Both ends' for the last
+	 * completed round: this AVERAGE's rounds on the edge are over at
+	 * both ends.  By round, not the latest: a peer's early ROUND of the
+	 * next round must not change what this end decides of this one. */
+	uint64_t peer_reached_at[2], sent_reached_at[2];
+	bool avg_held;           /* held out of projection for that */
+	/* The finite-time schedule: the peer's id (its session's first
+	 * RESYNC), and this AVERAGE's window on the edge (the engine's
+	 * edge info says whether one is open). */
+	uint32_t peer_schedule;
+	edge_sched sched;
+	bool straggler;          /* a STEP stopped waiting for it; cleared
+				  * once it applies within MaxStaleness
+				  * EDGE_PACE_ROUNDS times in a row */
+	unsigned on_time;        /* rounds in a row applied within it */
+	bool lagging;            /* a STEP waits for it now */
+	uint64_t waited_ms;      /* STEPs' wait for it since it kept pace */
+	double diff_norm;        /* norm of the last completed difference */
+	uint64_t rounds_completed;  /* with the current model */
+	/* Only grow while the daemon runs (metrics). */
+	uint64_t rounds_total, exact_bytes_done, message_bytes_done, resyncs;
+	uint64_t retransmits, rollbacks, continued;
+};
+
 
 /* Frames go out unless the edge is "quiet": it is using frames of a
  * session that has ended (kept while the engine was busy), whose answers

@@ -12,12 +12,12 @@
 
 peer *mesh_peer_of(mesh *m, const edge *e)
 {
-	return &m->peers.peer[e->index];
+	return &m->peers.peer[edge_index(e)];
 }
 
 edge *mesh_edge_of(mesh *m, const peer *p)
 {
-	return &m->edges.edge[p->index];
+	return edges_at(&m->edges, p->index);
 }
 
 /* ---- peers to edges --------------------------------------------------- */
@@ -150,11 +150,9 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 			snprintf(err, err_len, "out of memory");
 		return rc;
 	}
-	m->edges.sim_seed_set = cfg->sim_seed_set;
-	m->edges.sim_seed = cfg->sim_seed;
-	m->edges.sim_index = cfg->index;
-	m->edges.max_degree = cfg->nodes > 1 ? cfg->nodes - 1 : GSP_MAX_PEERS;
-	m->edges.max_round_change = cfg->max_round_change;
+	edges_sim_seed(&m->edges, cfg->sim_seed_set, cfg->sim_seed, cfg->index);
+	edges_configure(&m->edges, cfg->nodes > 1 ? cfg->nodes - 1 : GSP_MAX_PEERS,
+			cfg->max_round_change);
 	if (edges_set_schedule(&m->edges, cfg->avg_steps, cfg->avg_n_steps,
 			       cfg->avg_matching ? cfg->nodes : 0,
 			       cfg->index < 0 ? 0 : (unsigned)cfg->index) != 0) {
@@ -238,11 +236,15 @@ int mesh_set_state_file(mesh *m, const char *path)
 		return rc;
 	bool legacy = !slots && buf;
 	edge_record *r = buf ? calloc(EDGESTATE_MAX, sizeof(*r)) : NULL;
-	int n = buf ? (r ? edgestate_parse(buf, len, r, &m->edges.writes, &m->edges.owner) : -ENOMEM) : 0;
+	uint64_t writes = 0;
+	edge_owner owner = {0};
+	int n = buf ? (r ? edgestate_parse(buf, len, r, &writes, &owner) : -ENOMEM) : 0;
+	if (buf && n >= 0)
+		edges_records_found(&m->edges, writes, &owner);
 	for (int k = 0; !rc && k < n; k++)
 		for (size_t i = 0; !rc && i < m->peers.n; i++)
 			if (!memcmp(m->peers.peer[i].cfg.public_key, r[k].key, GSP_KEY_BYTES))
-				rc = edge_restore(&m->edges.edge[i], &r[k]);
+				rc = edge_restore(edges_at(&m->edges, i), &r[k]);
 	free(r);
 	free(buf);
 	if (n < 0)
@@ -279,7 +281,7 @@ bool mesh_resumable(const mesh *m)
 
 void mesh_save_last(mesh *m)
 {
-	m->edges.dirty = true;
+	edges_records_changed(&m->edges);
 	mesh_persist(m);
 	m->state_path[0] = 0;
 }
@@ -291,7 +293,7 @@ static void save_records(mesh *m)
 	int err = r ? 0 : -ENOMEM;
 	size_t total = 0, state = 0;
 	for (size_t i = 0; !err && i < s->n; i++) {
-		edge_record_of(&s->edge[i], &r[i]);
+		edge_record_of(edges_at(s, i), &r[i]);
 		memcpy(r[i].key, m->peers.peer[i].cfg.public_key, GSP_KEY_BYTES);
 		total += r[i].msg_len;
 		state += (size_t)r[i].engine_len + r[i].kept_len[0] + r[i].kept_len[1];
@@ -316,7 +318,7 @@ static void save_records(mesh *m)
 	if (!err && m->state_legacy)
 		remove_legacy(m);
 	free(r);
-	s->dirty = false;
+	edges_records_saved(s);
 	if (err && !m->state_failed)
 		gsp_err("cannot save the edges' records to %s: %s (a restart may land "
 			"a round at one end only)", m->state_path, gsp_strerror(err));

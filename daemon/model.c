@@ -165,15 +165,11 @@ bool model_write_begin(model *m, bool copy_later)
 	edge_set *s = &m->mesh->edges;
 	if (!m->registered || s->writing)
 		return false;
-	s->writing = true;
-	m->write_seq = s->writes + 1;
+	m->write_seq = edges_write_begin(s);
 	copy_later = copy_later && !s->takeback_waiting;
 	if (!copy_later)
 		undo_begin(&m->undo, m->write_seq);
-	if (s->takeback_waiting) {
-		s->takeback_waiting = false;
-		edges_finish(s);
-	}
+	edges_write_takeback(s);
 	return copy_later;
 }
 
@@ -181,11 +177,8 @@ void model_write_end(model *m)
 {
 	edge_set *s = &m->mesh->edges;
 	bool was = s->writing;
-	if (was) {
-		s->writing = false;
-		s->writes = m->write_seq;
-		s->dirty = true;
-	}
+	if (was)
+		edges_write_end(s, m->write_seq);
 	/* Also without a write: the ROUNDs a DRAIN kept go out after the
 	 * records keep them. */
 	mesh_persist(m->mesh);
@@ -280,7 +273,7 @@ int model_register(model *m, void *owner, const char *trainer,
 		goto fail;
 	}
 	m->max_payload = max_payload(m, m->mesh->edges.n);
-	m->mesh->edges.model.max_payload = m->max_payload;
+	edges_model_max_payload(&m->mesh->edges, m->max_payload);
 	uint32_t cap;
 	if (gsp_proto_peer_max_frame(m->max_payload, &cap) != 0) {
 		snprintf(err_text, err_len, "messages of %llu bytes exceed the "

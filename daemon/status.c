@@ -111,14 +111,14 @@ static void put_num(sbuf *b, double v)
 }
 
 /* "up" or "idle" once the models are compared, "connecting" before. */
-static const char *edge_state_name(const peer *p, const edge *e)
+static const char *edge_state_name(const peer *p, edge_state state)
 {
 	const char *link = peers_link_state(p);
 	if (p->leaving)
 		return "leaving";
 	if (link)
 		return link;
-	switch (e->state) {
+	switch (state) {
 	case EDGE_UP:
 		return "up";
 	case EDGE_IDLE:
@@ -134,7 +134,9 @@ static void on_rates(uv_timer_t *t)
 	uint64_t now = uv_now(d->loop), dt = now - d->rates.at_ms;
 	const edge_set *s = &d->mesh.edges;
 	for (size_t i = 0; i < s->n && i < GSP_MAX_PEERS; i++) {
-		uint64_t r = s->edge[i].rounds_total, *was = &d->rates.rounds[i];
+		edge_view v;
+		edge_view_of(edges_at_const(s, i), &v);
+		uint64_t r = v.rounds_total, *was = &d->rates.rounds[i];
 		/* A slot that a reload gave to another edge starts over. */
 		d->rates.per_s[i] = r >= *was && dt ? (float)((r - *was) * 1000.0 / dt) : 0;
 		*was = r;
@@ -154,12 +156,14 @@ void status_rates_start(gossipd *d)
 static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 {
 	char key[45];
+	edge_view v;
+	edge_view_of(e, &v);
 	/* The loop's copy as of the last step's end: the engine itself may
 	 * be busy on a worker. */
-	gsp_edge_info info = d->model.registered ? e->cache : (gsp_edge_info){0};
+	gsp_edge_info info = d->model.registered ? v.cache : (gsp_edge_info){0};
 	/* payload: the engine's messages (ROUND payloads, each round once);
 	 * wire: every byte of the peer's links (docs/DAEMON.md). */
-	unsigned long long payload = e->message_bytes_done + info.tx_bytes;
+	unsigned long long payload = v.message_bytes_done + info.tx_bytes;
 	unsigned long long wire_tx = p->stats.tx_bytes, wire_rx = p->stats.rx_bytes;
 	gsp_key_to_base64(p->cfg.public_key, key);
 	put(b, "{\"peer\":");
@@ -177,26 +181,26 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	    "\"tx_frames\":%llu,\"rx_frames\":%llu,\"exact_bytes\":%llu,"
 	    "\"message_bytes\":%llu,\"rounds\":%llu,\"resyncs\":%llu,"
 	    "\"continued\":%llu,\"resent\":%llu,\"rolled_back\":%llu,\"rtt_ms\":",
-	    edge_state_name(p, e), e->generation, (unsigned long long)info.round,
+	    edge_state_name(p, v.state), v.generation, (unsigned long long)info.round,
 	    (unsigned long long)edge_staleness(e), payload, wire_tx, wire_rx,
 	    wire_tx, wire_rx,
 	    (unsigned long long)p->stats.tx_frames, (unsigned long long)p->stats.rx_frames,
-	    (unsigned long long)(e->exact_bytes_done + info.exact_bytes), payload,
-	    (unsigned long long)e->rounds_total,
-	    (unsigned long long)e->resyncs, (unsigned long long)e->continued,
-	    (unsigned long long)e->retransmits, (unsigned long long)e->rollbacks);
+	    (unsigned long long)(v.exact_bytes_done + info.exact_bytes), payload,
+	    (unsigned long long)v.rounds_total,
+	    (unsigned long long)v.resyncs, (unsigned long long)v.continued,
+	    (unsigned long long)v.retransmits, (unsigned long long)v.rollbacks);
 	put_num(b, p->stats.rtt_ns ? p->stats.rtt_ns / 1e6 : NAN);
 	uint8_t tag[GSP_GEN_TAG_BYTES];
 	char tag_hex[2 * STATUS_TAG_BYTES + 1];
 	edge_generation_tag(e, tag);
 	sodium_bin2hex(tag_hex, sizeof(tag_hex), tag, STATUS_TAG_BYTES);
 	put(b, ",\"generation_tag\":\"%s\",\"weight\":", tag_hex);
-	put_num(b, d->model.registered && e->live ? info.weight : NAN);
-	size_t i = (size_t)(e - d->mesh.edges.edge);
+	put_num(b, d->model.registered && v.live ? info.weight : NAN);
+	size_t i = v.index;
 	put(b, ",\"rounds_per_s\":");
 	put_num(b, i < GSP_MAX_PEERS ? d->rates.per_s[i] : NAN);
-	put(b, ",\"straggler\":%s,\"diff_norm\":", e->straggler ? "true" : "false");
-	put_num(b, e->rounds_completed ? e->diff_norm : NAN);
+	put(b, ",\"straggler\":%s,\"diff_norm\":", v.straggler ? "true" : "false");
+	put_num(b, v.rounds_completed ? v.diff_norm : NAN);
 	put(b, ",\"last_error\":");
 	if (p->last_error[0])
 		put_str(b, p->last_error);
@@ -284,7 +288,7 @@ char *status_json(const gossipd *d)
 		if (!first)
 			put(&b, ",");
 		first = false;
-		put_edge(&b, d, &ps->peer[i], &d->mesh.edges.edge[i]);
+		put_edge(&b, d, &ps->peer[i], edges_at_const(&d->mesh.edges, i));
 	}
 	put(&b, "]}");
 	if (b.failed) {

@@ -72,7 +72,7 @@ bool step_busy(const stepper *s)
 void step__reply(stepper *s, int err, const char *text)
 {
 	/* An AVERAGE's rounds are over, whatever ended it. */
-	step__edges(s)->reached = step__edges(s)->averaging = step__edges(s)->measured = false;
+	edges_average_state(step__edges(s), false, false, false);
 	s->result.err = err;
 	s->result.text = err ? (text ? text : gsp_strerror(err)) : NULL;
 	s->state = STEP_REPLY;
@@ -157,7 +157,7 @@ static void work_done(uv_work_t *req, int status)
 	stepper *s = w->s;
 	int r = status < 0 ? status : w->result;
 	free(w);
-	step__edges(s)->busy = false;
+	edges_busy_end(step__edges(s));
 	/* This step's messages, then the neighbours' frames that came
 	 * meanwhile. */
 	int err = step_end(s, r);
@@ -216,10 +216,10 @@ static bool offload(stepper *s, bool copy)
 	w->undo = copy ? &s->model->undo : NULL;
 	w->write_seq = s->model->write_seq;
 	w->delay_ms = s->test_delay_ms;
-	step__edges(s)->busy = true;
+	edges_busy_begin(step__edges(s));
 	if (uv_queue_work(s->loop, &w->req, work_run, work_done) == 0)
 		return true;
-	step__edges(s)->busy = false;
+	edges_busy_end(step__edges(s));
 	free(w);
 	return false;
 }

@@ -72,9 +72,7 @@ void step__average_advance(stepper *s)
 		bool reached = s->avg_rounds > 0 && est <= s->avg_target;
 		if (reached && !(est <= s->avg_decided))
 			s->avg_decided = est;
-		step__edges(s)->averaging = true;
-		step__edges(s)->reached = reached;
-		step__edges(s)->measured = s->avg_rounds > 0;
+		edges_average_state(step__edges(s), true, reached, s->avg_rounds > 0);
 		size_t going = edges_avg_settle(step__edges(s));
 		s->avg_settled = up > 0 && going == 0;
 		bool done = s->avg_settled ||

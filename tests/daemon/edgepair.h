@@ -75,6 +75,14 @@ typedef struct edgepair {
 
 static inline void ep_end_session(ep_end *x);
 
+/* What is observable of e now, as a value for assertions. */
+static inline edge_view ep_view(const edge *e)
+{
+	edge_view v;
+	edge_view_of(e, &v);
+	return v;
+}
+
 static inline int ep_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
 {
 	ep_end *x = ctx;
@@ -124,7 +132,7 @@ static inline void ep_save(ep_end *x)
 	f->buf = NULL;
 	ck_assert_int_eq(edgestate_encode(&r, 1, x->set.writes, &x->set.owner, &f->buf, &f->len), 0);
 	f->writes = x->set.writes;
-	x->set.dirty = false;
+	edges_records_saved(&x->set);
 }
 
 /* What mesh_persist does: the records, when something changed, no step
@@ -195,8 +203,9 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 	x->degree = 1;
 	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
 	x->degree = 1;
-	x->set.max_degree = 1;              /* a pair: each end has one edge */
-	x->set.max_round_change = 1000.0f;  /* the daemon's default */
+	/* A pair: each end has one edge; MaxRoundChange the daemon's
+	 * default. */
+	edges_configure(&x->set, 1, 1000.0f);
 	x->cfg.index = -1;
 	x->e = edge_add(&x->set, &x->cfg, lo ? "lo" : "hi", lo);
 	ck_assert_ptr_nonnull(x->e);
@@ -217,7 +226,7 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
 	x->undo = malloc(x->n_floats * sizeof(float));
 	memcpy(x->undo, x->params, x->n_floats * sizeof(float));
-	x->set.dirty = true;
+	edges_records_changed(&x->set);
 	ep_persist(x);
 }
 
@@ -259,13 +268,12 @@ static inline void ep_restart_from(ep_end *x, const gsp_config *cfg, const ep_fi
 	if (undo)
 		memcpy(x->params, x->undo, x->n_floats * sizeof(float));
 	edge_model m = x->set.model;
-	bool lo = x->e->lo;
-	const char *name = x->e->name;
+	bool lo = ep_view(x->e).lo;
+	const char *name = ep_view(x->e).name;
 	edge_set_free(&x->set);
 	gsp_node_free(x->node);
 	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
-	x->set.max_degree = 1;
-	x->set.max_round_change = 1000.0f;
+	edges_configure(&x->set, 1, 1000.0f);
 	x->e = edge_add(&x->set, &x->cfg, name, lo);
 	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
 	m.node = x->node;
@@ -274,7 +282,10 @@ static inline void ep_restart_from(ep_end *x, const gsp_config *cfg, const ep_fi
 		ck_assert_int_eq(edges_attach(&x->set, &m), 0);
 	if (f && f->buf) {
 		edge_record *r = calloc(EDGESTATE_MAX, sizeof(*r));
-		ck_assert_int_eq(edgestate_parse(f->buf, f->len, r, &x->set.writes, &x->set.owner), 1);
+		uint64_t writes;
+		edge_owner owner;
+		ck_assert_int_eq(edgestate_parse(f->buf, f->len, r, &writes, &owner), 1);
+		edges_records_found(&x->set, writes, &owner);
 		ck_assert_int_eq(edge_restore(x->e, &r[0]), 0);
 		free(r);
 	}
@@ -347,7 +358,7 @@ static inline int ep_deliver_one(ep_end *x)
 	int err = edge_frame(x->other->e, f.data, f.len);
 	if (err < 0 && getenv("EP_DEBUG"))
 		fprintf(stderr, "refused frame type %u (%zu bytes) in state %d: %d\n",
-			f.data[0], f.len, x->other->e->state, err);
+			f.data[0], f.len, ep_view(x->other->e).state, err);
 	free(f.data);
 	if (err < 0)
 		ep_close(x->other, x->other->e, GSP_BYE_MALFORMED, "malformed");
@@ -372,21 +383,15 @@ static inline void ep_write_begin(ep_end *x)
 {
 	if (x->set.writing)
 		return;
-	x->set.writing = true;
+	edges_write_begin(&x->set);
 	memcpy(x->undo, x->params, x->n_floats * sizeof(float));
-	if (x->set.takeback_waiting) {
-		x->set.takeback_waiting = false;
-		edges_finish(&x->set);
-	}
+	edges_write_takeback(&x->set);
 }
 
 static inline void ep_write_end(ep_end *x)
 {
-	if (x->set.writing) {
-		x->set.writing = false;
-		x->set.writes++;
-		x->set.dirty = true;
-	}
+	if (x->set.writing)
+		edges_write_end(&x->set, x->set.writes + 1);
 	ep_persist(x);   /* model_write_end */
 }
 

@@ -298,7 +298,7 @@ static void engine_step(sim *s, int i)
 	gsp_edge_info info;
 	if (!s->sab_armed || s->sab_action || i != s->sab_end || s->actions < s->sab_from ||
 	    gsp_node_edge_count(x->node) == 0 ||
-	    gsp_node_edge_info(x->node, x->e->index, &info) != 0 ||
+	    gsp_node_edge_info(x->node, edge_index(x->e), &info) != 0 ||
 	    info.state != GSP_EDGE_COMPLETED) {
 		ck_assert_int_ge(gsp_node_step(x->node), 0);
 		return;
@@ -352,7 +352,7 @@ static void offload_begin(sim *s, int i)
 	edges_avg_release(&x->set);   /* start() */
 	ep_write_begin(x);
 	edges_step_begin(&x->set, 4, &applied, &skipped);
-	x->set.busy = true;
+	edges_busy_begin(&x->set);
 	s->busy[i] = true;
 	engine_step(s, i);
 }
@@ -367,7 +367,7 @@ static void offload_end(sim *s, int i)
 		return;
 	}
 	say(s, "step off the loop ends", i);
-	x->set.busy = false;
+	edges_busy_end(&x->set);
 	s->busy[i] = false;
 	edges_step_done(&x->set);
 	ep_write_end(x);
@@ -490,7 +490,7 @@ static void detach_request(sim *s, int i)
 	ep_end *x = end_of(s, i);
 	ep_write_begin(x);
 	s->detaching[i] = true;
-	s->detach_session[i] = x->e->session_no;
+	s->detach_session[i] = ep_view(x->e).session_no;
 	s->unwritten[i] = false;
 	(void)edges_end_begin(&x->set);
 }
@@ -559,7 +559,7 @@ static void leave_expires(sim *s, int i)
 	edge *e = end_of(s, i)->e;
 	say(s, "LeaveWait passes at", i);
 	s->st.leave_expired++;
-	s->leave_pending[i] = e->generation;
+	s->leave_pending[i] = ep_view(e).generation;
 	(void)edge_end_alone(e);
 }
 
@@ -613,10 +613,11 @@ static void after_action(sim *s)
 	for (int i = 0; i < 2; i++) {
 		edge *e = end_of(s, i)->e, *peer = end_of(s, 1 - i)->e;
 		uint32_t g = s->leave_pending[i];
-		if (!g || (e->live && e->generation == g))
+		if (!g || (ep_view(e).live && ep_view(e).generation == g))
 			continue;
 		s->leave_pending[i] = 0;
-		if (g < 64 && !(peer->live && peer->generation == g && !peer->ending_self))
+		edge_view pv = ep_view(peer);
+		if (g < 64 && !(pv.live && pv.generation == g && !pv.ending_self))
 			s->left_alone[i] |= 1ull << g;
 	}
 	for (int i = 0; i < 2; i++) {
@@ -627,9 +628,9 @@ static void after_action(sim *s)
 		check_started(s, i);
 		/* A generation started: with its agreed Weight, which may
 		 * not be this end's own. */
-		if (x->e->live && x->e->generation != s->gen_seen[i]) {
-			s->gen_seen[i] = x->e->generation;
-			s->st.other_weight += x->e->weight != x->cfg.weight;
+		if (ep_view(x->e).live && ep_view(x->e).generation != s->gen_seen[i]) {
+			s->gen_seen[i] = ep_view(x->e).generation;
+			s->st.other_weight += ep_view(x->e).weight != x->cfg.weight;
 		}
 	}
 }
@@ -648,7 +649,7 @@ static void set_up(sim *s, ep_end *x)
 	static const float pair_schedule[1] = {1.0f};
 	static const float skip_schedule[3] = {0.0f, 1.0f, 0.0f};
 	if (s->faults & FAULT_WEIGHT)
-		x->set.max_degree = SIM_MAX_DEGREE;
+		edges_configure(&x->set, SIM_MAX_DEGREE, x->set.max_round_change);
 	if (s->faults & FAULT_FINITE && s->faults & FAULT_SKIP)
 		ck_assert_int_eq(edges_set_schedule(&x->set, skip_schedule, 3, 0, 0), 0);
 	else if (s->faults & FAULT_FINITE)
@@ -815,7 +816,7 @@ static void avg_reply(sim *s, int i, int why, bool next)
 				     "no session", "-ECANCELED: the trainer detaches"};
 	ep_end *x = end_of(s, i);
 	sim_avg *av = &s->avg[i];
-	x->set.reached = x->set.averaging = x->set.measured = false;
+	edges_average_state(&x->set, false, false, false);
 	av->state = AV_IDLE;
 	av->expired = false;
 	s->st.avg_end[why]++;
@@ -865,7 +866,7 @@ static int avg_run_engine(sim *s, int i)
 		printf("       (AVERAGE at %c: round %u %s)\n", i ? 'b' : 'a', s->avg[i].rounds,
 		       off ? "runs off the loop" : "on the loop");
 	if (off) {
-		x->set.busy = true;
+		edges_busy_begin(&x->set);
 		s->busy[i] = true;
 		s->st.avg_off++;
 		engine_step(s, i);
@@ -906,12 +907,10 @@ static void avg_advance(sim *s, int i)
 		double est = edges_estimate_going(&x->set);
 		size_t up = edges_up(&x->set);
 		bool reached = av->rounds > 0 && est <= av->target;
-		x->set.averaging = true;
-		x->set.reached = reached;
-		x->set.measured = av->rounds > 0;
-		bool held = x->e->avg_held;
+		edges_average_state(&x->set, true, reached, av->rounds > 0);
+		bool held = ep_view(x->e).avg_held;
 		size_t going = edges_avg_settle(&x->set);
-		s->st.avg_holds += !held && x->e->avg_held;
+		s->st.avg_holds += !held && ep_view(x->e).avg_held;
 		av->settled = up > 0 && going == 0;
 		int why = av->settled ? AVEND_SETTLED
 			: av->max_rounds && av->rounds >= av->max_rounds ? AVEND_ROUNDS
@@ -948,15 +947,15 @@ static void avg_advance(sim *s, int i)
 static void check_started(sim *s, int i)
 {
 	edge *e = end_of(s, i)->e;
-	if (!e->live || e->generation <= s->gen_max[i])
+	if (!ep_view(e).live || ep_view(e).generation <= s->gen_max[i])
 		return;
 	int j = 1 - i;
 	ck_assert_msg(!s->detaching[j] ||
-		      end_of(s, j)->e->session_no <= s->detach_session[j],
+		      ep_view(end_of(s, j)->e).session_no <= s->detach_session[j],
 		      "seed %llu: generation %u started at %c with a peer "
 		      "whose model goes", (unsigned long long)s->seed,
-		      e->generation, i ? 'b' : 'a');
-	s->gen_max[i] = e->generation;
+		      ep_view(e).generation, i ? 'b' : 'a');
+	s->gen_max[i] = ep_view(e).generation;
 }
 
 /* step_edges_changed, called by ep_changed after its persist. */
@@ -1010,7 +1009,7 @@ static void avg_work_done(sim *s, int i)
 	ep_end *x = end_of(s, i);
 	sim_avg *av = &s->avg[i];
 	say(s, "AVERAGE round off the loop ends", i);
-	x->set.busy = false;
+	edges_busy_end(&x->set);
 	s->busy[i] = false;
 	avg_step_end(s, i);
 	edges_after_busy(&x->set);
@@ -1198,14 +1197,14 @@ static bool act(sim *s)
 			}
 			break;
 		case 10:
-			if (free_at(s, i) && x->e->live &&
-			    !x->e->ending_self && fires(s, FAULT_REMOVE)) {
+			if (free_at(s, i) && ep_view(x->e).live &&
+			    !ep_view(x->e).ending_self && fires(s, FAULT_REMOVE)) {
 				removal(s, i);
 				return true;
 			}
 			/* The timer fires on the loop, also while a step runs
 			 * off it. */
-			if (x->e->live && x->e->ending_self == END_REMOVED &&
+			if (ep_view(x->e).live && ep_view(x->e).ending_self == END_REMOVED &&
 			    (s->faults & FAULT_LEAVEWAIT) && pick(s, 2) == 0 &&
 			    fires(s, FAULT_LEAVEWAIT)) {
 				leave_expires(s, i);
@@ -1372,12 +1371,12 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 				       s.avg[0].state, s.detaching[1], edges_ending(&s.p.b.set),
 				       s.avg[1].state);
 			for (int i = 0; trace && i < 2; i++) {
-				const edge *e = end_of(&s, i)->e;
+				edge_view e = ep_view(end_of(&s, i)->e);
 				printf("        %c: completed %llu sent %llu target %llu ending %d "
 				       "live %d writing %d takeback_waiting %d in_flight %zu\n",
-				       i ? 'b' : 'a', (unsigned long long)e->completed,
-				       (unsigned long long)e->sent_round,
-				       (unsigned long long)e->target, e->ending, e->live,
+				       i ? 'b' : 'a', (unsigned long long)e.completed,
+				       (unsigned long long)e.sent_round,
+				       (unsigned long long)e.target, e.ending, e.live,
 				       end_of(&s, i)->set.writing,
 				       end_of(&s, i)->set.takeback_waiting,
 				       edges_in_flight(&end_of(&s, i)->set));
@@ -1412,21 +1411,23 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	/* Liveness: with faults over, a clean session carries rounds. */
 	if (!rc) {
 		ep_pump(&s.p);
-		uint64_t a0 = s.p.a.e->rounds_completed, b0 = s.p.b.e->rounds_completed;
+		uint64_t a0 = ep_view(s.p.a.e).rounds_completed;
+		uint64_t b0 = ep_view(s.p.b.e).rounds_completed;
 		for (int r = 0; r < 5; r++) {
 			ck_assert_int_ge(ep_step(&s.p.a), 0);
 			ck_assert_int_ge(ep_step(&s.p.b), 0);
 			ep_pump(&s.p);
 		}
-		if (s.p.a.e->rounds_completed < a0 + 4 || s.p.b.e->rounds_completed < b0 + 4)
+		if (ep_view(s.p.a.e).rounds_completed < a0 + 4 ||
+		    ep_view(s.p.b.e).rounds_completed < b0 + 4)
 			rc = 2;
 		for (int i = 0; rc == 2 && trace && i < 2; i++) {
-			const edge *e = end_of(&s, i)->e;
+			edge_view e = ep_view(end_of(&s, i)->e);
 			printf("  end %c: session %d state %d live %d gen %u next %u pending %d "
 			       "ending %d/%d peer_attached %d attached %d\n", i ? 'b' : 'a',
-			       end_of(&s, i)->session, e->state, e->live, e->generation,
-			       e->next_generation, e->start_pending, e->ending, e->ending_self,
-			       e->peer_attached, end_of(&s, i)->set.attached);
+			       end_of(&s, i)->session, e.state, e.live, e.generation,
+			       e.next_generation, e.start_pending, e.ending, e.ending_self,
+			       e.peer_attached, end_of(&s, i)->set.attached);
 		}
 	}
 	ep_free(&s.p);

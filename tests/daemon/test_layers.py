@@ -2,6 +2,18 @@
 """The daemon's layers (daemon/daemon.h, docs/ARCHITECTURE.md): every
 daemon/ file includes and calls only modules of its own layer or below.
 A call is a module's prefix (link_, peers_, edge_ ...) followed by '('.
+And no file above the edge module writes a field of the edge set: it
+tells the set through edge.h's functions (edges_busy_begin,
+edges_write_end ...).  struct edge is opaque, so the compiler stops
+writes to an edge's fields; the set's struct is public for reads, so
+writes are found here, over each statement with comments stripped:
+  - `edges` reached as a member or by a call: `X.edges.f`, `X->edges.f`,
+    `edges(s)->f`, `step__edges(s)->f`;
+  - a name the file declares `edge_set *NAME` (a parameter or a local):
+    `NAME->f`;
+followed by the set's own storage (`.g` or `[i]`, not another `->`) and
+an assignment (=, +=, |= ...) or ++/--.  A field whose address is
+passed on (`&s->writes`) is not followed.
 
 usage: test_layers.py DAEMON_DIR [--graph]
 """
@@ -17,7 +29,7 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "peers_dial.c": "peers", "peers_impl.h": "peers",
          "api_socket.c": "api", "api_socket.h": "api",
          "edges.c": "edge", "edge_gen.c": "edge", "edge_end.c": "edge", "edge_records.c": "edge", "edge_sched.c": "edge",
-         "edge_impl.h": "edge", "step_average.c": "step", "step_impl.h": "step",
+         "edge_impl.h": "edge", "edges_api.c": "edge", "step_average.c": "step", "step_impl.h": "step",
          "config_check.c": "config", "config_impl.h": "config",
          "api_request.c": "api", "api_impl.h": "api",
          "daemon.h": "status"}
@@ -30,6 +42,20 @@ PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
           "status": "status", "api": "api", "metrics_http": "metrics_http"}
 CALL = re.compile(r"\b(%s)_[a-z_0-9]+\s*\(" % "|".join(PREFIX))
 INCLUDE = re.compile(r'#include "([a-z_]+)\.h"')
+# Writes into the edge set's fields (see the docstring).
+WRITE_TAIL = r"(?:\.\w+|\[[^\]]*\])*\s*(?:(?:[-+*/%|&^]|<<|>>)?=(?!=)|\+\+|--)"
+SET_MEMBER = re.compile(r"(?:(?:\.|->)edges|\b(?:step__)?edges\s*\([^()]*\))(?:\.|->)(\w+)"
+                        + WRITE_TAIL)
+SET_ALIAS = re.compile(r"\bedge_set\s*\*\s*(?:const\s+)?(\w+)")
+WRITES_CHECKED_ABOVE = "edge"
+
+
+def set_writes(text):
+    """The fields of the edge set the text writes (see the docstring)."""
+    found = SET_MEMBER.findall(text)
+    for alias in set(SET_ALIAS.findall(text)):
+        found += re.findall(r"(?<![\w.>])%s->(\w+)%s" % (alias, WRITE_TAIL), text)
+    return sorted(set(found))
 
 
 def module_of(name):
@@ -65,6 +91,10 @@ def main():
             m = PREFIX[prefix]
             if LAYERS.index(m) > rank:
                 errors.append("%s calls %s_*(), a layer above it" % (name, prefix))
+        if rank > LAYERS.index(WRITES_CHECKED_ABOVE):
+            for field in set_writes(text):
+                errors.append("%s writes the edge set's field %s (tell the set "
+                              "through edge.h instead)" % (name, field))
     if "--graph" in sys.argv:
         print("\n".join(graph))
     for e in errors:
