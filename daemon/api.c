@@ -1,5 +1,6 @@
-/* api: the local API server (api.h): the socket, its connections, their
- * reads and writes; the requests are api_request.c. */
+/* api: the local API server (api.h): the socket, accepting clients and
+ * reading their frames; the requests are api_request.c, a connection's
+ * replies and close api_client.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -16,81 +17,7 @@
 #include "log.h"
 #include "peercred.h"
 
-static void client_poll(uv_poll_t *h, int status, int events);
 static void client_process(api_client *c);
-
-static void on_client_closed(uv_handle_t *h)
-{
-	api_client *c = h->data;
-	rxbuf_free(&c->rx);
-	free(c->wbuf);
-	free(c);
-}
-
-/* The order matters: the client's pending reply is dropped first, then
- * its model is detached (after a step that runs off the loop, if one
- * does), then the client goes. */
-void api__client_close(api_client *c)
-{
-	gossipd *d = c->d;
-	api_server *srv = d->api;
-	if (c->closing)
-		return;
-	c->closing = true;
-	step_forget(&d->step, c);
-	if (d->model.registered && d->model.owner == c) {
-		gsp_info("trainer '%s' went away: detaching its model", c->log_name);
-		step_detach(&d->step, NULL, NULL);
-		/* A detach that waits for a running step or the neighbours: no
-		 * owner meanwhile, and the connection stays open (a copy) until
-		 * the buffer goes, so that the client, which waits for its EOF,
-		 * knows when it alone writes the buffer again. */
-		if (d->model.registered) {
-			d->model.owner = NULL;
-			int hold = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
-			if (hold >= 0)
-				model_hold_connection(&d->model, hold);
-		}
-	}
-	for (api_client **pp = &srv->clients; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	srv->n_clients--;
-	if (c->passed_fd >= 0)
-		close(c->passed_fd);
-	uv_poll_stop(&c->poll);
-	close(c->fd);
-	uv_close((uv_handle_t *)&c->poll, on_client_closed);
-}
-
-/* Reads only while no reply is unsent (PROTOCOL.md 5.1). */
-static void update_events(api_client *c)
-{
-	int ev = c->wlen > c->woff ? UV_WRITABLE : UV_READABLE;
-	uv_poll_start(&c->poll, ev, client_poll);
-}
-
-void api__flush(api_client *c)
-{
-	while (c->woff < c->wlen) {
-		ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		if (n < 0) {
-			api__client_close(c);
-			return;
-		}
-		c->woff += (size_t)n;
-	}
-	if (c->woff == c->wlen)
-		c->wlen = c->woff = 0;
-	update_events(c);
-}
 
 /* Handles the whole frames received, one at a time while no reply is
  * unsent. */
@@ -219,7 +146,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 	c->next = srv->clients;
 	srv->clients = c;
 	srv->n_clients++;
-	update_events(c);
+	uv_poll_start(&c->poll, UV_READABLE, client_poll);   /* nothing unsent */
 }
 
 int api_start(gossipd *d)
@@ -257,6 +184,7 @@ int api_start(gossipd *d)
 		srv->ino = st.st_ino;
 		srv->gid = st.st_gid;
 	}
+	srv->on_poll = client_poll;
 	d->api = srv;
 	uv_poll_init(d->loop, &srv->poll, srv->fd);
 	srv->poll.data = d;

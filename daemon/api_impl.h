@@ -1,7 +1,8 @@
 /*
- * api_impl.h: what the API server (api.c: the socket, connections,
- * reads and writes) and its requests (api_request.c) share.  Not for
- * other modules: they use api.h.
+ * api_impl.h: what the API server's files share, bottom to top:
+ * api_client.c (a connection's replies and close), api_request.c (the
+ * requests), api.c (the socket, accepting, reading).  Not for other
+ * modules: they use api.h.
  */
 #ifndef GOSSIPD_API_IMPL_H
 #define GOSSIPD_API_IMPL_H
@@ -41,15 +42,21 @@ struct api_server {
 	uint64_t refused;        /* connections refused by peercred */
 	api_client *clients;
 	size_t n_clients;
+	uv_poll_cb on_poll;      /* a client's events (api.c's reads) */
 };
 
-/* Sends what is unsent (a client that cannot take it is closed). */
+/* api_client.c.  Sends what is unsent (a client that cannot take it is
+ * closed). */
 void api__flush(api_client *c);
 /* Drops the pending reply, detaches the client's model, closes it. */
 void api__client_close(api_client *c);
-/* One frame's request: 0, or a negative errno for a malformed one (the
- * caller closes the client). */
-int api__on_request(api_client *c, const uint8_t *body, size_t len);
+/* Queues one reply frame and sends what it can. */
+void api__reply(api_client *c, const uint8_t *body, size_t len);
+void api__reply_ok(api_client *c);
 void api__reply_error(api_client *c, int code, const char *text);
+
+/* api_request.c.  One frame's request: 0, or a negative errno for a
+ * malformed one (the caller closes the client). */
+int api__on_request(api_client *c, const uint8_t *body, size_t len);
 
 #endif

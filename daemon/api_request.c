@@ -15,49 +15,6 @@
 #include "status.h"
 #include "text.h"
 
-static void reply(api_client *c, const uint8_t *body, size_t len)
-{
-	if (c->closing)
-		return;
-	size_t need = c->wlen + GSP_FRAME_HEADER + len;
-	uint8_t *nb = need <= API_MAX_UNSENT ? realloc(c->wbuf, need) : NULL;
-	if (!nb) {
-		gsp_warn("API client '%s': cannot queue a reply: closing it",
-			 c->log_name);
-		api__client_close(c);
-		return;
-	}
-	c->wbuf = nb;
-	if (gsp_frame_header_write(c->wbuf + c->wlen, GSP_FRAME_HEADER,
-				   (uint32_t)len) != 0) {
-		api__client_close(c);
-		return;
-	}
-	memcpy(c->wbuf + c->wlen + GSP_FRAME_HEADER, body, len);
-	c->wlen += GSP_FRAME_HEADER + len;
-	api__flush(c);
-}
-
-void api__reply_error(api_client *c, int code, const char *text)
-{
-	uint8_t buf[16 + GSP_API_ERROR_TEXT_MAX];
-	gsp_api_error e = {.code = code < 0 ? code : -EINVAL, .text = text,
-			   .text_len = strlen(text)};
-	size_t n;
-	if (e.text_len > GSP_API_ERROR_TEXT_MAX)
-		e.text_len = GSP_API_ERROR_TEXT_MAX;
-	if (gsp_api_error_encode(&e, buf, sizeof(buf), &n) == 0)
-		reply(c, buf, n);
-}
-
-static void reply_ok(api_client *c)
-{
-	uint8_t buf[8];
-	size_t n;
-	if (gsp_api_ok_encode(buf, sizeof(buf), &n) == 0)
-		reply(c, buf, n);
-}
-
 /* A STEP, DRAIN or AVERAGE ended (step.h). */
 static void on_step_done(void *client, const step_result *r)
 {
@@ -72,14 +29,14 @@ static void on_step_done(void *client, const step_result *r)
 	err = r->average ? gsp_api_average_ok_encode(&r->avg, buf, sizeof(buf), &n)
 			 : gsp_api_step_ok_encode(&r->step, buf, sizeof(buf), &n);
 	if (!err)
-		reply(c, buf, n);
+		api__reply(c, buf, n);
 	else
 		api__reply_error(c, err, gsp_strerror(err));
 }
 
 static void on_detached(void *client)
 {
-	reply_ok(client);
+	api__reply_ok(client);
 }
 
 /* Requests that need the model and must come from its owner. */
@@ -118,7 +75,7 @@ static int on_hello(api_client *c, const uint8_t *body, size_t len)
 	gsp_api_hello ok = {.version = GSP_PROTO_VERSION, .name = GSP_VERSION,
 			    .name_len = strlen(GSP_VERSION)};
 	if (gsp_api_hello_ok_encode(&ok, buf, sizeof(buf), &n) == 0)
-		reply(c, buf, n);
+		api__reply(c, buf, n);
 	return 0;
 }
 
@@ -138,7 +95,7 @@ static int on_register(api_client *c, const uint8_t *body, size_t len)
 		api__reply_error(c, err, text);
 		return 0;
 	}
-	reply_ok(c);
+	api__reply_ok(c);
 	return 0;
 }
 
@@ -159,7 +116,7 @@ static int on_status(api_client *c, const uint8_t *body, size_t len)
 	size_t cap = st.json_len + 16, n;
 	uint8_t *buf = malloc(cap);
 	if (buf && gsp_api_status_ok_encode(&st, buf, cap, &n) == 0)
-		reply(c, buf, n);
+		api__reply(c, buf, n);
 	else
 		api__reply_error(c, -ENOMEM, "the status does not fit a frame");
 	free(buf);

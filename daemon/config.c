@@ -78,27 +78,6 @@ static char *reader(char *str, int num, void *stream)
 	return str;
 }
 
-/* Records the first error as "<file>:<line>: <reason>"; returns 0, which
- * also tells inih the line failed. */
-int config__fail(parser *p, int err, const char *fmt, ...)
-{
-	if (!p->err) {
-		p->err = err;
-		p->err_line = p->line;
-		char reason[256];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(reason, sizeof(reason), fmt, ap);
-		va_end(ap);
-		if (p->line)
-			snprintf(p->msg, p->msg_len, "%s:%u: %s", p->cfg->path,
-				 p->line, reason);
-		else
-			snprintf(p->msg, p->msg_len, "%s: %s", p->cfg->path, reason);
-	}
-	return 0;
-}
-
 static int parse_uint(const char *s, unsigned long max, unsigned *ret)
 {
 	char *end;

@@ -1,10 +1,35 @@
-/* config_check: what one key cannot say alone, checked once the whole
- * file is read (config_impl.h): peers listed once each with a key, and
- * what Gamma = auto, SimSeed and AverageSchedule need of the others. */
+/* config_check: the refusals of the configuration (config_impl.h): how
+ * one is recorded (config__fail, for every key's check in config.c too),
+ * and what one key cannot say alone, checked once the whole file is read:
+ * peers listed once each with a key, and what Gamma = auto, SimSeed and
+ * AverageSchedule need of the others. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config_impl.h"
+
+/* Records the first error as "<file>:<line>: <reason>"; returns 0, which
+ * also tells inih the line failed. */
+int config__fail(parser *p, int err, const char *fmt, ...)
+{
+	if (!p->err) {
+		p->err = err;
+		p->err_line = p->line;
+		char reason[256];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(reason, sizeof(reason), fmt, ap);
+		va_end(ap);
+		if (p->line)
+			snprintf(p->msg, p->msg_len, "%s:%u: %s", p->cfg->path,
+				 p->line, reason);
+		else
+			snprintf(p->msg, p->msg_len, "%s: %s", p->cfg->path, reason);
+	}
+	return 0;
+}
 
 /* 1, or 0 with the first refusal recorded (config__fail). */
 int config__check(parser *p)

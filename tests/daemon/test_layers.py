@@ -31,7 +31,7 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "edges.c": "edge", "edge_gen.c": "edge", "edge_end.c": "edge", "edge_records.c": "edge", "edge_sched.c": "edge",
          "edge_impl.h": "edge", "edges_api.c": "edge", "step_average.c": "step", "step_impl.h": "step",
          "config_check.c": "config", "config_impl.h": "config",
-         "api_request.c": "api", "api_impl.h": "api",
+         "api_request.c": "api", "api_client.c": "api", "api_impl.h": "api",
          "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
 SHARED = {"config", "endpoint", "httpreq", "handshake", "log", "text", "counters", "replay", "file", "slotfile", "notify", "peercred",
