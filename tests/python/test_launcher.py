@@ -17,6 +17,10 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools"))
+import gossipcluster  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOSSIP_RUN = os.path.join(HERE, "..", "..", "tools", "gossip-run")
 LAUNCHED = os.path.join(HERE, "launched.py")
@@ -24,11 +28,9 @@ BUILD = None
 WAIT = 30.0          # the bound of every wait here
 
 
-def eventually(cond, timeout=WAIT, interval=0.01):
-    deadline = time.monotonic() + timeout
-    while not cond() and time.monotonic() < deadline:
-        time.sleep(interval)
-    return cond()
+def eventually(cond, timeout=WAIT):
+    """cond() once it holds, within the bound of every wait here."""
+    return gossipcluster.eventually(cond, timeout, interval=0.01)
 
 
 def gone(pid):
