@@ -73,7 +73,10 @@ int edges_attach(edge_set *s, const edge_model *m)
 	 * their counts (as when their state cannot load), this one starts
 	 * afresh. */
 	bool ours = edgestate_owned_by(&s->owner, &m->owner);
-	if (!ours)
+	bool kept = false;       /* generations of before a restart */
+	for (size_t i = 0; i < s->n; i++)
+		kept |= s->edge[i].resume != NULL;
+	if (!ours && kept)
 		gsp_info("the registered buffer is not the one the edges' records "
 			 "describe (another trainer or model): their generations end "
 			 "at their counts, new ones start");
