@@ -32,10 +32,10 @@ void api__client_close(api_client *c)
 	if (c->closing)
 		return;
 	c->closing = true;
-	step_forget(&d->step, c);
+	core_forget(&d->step.core, c);
 	if (d->model.registered && d->model.owner == c) {
 		gsp_info("trainer '%s' went away: detaching its model", c->log_name);
-		step_detach(&d->step, NULL, NULL);
+		core_detach(&d->step.core, NULL, NULL);
 		/* A detach that waits for a running step or the neighbours: no
 		 * owner meanwhile, and the connection stays open (a copy) until
 		 * the buffer goes, so that the client, which waits for its EOF,

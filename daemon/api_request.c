@@ -105,7 +105,7 @@ static int on_status(api_client *c, const uint8_t *body, size_t len)
 	int err = gsp_api_status_decode(body, len);
 	if (err)
 		return err;
-	if (!step_busy(&d->step))
+	if (!core_busy(&d->step.core))
 		edges_cache(&d->mesh.edges);
 	char *json = status_json(d);
 	if (!json) {
@@ -147,7 +147,7 @@ int api__on_request(api_client *c, const uint8_t *body, size_t len)
 		if ((err = gsp_api_step_decode(body, len, &s)) != 0)
 			return err;
 		if (owner_check(c) == 0)
-			started(c, step_start(&d->step, c, s.flags, on_step_done));
+			started(c, core_step(&d->step.core, c, s.flags, on_step_done));
 		return 0;
 	}
 	case GSP_API_AVERAGE: {
@@ -155,7 +155,7 @@ int api__on_request(api_client *c, const uint8_t *body, size_t len)
 		if ((err = gsp_api_average_decode(body, len, &a)) != 0)
 			return err;
 		if (owner_check(c) == 0)
-			started(c, step_average(&d->step, c, &a, on_step_done));
+			started(c, core_average(&d->step.core, c, &a, on_step_done));
 		return 0;
 	}
 	case GSP_API_STATUS:
@@ -168,7 +168,7 @@ int api__on_request(api_client *c, const uint8_t *body, size_t len)
 		/* Answered once the edges have ended their generations. */
 		if (d->model.registered)
 			d->model.owner = NULL;
-		step_detach(&d->step, c, on_detached);
+		core_detach(&d->step.core, c, on_detached);
 		return 0;
 	default:
 		return -EBADMSG;

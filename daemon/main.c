@@ -297,11 +297,13 @@ static void finish_shutdown(void *ctx)
 static void on_park_timer(uv_timer_t *t)
 {
 	gossipd *d = t->data;
-	if (step_busy(&d->step) || d->mesh.edges.writing)
+	if (core_busy(&d->step.core) || d->mesh.edges.writing)
 		return;
 	uv_timer_stop(t);
 	uv_close((uv_handle_t *)t, NULL);
-	mesh_save_last(&d->mesh);
+	edges_records_changed(&d->mesh.edges);
+	core_persist(&d->step.core);
+	mesh_records_stop(&d->mesh);
 	gsp_info("stopping: the edges' records are saved; their generations "
 		 "continue when gossipd starts again and the trainer registers");
 	finish_shutdown(d);
@@ -313,10 +315,10 @@ static void park(gossipd *d)
 	 * exit: its client steps on offline and registers again at the next
 	 * start, as after a kill. */
 	peers_stop_begin(&d->mesh.peers);
-	if (step_busy(&d->step))
+	if (core_busy(&d->step.core))
 		gsp_info("stopping: waiting for the step under way to end");
 	api_stop_keeping_model(d);
-	step_halt(&d->step);
+	core_halt(&d->step.core);
 	uv_timer_init(d->loop, &d->park_timer);
 	d->park_timer.data = d;
 	uv_timer_start(&d->park_timer, on_park_timer, 0, 5);
@@ -342,14 +344,14 @@ static void shutdown_daemon(gossipd *d)
 	 * detaches, each edge ending its generation with its peer (at most
 	 * DetachWait), so a restart loses no round; then the peers get
 	 * GOODBYE. */
-	if (d->model.registered && !d->step.detaching && !d->step.detach_pending &&
+	if (d->model.registered && !d->step.core.detaching && !d->step.core.detach_pending &&
 	    mesh_resumable(&d->mesh)) {
 		park(d);
 		return;
 	}
 	peers_stop_begin(&d->mesh.peers);
 	api_stop(d);
-	step_detach(&d->step, d, finish_shutdown);
+	core_detach(&d->step.core, d, finish_shutdown);
 }
 
 static void ready(gossipd *d)
@@ -431,9 +433,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	step_init(&d.step, d.loop, &d.model, d.cfg.max_staleness, d.cfg.max_wait_ms);
-	d.step.detach_wait_ms = d.cfg.detach_wait_ms;
-	d.step.drain_wait_ms = d.cfg.drain_wait_ms;
-	mesh_set_changed(&d.mesh, step_edges_changed, &d.step);
+	d.step.core.detach_wait_ms = d.cfg.detach_wait_ms;
+	d.step.core.drain_wait_ms = d.cfg.drain_wait_ms;
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sighup);

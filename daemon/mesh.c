@@ -100,7 +100,6 @@ static void edge_max_frame(void *ctx, edge *e, uint32_t max_body)
 static void edge_changed(void *ctx)
 {
 	mesh *m = ctx;
-	mesh_persist(m);
 	if (m->changed)
 		m->changed(m->changed_ctx);
 }
@@ -256,38 +255,21 @@ int mesh_set_state_file(mesh *m, const char *path)
 	return rc;
 }
 
-static void save_records(mesh *m);
-
-void mesh_persist(mesh *m)
-{
-	edge_set *s = &m->edges;
-	/* Not while a step runs off the loop, nor inside a write into the
-	 * buffer: a file saved there would count the write's rounds while
-	 * the buffer's undo section says the write is not over (a kill
-	 * then undoes it).  The write's end saves (model_write_end). */
-	if (s->busy || s->writing)
-		return;
-	if (m->state_path[0] && s->dirty)
-		save_records(m);
-	/* What the file keeps may go out now. */
-	edges_release(s);
-}
-
 bool mesh_resumable(const mesh *m)
 {
 	return m->state_path[0] && !m->state_failed && !m->state_dropped &&
 	       edges_resumable(&m->edges);
 }
 
-void mesh_save_last(mesh *m)
+void mesh_records_stop(mesh *m)
 {
-	edges_records_changed(&m->edges);
-	mesh_persist(m);
 	m->state_path[0] = 0;
 }
 
-static void save_records(mesh *m)
+void mesh_save_records(mesh *m)
 {
+	if (!m->state_path[0])
+		return;
 	edge_set *s = &m->edges;
 	edge_record *r = calloc(s->n ? s->n : 1, sizeof(*r));
 	int err = r ? 0 : -ENOMEM;

@@ -45,16 +45,16 @@ void mesh_idle(mesh *m);
  * them, those of the single file path that gossipd wrote before, which
  * goes once the slots hold newer ones.  0 or a negative errno. */
 int mesh_set_state_file(mesh *m, const char *path);
-/* Writes the records if a count or a generation changed (not while the
- * engine is busy, nor inside a write into the buffer), then lets out the
- * ROUNDs they keep (edges_release). */
-void mesh_persist(mesh *m);
+/* Writes the edges' records to the state file (nothing without one);
+ * the core (core.h: core_persist) says when. */
+void mesh_save_records(mesh *m);
 /* Whether a restart would continue every live generation: a state file
  * that saves, and each edge's state within the records' budget. */
 bool mesh_resumable(const mesh *m);
-/* A stop that keeps the generations: writes the records a last time and
- * writes no more (the teardown that follows must not end them there). */
-void mesh_save_last(mesh *m);
+/* A stop that keeps the generations, once the records are written a
+ * last time: no more are (the teardown that follows must not end them
+ * there). */
+void mesh_records_stop(mesh *m);
 
 peer *mesh_peer_of(mesh *m, const edge *e);
 edge *mesh_edge_of(mesh *m, const peer *p);

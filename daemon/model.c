@@ -160,32 +160,6 @@ static void take_undo(model *m, uint64_t n, const edge_owner *owner)
 	}
 }
 
-bool model_write_begin(model *m, bool copy_later)
-{
-	edge_set *s = &m->mesh->edges;
-	if (!m->registered || s->writing)
-		return false;
-	m->write_seq = edges_write_begin(s);
-	copy_later = copy_later && !s->takeback_waiting;
-	if (!copy_later)
-		undo_begin(&m->undo, m->write_seq);
-	edges_write_takeback(s);
-	return copy_later;
-}
-
-void model_write_end(model *m)
-{
-	edge_set *s = &m->mesh->edges;
-	bool was = s->writing;
-	if (was)
-		edges_write_end(s, m->write_seq);
-	/* Also without a write: the ROUNDs a DRAIN kept go out after the
-	 * records keep them. */
-	mesh_persist(m->mesh);
-	if (was)
-		undo_end(&m->undo);
-}
-
 int model_register(model *m, void *owner, const char *trainer,
 		   const uint8_t *body, size_t len, int fd, char *err_text,
 		   size_t err_len)
@@ -306,8 +280,6 @@ void model_detach(model *m)
 {
 	if (!m->registered)
 		return;
-	edges_detach(&m->mesh->edges);
-	model_write_end(m);
 	model_free(m);
 	gsp_info("model detached");
 	peers_reconnect_all(&m->mesh->peers, GSP_BYE_MODEL_CHANGED, "model detached");

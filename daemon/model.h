@@ -2,10 +2,9 @@
  * model: the registered model.  It owns REGISTER (checking the trainer's
  * buffer, mapping it, building the layout and the engine node, and
  * attaching the node to the edges) and DETACH (unmapping, freeing), with
- * the model's fingerprint and summary, and the daemon's writes into the
- * buffer (model_write_begin/end, with the buffer's undo section).  The
- * buffer is the trainer's; the daemon writes it only inside a request
- * (step.h).
+ * the model's fingerprint and summary, and the buffer's undo section.
+ * The buffer is the trainer's; the daemon writes it only inside a
+ * request, in the core's writes (core.h: core_write_begin/end).
  */
 #ifndef GOSSIPD_MODEL_H
 #define GOSSIPD_MODEL_H
@@ -56,18 +55,9 @@ int model_register(model *m, void *owner, const char *trainer,
  * copy of that connection, and closes it when the buffer goes. */
 void model_hold_connection(model *m, int fd);
 /* DETACH: the node, the mapping and the fd go; every session redials.
- * Never while the node is busy (step_detach waits for that). */
+ * The core (core.h) calls it once the edges are detached and the write
+ * under way is over, never while the node is busy. */
 void model_detach(model *m);
-
-/* A write into the buffer begins: the undo copy is taken and rounds
- * waiting to be taken back by subtraction are.  With copy_later the copy
- * is the caller's (undo_begin(&m->undo, m->write_seq) on the thread pool)
- * and true comes back, unless it had to be taken here.  Only while the
- * trainer waits for a request; a write already under way goes on. */
-bool model_write_begin(model *m, bool copy_later);
-/* The write is over: the records, which count it now, are saved, and the
- * undo section says there is nothing to undo. */
-void model_write_end(model *m);
 
 /* Peer traffic since REGISTER. */
 void model_bytes(const model *m, uint64_t *ret_sent, uint64_t *ret_received);

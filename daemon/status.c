@@ -248,7 +248,7 @@ char *status_json(const gossipd *d)
 			[STEP_AVERAGE_RUN] = "average", [STEP_REPLY] = "reply",
 		};
 		put(&b, ",\"request\":\"%s\",\"average_rounds\":%u",
-		    requests[d->step.state], d->step.avg_rounds);
+		    requests[d->step.core.state], d->step.core.avg_rounds);
 	}
 	const counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"

@@ -2,9 +2,12 @@
  * A pair of daemons' edge sets for tests, with no network: each end has
  * its own engine node over its own parameters and one edge to the other;
  * frames one end sends wait in a queue until the test delivers them, so
- * a test scripts every interleaving (and, later, every fault).  A step is
- * what daemon/step.c does on the loop: begin, the engine step, done.
- * Header-only, static functions.
+ * a test scripts every interleaving (and, later, every fault).  Each end
+ * runs the daemon's node core (daemon/core.h) for its writes into the
+ * buffer and its records before frames: the ops below are its disk (a
+ * list of records versions), its undo section (a copy of the buffer)
+ * and a loop whose timers the test fires.  Header-only, static
+ * functions.
  */
 #ifndef GSP_TEST_EDGEPAIR_H
 #define GSP_TEST_EDGEPAIR_H
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core.h"
 #include "edge.h"
 #include "edgestate.h"
 
@@ -39,6 +43,8 @@ typedef struct ep_file {
 typedef struct ep_end ep_end;
 struct ep_end {
 	edge_set set;
+	core core;               /* the daemon's node core over set */
+	bool armed[CORE_TIMERS]; /* its timers (the test fires them) */
 	edge *e;
 	counters counters;
 	gsp_peer_config cfg;
@@ -55,16 +61,15 @@ struct ep_end {
 	uint16_t close_reason;
 	char error[512];
 	uint32_t max_frame;
-	/* The records as mesh_persist writes them (ep_persist), at the same
-	 * points: version `persists` is the newest, the EP_FILES newest are
+	/* The records as the core saves them (its save_records op), at the
+	 * same points: version `persists` is the newest, the EP_FILES newest are
 	 * kept; delivered: the newest version any delivered frame followed. */
 	ep_file files[EP_FILES];
 	unsigned persists, delivered;
 	float *undo;             /* the buffer's undo copy (PROTOCOL.md 5.4) */
 	edge_model later;        /* ep_restart(..., false): for ep_attach */
-	/* Called by ep_changed after its persist, as mesh.c's edge_changed
-	 * calls the stepper (step_edges_changed); NULL: nothing.  Kept
-	 * across ep_restart. */
+	/* Called by ep_changed after the core heard the change (and saved the
+	 * records); NULL: nothing.  Kept across ep_restart. */
 	void (*on_changed)(ep_end *x);
 	void *hook_ctx;
 };
@@ -121,8 +126,8 @@ static inline void ep_max_frame(void *ctx, edge *e, uint32_t max_body)
 	((ep_end *)ctx)->max_frame = max_body;
 }
 
-/* One more version of the records file, as mesh.c's save_records
- * writes it. */
+/* One more version of the records file (the core's save_records: what
+ * mesh.c writes to the disk). */
 static inline void ep_save(ep_end *x)
 {
 	edge_record r;
@@ -135,23 +140,19 @@ static inline void ep_save(ep_end *x)
 	edges_records_saved(&x->set);
 }
 
-/* What mesh_persist does: the records, when something changed, no step
- * runs off the loop and no write is under way; then the ROUNDs they
- * keep go out. */
+/* The core's persist: the records, when something changed, no step runs
+ * off the loop and no write is under way; then the ROUNDs they keep go
+ * out. */
 static inline void ep_persist(ep_end *x)
 {
-	if (x->set.busy || x->set.writing)
-		return;
-	if (x->set.dirty)
-		ep_save(x);
-	edges_release(&x->set);
+	core_persist(&x->core);
 }
 
 static inline void ep_changed(void *ctx)
 {
 	ep_end *x = ctx;
 	x->changes++;
-	ep_persist(x);   /* mesh.c's edge_changed */
+	core_edges_changed(&x->core);
 	if (x->on_changed)
 		x->on_changed(x);
 }
@@ -171,6 +172,73 @@ static const edge_ops ep_ops = {
 	.accepted = ep_accepted, .set_max_frame = ep_max_frame,
 	.changed = ep_changed, .degree = ep_degree, .ended = ep_ended,
 };
+
+/* ---- the core's ops: a loop the test drives -------------------------- */
+
+static inline uint64_t ep_now_ms(void *ctx)
+{
+	return 0;
+}
+
+static inline void ep_timer_start(void *ctx, core_timer t, uint64_t ms)
+{
+	((ep_end *)ctx)->armed[t] = true;
+}
+
+static inline void ep_timer_stop(void *ctx, core_timer t)
+{
+	((ep_end *)ctx)->armed[t] = false;
+}
+
+static inline bool ep_timer_active(void *ctx, core_timer t)
+{
+	return ((ep_end *)ctx)->armed[t];
+}
+
+static inline bool ep_no_offload(void *ctx)
+{
+	return false;
+}
+
+static inline bool ep_offload(void *ctx, bool copy, uint64_t write_seq)
+{
+	return false;
+}
+
+/* The buffer's undo section (PROTOCOL.md 5.4): a copy of the buffer. */
+static inline void ep_undo_begin(void *ctx, uint64_t write_seq)
+{
+	ep_end *x = ctx;
+	memcpy(x->undo, x->params, x->n_floats * sizeof(float));
+}
+
+static inline void ep_nothing(void *ctx)
+{
+}
+
+static inline void ep_save_op(void *ctx)
+{
+	ep_save(ctx);
+}
+
+static inline void ep_bytes(void *ctx, uint64_t *ret_sent, uint64_t *ret_received)
+{
+	*ret_sent = *ret_received = 0;
+}
+
+static const core_ops ep_core_ops = {
+	.now_ms = ep_now_ms, .timer_start = ep_timer_start, .timer_stop = ep_timer_stop,
+	.timer_active = ep_timer_active, .offloads = ep_no_offload, .offload = ep_offload,
+	.undo_begin = ep_undo_begin, .undo_end = ep_nothing, .save_records = ep_save_op,
+	.release_model = ep_nothing, .idle = ep_nothing, .bytes = ep_bytes,
+};
+
+/* A new core over x's set, as a daemon starts with. */
+static inline void ep_core_init(ep_end *x)
+{
+	core_init(&x->core, &x->set, &ep_core_ops, x, 4, 0);
+	memset(x->armed, 0, sizeof(x->armed));
+}
 
 static inline void ep_drop_queue(ep_end *x)
 {
@@ -201,6 +269,7 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 {
 	memset(x, 0, sizeof(*x));
 	x->degree = 1;
+	ep_core_init(x);
 	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
 	x->degree = 1;
 	/* A pair: each end has one edge; MaxRoundChange the daemon's
@@ -272,6 +341,7 @@ static inline void ep_restart_from(ep_end *x, const gsp_config *cfg, const ep_fi
 	const char *name = ep_view(x->e).name;
 	edge_set_free(&x->set);
 	gsp_node_free(x->node);
+	ep_core_init(x);
 	ck_assert_int_eq(edge_set_init(&x->set, &ep_ops, x, &x->counters), 0);
 	edges_configure(&x->set, 1, 1000.0f);
 	x->e = edge_add(&x->set, &x->cfg, name, lo);
@@ -376,23 +446,16 @@ static inline void ep_pump(edgepair *p)
 	}
 }
 
-/* One STEP on the loop, as step.c runs it. */
-/* A write into the buffer, as model_write_begin/end do it: rounds that
- * wait to be taken back by subtraction are, first. */
+/* A write into the buffer, the core's: rounds that wait to be taken
+ * back by subtraction are, first. */
 static inline void ep_write_begin(ep_end *x)
 {
-	if (x->set.writing)
-		return;
-	edges_write_begin(&x->set);
-	memcpy(x->undo, x->params, x->n_floats * sizeof(float));
-	edges_write_takeback(&x->set);
+	core_write_begin(&x->core, false);
 }
 
 static inline void ep_write_end(ep_end *x)
 {
-	if (x->set.writing)
-		edges_write_end(&x->set, x->set.writes + 1);
-	ep_persist(x);   /* model_write_end */
+	core_write_end(&x->core);
 }
 
 /* A STEP as step.c runs it on the loop. */

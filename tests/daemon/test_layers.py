@@ -8,7 +8,7 @@ edges_write_end ...).  struct edge is opaque, so the compiler stops
 writes to an edge's fields; the set's struct is public for reads, so
 writes are found here, over each statement with comments stripped:
   - `edges` reached as a member or by a call: `X.edges.f`, `X->edges.f`,
-    `edges(s)->f`, `step__edges(s)->f`;
+    `edges(s)->f`;
   - a name the file declares `edge_set *NAME` (a parameter or a local):
     `NAME->f`;
 followed by the set's own storage (`.g` or `[i]`, not another `->`) and
@@ -22,14 +22,14 @@ import re
 import sys
 
 # Bottom to top; a module may use those before it.
-LAYERS = ["rxbuf", "link", "peers", "edge", "mesh", "model", "step",
+LAYERS = ["rxbuf", "link", "peers", "edge", "core", "mesh", "model", "step",
           "status", "api", "metrics_http", "main"]
 # Files of a module other than <module>.c/.h.
 FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link",
          "peers_dial.c": "peers", "peers_impl.h": "peers",
          "api_socket.c": "api", "api_socket.h": "api",
          "edges.c": "edge", "edge_gen.c": "edge", "edge_end.c": "edge", "edge_records.c": "edge", "edge_sched.c": "edge",
-         "edge_impl.h": "edge", "edges_api.c": "edge", "step_average.c": "step", "step_impl.h": "step",
+         "edge_impl.h": "edge", "edges_api.c": "edge", "core_average.c": "core", "core_impl.h": "core",
          "config_check.c": "config", "config_impl.h": "config",
          "api_request.c": "api", "api_client.c": "api", "api_impl.h": "api",
          "daemon.h": "status"}
@@ -38,13 +38,13 @@ SHARED = {"config", "endpoint", "httpreq", "handshake", "log", "text", "counters
           "ratelimit",
           "edgestate", "undo"}
 PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
-          "edges": "edge", "mesh": "mesh", "model": "model", "step": "step",
+          "edges": "edge", "core": "core", "mesh": "mesh", "model": "model", "step": "step",
           "status": "status", "api": "api", "metrics_http": "metrics_http"}
 CALL = re.compile(r"\b(%s)_[a-z_0-9]+\s*\(" % "|".join(PREFIX))
 INCLUDE = re.compile(r'#include "([a-z_]+)\.h"')
 # Writes into the edge set's fields (see the docstring).
 WRITE_TAIL = r"(?:\.\w+|\[[^\]]*\])*\s*(?:(?:[-+*/%|&^]|<<|>>)?=(?!=)|\+\+|--)"
-SET_MEMBER = re.compile(r"(?:(?:\.|->)edges|\b(?:step__)?edges\s*\([^()]*\))(?:\.|->)(\w+)"
+SET_MEMBER = re.compile(r"(?:(?:\.|->)edges|\bedges\s*\([^()]*\))(?:\.|->)(\w+)"
                         + WRITE_TAIL)
 SET_ALIAS = re.compile(r"\bedge_set\s*\*\s*(?:const\s+)?(\w+)")
 WRITES_CHECKED_ABOVE = "edge"

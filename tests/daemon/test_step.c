@@ -57,7 +57,6 @@ static void setup_peers(size_t n_peers)
 	ck_assert_int_eq(mesh_init(&ms, loop, &key, &ctrs, &cfg, err, sizeof(err)), 0);
 	model_init(&mdl, &ms, &cfg.engine);
 	step_init(&st, loop, &mdl, cfg.max_staleness, cfg.max_wait_ms);
-	mesh_set_changed(&ms, step_edges_changed, &st);
 }
 
 static void setup(void)
@@ -77,9 +76,9 @@ static void setup_two_peers(void)
 
 static void teardown(void)
 {
-	while (step_busy(&st))
+	while (core_busy(&st.core))
 		uv_run(loop, UV_RUN_ONCE);
-	step_detach(&st, NULL, NULL);
+	core_detach(&st.core, NULL, NULL);
 	step_close(&st);
 	uv_run(loop, UV_RUN_DEFAULT);
 	mesh_free(&ms);
@@ -160,7 +159,7 @@ START_TEST(test_register_takes_the_fd_on_every_outcome)
 	ck_assert_int_eq(do_register(&b, 8, true, &fd2), -EBUSY);
 	ck_assert(!fd_open(fd2));
 	ck_assert(fd_open(fd));
-	step_detach(&st, NULL, NULL);
+	core_detach(&st.core, NULL, NULL);
 	ck_assert(!mdl.registered);
 	ck_assert(!fd_open(fd));
 }
@@ -190,26 +189,26 @@ START_TEST(test_step_reply_is_never_synchronous)
 {
 	client c = {0};
 	ck_assert_int_eq(do_register(&c, 16, true, NULL), 0);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
 	ck_assert_int_eq(c.calls, 0);
-	ck_assert_int_eq(st.state, STEP_REPLY);
+	ck_assert_int_eq(st.core.state, STEP_REPLY);
 	run_until_calls(&c, 1);
 	ck_assert_int_eq(c.last.err, 0);
 	ck_assert(!c.last.average);
 	ck_assert_uint_eq(c.last.step.step, 1);
-	ck_assert_int_eq(st.state, STEP_IDLE);
+	ck_assert_int_eq(st.core.state, STEP_IDLE);
 }
 END_TEST
 
 START_TEST(test_failed_start_never_calls_back)
 {
 	client c = {0}, d = {0};
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), -ENOENT);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), -ENOENT);
 	ck_assert_int_eq(do_register(&c, 16, true, NULL), 0);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
-	ck_assert_int_eq(step_start(&st, &d, 0, on_done), -EBUSY);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &d, 0, on_done), -EBUSY);
 	gsp_api_average avg = {.target = 1e-3};
-	ck_assert_int_eq(step_average(&st, &d, &avg, on_done), -EBUSY);
+	ck_assert_int_eq(core_average(&st.core, &d, &avg, on_done), -EBUSY);
 	run_until_calls(&c, 1);
 	uv_run(loop, UV_RUN_NOWAIT);
 	ck_assert_int_eq(d.calls, 0);
@@ -220,12 +219,12 @@ START_TEST(test_drain_and_average_without_edges)
 {
 	client c = {0};
 	ck_assert_int_eq(do_register(&c, 16, true, NULL), 0);
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_DRAIN, on_done), 0);
 	ck_assert_int_eq(c.calls, 0);
 	run_until_calls(&c, 1);
 	ck_assert_int_eq(c.last.err, 0);
 	gsp_api_average avg = {.target = 1e-3};
-	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	ck_assert_int_eq(core_average(&st.core, &c, &avg, on_done), 0);
 	ck_assert_int_eq(c.calls, 1);
 	run_until_calls(&c, 2);
 	ck_assert(c.last.average);
@@ -248,10 +247,10 @@ START_TEST(test_detach_during_an_offloaded_step_waits_for_it)
 	int fd;
 	offload_slowly();
 	ck_assert_int_eq(do_register(&c, 1024, true, &fd), 0);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_RUN);
-	ck_assert(step_busy(&st));
-	step_detach(&st, NULL, NULL);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_RUN);
+	ck_assert(core_busy(&st.core));
+	core_detach(&st.core, NULL, NULL);
 	/* The worker still uses the node and the mapping. */
 	ck_assert(mdl.registered);
 	ck_assert(fd_open(fd));
@@ -271,15 +270,15 @@ START_TEST(test_client_gone_during_an_offloaded_step)
 	client c = {0};
 	offload_slowly();
 	ck_assert_int_eq(do_register(&c, 1024, true, NULL), 0);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
-	step_forget(&st, &c);
-	step_detach(&st, NULL, NULL);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
+	core_forget(&st.core, &c);
+	core_detach(&st.core, NULL, NULL);
 	ck_assert(mdl.registered);
-	while (step_busy(&st) || st.state == STEP_REPLY)
+	while (core_busy(&st.core) || st.core.state == STEP_REPLY)
 		uv_run(loop, UV_RUN_ONCE);
 	ck_assert_int_eq(c.calls, 0);
 	ck_assert(!mdl.registered);
-	ck_assert_int_eq(st.state, STEP_IDLE);
+	ck_assert_int_eq(st.core.state, STEP_IDLE);
 }
 END_TEST
 
@@ -337,14 +336,14 @@ START_TEST(test_detach_during_a_waiting_step_ends_it)
 	client c = {0};
 	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
 	edge_up_by_hand();
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_SYNC, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_SYNC, on_done), 0);
 	run_until_calls(&c, 1);                  /* round 1 projected, in flight */
 	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_SYNC, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_WAIT);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_SYNC, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_WAIT);
 	uv_run(loop, UV_RUN_NOWAIT);
 	ck_assert_int_eq(c.calls, 1);            /* still waiting */
-	step_detach(&st, NULL, NULL);
+	core_detach(&st.core, NULL, NULL);
 	ck_assert(!mdl.registered);
 	run_until_calls(&c, 2);
 	ck_assert_int_eq(c.last.err, -ECANCELED);
@@ -356,20 +355,20 @@ START_TEST(test_detach_during_drain_and_average_ends_them)
 	client c = {0};
 	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
 	edge_up_by_hand();
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
 	run_until_calls(&c, 1);
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_DRAIN);
-	step_detach(&st, NULL, NULL);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_DRAIN);
+	core_detach(&st.core, NULL, NULL);
 	run_until_calls(&c, 2);
 	ck_assert_int_eq(c.last.err, -ECANCELED);
 
 	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
 	edge_up_by_hand();
 	gsp_api_average avg = {.target = 1e-6, .time_limit_ms = 60000};
-	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_AVERAGE);   /* its round is out */
-	step_detach(&st, NULL, NULL);
+	ck_assert_int_eq(core_average(&st.core, &c, &avg, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_AVERAGE);   /* its round is out */
+	core_detach(&st.core, NULL, NULL);
 	run_until_calls(&c, 3);
 	ck_assert(c.last.average);
 	ck_assert_int_eq(c.last.err, -ECANCELED);
@@ -382,7 +381,7 @@ START_TEST(test_average_time_limit_ends_it)
 	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
 	edge_up_by_hand();
 	gsp_api_average avg = {.target = 1e-6, .time_limit_ms = 50};
-	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	ck_assert_int_eq(core_average(&st.core, &c, &avg, on_done), 0);
 	run_until_calls(&c, 1);
 	ck_assert_int_eq(c.last.err, 0);
 	ck_assert_uint_eq(c.last.avg.rounds, 1);
@@ -394,20 +393,20 @@ END_TEST
 START_TEST(test_lagging_edge_is_waited_for_once_then_a_straggler)
 {
 	client c = {0};
-	st.max_wait_ms = 50;
+	st.core.max_wait_ms = 50;
 	edge *e = registered_with_an_edge(&c);
 	/* Round 1 goes out and never comes back; STEPs 2..4 do not wait. */
 	for (int i = 1; i <= 4; i++) {
-		ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
-		ck_assert_int_eq(st.state, STEP_REPLY);
+		ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
+		ck_assert_int_eq(st.core.state, STEP_REPLY);
 		run_until_calls(&c, i);
 	}
 	ck_assert_uint_eq(edge_staleness(e), 4);
 	/* STEP 5: MaxStaleness reached: it waits, but only MaxWait. */
 	uv_update_time(loop);
 	uint64_t t0 = uv_now(loop);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_WAIT);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_WAIT);
 	run_until_calls(&c, 5);
 	ck_assert_int_eq(c.last.err, 0);
 	ck_assert_uint_ge(uv_now(loop) - t0, 45);
@@ -415,12 +414,12 @@ START_TEST(test_lagging_edge_is_waited_for_once_then_a_straggler)
 	ck_assert(view(e).straggler);
 	ck_assert_uint_eq(c.last.step.edges_skipped, 1);
 	/* From now on nobody waits for it. */
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_REPLY);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_REPLY);
 	run_until_calls(&c, 6);
 	/* SYNC still waits for it, without a time limit. */
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_SYNC, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_WAIT);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_SYNC, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_WAIT);
 }
 END_TEST
 
@@ -435,15 +434,15 @@ static void on_past(uv_timer_t *t)
 START_TEST(test_drain_waits_at_most_drain_wait_then_a_straggler)
 {
 	client c = {0};
-	st.drain_wait_ms = 60;
+	st.core.drain_wait_ms = 60;
 	edge *e = registered_with_an_edge(&c);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
 	run_until_calls(&c, 1);                  /* round 1 out, never back */
 	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
 	uv_update_time(loop);
 	uint64_t t0 = uv_now(loop);
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_DRAIN);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_DRAIN);
 	run_until_calls(&c, 2);
 	ck_assert_int_eq(c.last.err, 0);
 	ck_assert_uint_ge(uv_now(loop) - t0, 55);
@@ -452,13 +451,13 @@ START_TEST(test_drain_waits_at_most_drain_wait_then_a_straggler)
 	/* A straggler's round: the next DRAIN does not wait for it. */
 	uv_update_time(loop);
 	t0 = uv_now(loop);
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_REPLY);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_REPLY);
 	run_until_calls(&c, 3);
 	ck_assert_uint_lt(uv_now(loop) - t0, 55);
 	/* With SYNC it waits for it, past DrainWait. */
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN | GSP_STEP_SYNC, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_DRAIN);
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_DRAIN | GSP_STEP_SYNC, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_DRAIN);
 	static uv_timer_t past;           /* fires well after DrainWait */
 	static bool over;
 	over = false;
@@ -469,7 +468,7 @@ START_TEST(test_drain_waits_at_most_drain_wait_then_a_straggler)
 		uv_run(loop, UV_RUN_ONCE);
 	uv_close((uv_handle_t *)&past, NULL);
 	ck_assert_int_eq(c.calls, 3);
-	ck_assert_int_eq(st.state, STEP_DRAIN);
+	ck_assert_int_eq(st.core.state, STEP_DRAIN);
 }
 END_TEST
 
@@ -505,29 +504,29 @@ static uint64_t projected(size_t i)
 START_TEST(test_drain_answers_one_early_round_per_edge)
 {
 	client c = {0};
-	st.drain_wait_ms = 60000;
+	st.core.drain_wait_ms = 60000;
 	ck_assert_int_eq(do_register(&c, 64, true, NULL), 0);
 	edge_up_by_hand_at(0);
 	edge_up_by_hand_at(1);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
 	run_until_calls(&c, 1);                  /* round 1 out on both */
 	peer_round(0, 1);                        /* edge 0's comes back */
 	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
-	ck_assert_int_eq(step_start(&st, &c, GSP_STEP_DRAIN, on_done), 0);
-	ck_assert_int_eq(st.state, STEP_DRAIN);  /* waits for edge 1 */
+	ck_assert_int_eq(core_step(&st.core, &c, GSP_STEP_DRAIN, on_done), 0);
+	ck_assert_int_eq(st.core.state, STEP_DRAIN);  /* waits for edge 1 */
 	peer_round(0, 2);                        /* early: answered */
 	ck_assert_uint_eq(projected(0), 2);
 	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);
 	peer_round(0, 3);                        /* the next one waits */
 	ck_assert_uint_eq(projected(0), 2);
-	ck_assert_int_eq(st.state, STEP_DRAIN);
+	ck_assert_int_eq(st.core.state, STEP_DRAIN);
 	ck_assert_int_eq(c.calls, 1);
 	peer_round(1, 1);                        /* the DRAIN ends */
 	run_until_calls(&c, 2);
 	ck_assert_int_eq(c.last.err, 0);
 	ck_assert_uint_eq(projected(0), 2);
 	/* The next request answers it. */
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
 	run_until_calls(&c, 3);
 	ck_assert_uint_eq(projected(0), 3);
 	ck_assert_uint_eq(view(edges_at(&ms.edges, 0)).completed, 3);
@@ -561,12 +560,12 @@ START_TEST(test_ending_during_an_average_round_off_the_loop)
 	edge *e = registered_with_an_edge(&c);
 	offload_slowly();
 	gsp_api_average avg = {.target = 1e-9, .time_limit_ms = 60000};
-	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
-	while (step_busy(&st))                   /* round 1, off the loop */
+	ck_assert_int_eq(core_average(&st.core, &c, &avg, on_done), 0);
+	while (core_busy(&st.core))                   /* round 1, off the loop */
 		uv_run(loop, UV_RUN_ONCE);
-	ck_assert_int_eq(st.state, STEP_AVERAGE);
+	ck_assert_int_eq(st.core.state, STEP_AVERAGE);
 	peer_round(0, 1);                        /* round 2 applies round 1 */
-	ck_assert(step_busy(&st));
+	ck_assert(core_busy(&st.core));
 	ck_assert_uint_eq(view(e).completed, 1);
 	peer_ending(0, 1, 0);                    /* waits for the round */
 	static uv_timer_t past;
@@ -597,7 +596,7 @@ START_TEST(test_average_lands_the_ended_update_and_starts)
 {
 	client c = {0};
 	edge *e = registered_with_an_edge(&c);
-	ck_assert_int_eq(step_start(&st, &c, 0, on_done), 0);
+	ck_assert_int_eq(core_step(&st.core, &c, 0, on_done), 0);
 	run_until_calls(&c, 1);                  /* round 1 out */
 	peer_round(0, 1);                        /* completed, not applied */
 	peer_ending(0, 1, 1);                    /* the peer ends it at 1 */
@@ -609,12 +608,12 @@ START_TEST(test_average_lands_the_ended_update_and_starts)
 	ck_assert(!view(e).live);
 	ck_assert(view(e).start_pending);
 	gsp_api_average avg = {.target = 1e-9, .time_limit_ms = 60000};
-	ck_assert_int_eq(step_average(&st, &c, &avg, on_done), 0);
+	ck_assert_int_eq(core_average(&st.core, &c, &avg, on_done), 0);
 	uv_run(loop, UV_RUN_NOWAIT);
 	ck_assert(view(e).live);
 	ck_assert_uint_eq(view(e).generation, 2);
 	ck_assert_uint_eq(edges_in_flight(&ms.edges), 1);   /* its round 1 */
-	ck_assert_int_eq(st.state, STEP_AVERAGE);
+	ck_assert_int_eq(st.core.state, STEP_AVERAGE);
 	ck_assert_int_eq(c.calls, 1);
 }
 END_TEST

@@ -1,0 +1,505 @@
+/* core: STEP, DRAIN and DETACH over the edge set, the writes into the
+ * buffer and the records (core.h; AVERAGE: core_average.c). */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "core_impl.h"
+#include "log.h"
+
+static void begin_detach(core *c);
+static void finish_detach(core *c);
+
+void core_init(core *c, edge_set *edges, const core_ops *ops, void *ctx,
+	       unsigned max_staleness, unsigned max_wait_ms)
+{
+	*c = (core){.edges = edges, .ops = ops, .ctx = ctx,
+		    .max_staleness = max_staleness, .max_wait_ms = max_wait_ms};
+}
+
+bool core_busy(const core *c)
+{
+	return c->state == STEP_RUN || c->state == STEP_AVERAGE_RUN;
+}
+
+/* ---- writes and records ----------------------------------------------- */
+
+bool core_write_begin(core *c, bool copy_later)
+{
+	edge_set *s = c->edges;
+	if (!core__registered(c) || s->writing)
+		return false;
+	c->write_seq = edges_write_begin(s);
+	copy_later = copy_later && !s->takeback_waiting;
+	if (!copy_later)
+		c->ops->undo_begin(c->ctx, c->write_seq);
+	edges_write_takeback(s);
+	return copy_later;
+}
+
+void core_write_end(core *c)
+{
+	edge_set *s = c->edges;
+	bool was = s->writing;
+	if (was)
+		edges_write_end(s, c->write_seq);
+	core_persist(c);
+	if (was)
+		c->ops->undo_end(c->ctx);
+}
+
+void core_persist(core *c)
+{
+	edge_set *s = c->edges;
+	/* Not while a step runs off the loop, nor inside a write into the
+	 * buffer: records saved there would count the write's rounds while
+	 * the buffer's undo section says the write is not over (a kill then
+	 * undoes it).  The write's end saves (core_write_end). */
+	if (s->busy || s->writing)
+		return;
+	if (s->dirty)
+		c->ops->save_records(c->ctx);
+	/* What the records keep may go out now. */
+	edges_release(s);
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+/* Ends the request: its callback runs from the loop, never from here. */
+void core__reply(core *c, int err, const char *text)
+{
+	/* An AVERAGE's rounds are over, whatever ended it. */
+	edges_average_state(c->edges, false, false, false);
+	c->result.err = err;
+	c->result.text = err ? (text ? text : gsp_strerror(err)) : NULL;
+	c->state = STEP_REPLY;
+	core__timer_start(c, CORE_TIMER_REPLY, 0);
+}
+
+static void reply_now(core *c)
+{
+	step_cb cb = c->cb;
+	void *client = c->client;
+	step_result r = c->result;
+	c->cb = NULL;
+	c->client = NULL;
+	c->state = STEP_IDLE;
+	if (cb && client)
+		cb(client, &r);
+}
+
+/* What a reply says of the model rather than of the step: staleness,
+ * bytes since REGISTER and the consensus estimate. */
+static void totals(core *c, gsp_api_step_ok *ret)
+{
+	ret->step = c->edges->steps;
+	ret->max_staleness = edges_max_staleness(c->edges);
+	c->ops->bytes(c->ctx, &ret->bytes_sent, &ret->bytes_received);
+	ret->consensus_estimate = edges_estimate(c->edges);
+}
+
+/* The engine step returned r: on success count it and send its
+ * messages.  Fills the STEP reply. */
+static int engine_end(core *c, int r)
+{
+	if (r < 0) {
+		core_write_end(c);
+		return r;
+	}
+	edges_step_done(c->edges);
+	core_write_end(c);
+	gsp_api_step_ok *ok = &c->result.step;
+	memset(ok, 0, sizeof(*ok));
+	ok->edges_applied = c->applied;
+	ok->edges_projected = (uint32_t)r;
+	ok->edges_skipped = c->skipped;
+	totals(c, ok);
+	return 0;
+}
+
+const char *core__error_text(int err)
+{
+	return err == GSP_ENONFINITE ? "the parameters hold a NaN or infinity: "
+				       "nothing was sent"
+				     : gsp_strerror(err);
+}
+
+/* ---- engine work ------------------------------------------------------ */
+
+void core_work_done(core *c, int r)
+{
+	edges_busy_end(c->edges);
+	/* This step's messages, then the neighbours' frames that came
+	 * meanwhile. */
+	int err = engine_end(c, r);
+	edges_after_busy(c->edges);
+	edges_finish(c->edges);
+	if (c->halted) {
+		c->state = STEP_IDLE;
+		return;
+	}
+	step_state was = c->state;
+	bool detaching = c->detach_pending;
+	if (c->detach_pending) {
+		c->detach_pending = false;
+		begin_detach(c);
+	}
+	c->ops->idle(c->ctx);
+	if (was == STEP_RUN) {
+		core__reply(c, err, err ? core__error_text(err) : NULL);
+		return;
+	}
+	/* A DETACH that came during an AVERAGE's round ends the AVERAGE:
+	 * going on, its end would apply a round the DETACH's ENDING did not
+	 * offer, inside the DETACH's write (and end that write). */
+	if (detaching) {
+		core__timer_stop(c, CORE_TIMER_AVERAGE);
+		edges_avg_release(c->edges);
+	}
+	c->state = STEP_AVERAGE;
+	if (err || !core__registered(c) || detaching) {
+		c->result.average = true;
+		core__reply(c, err ? err : -ECANCELED, err ? core__error_text(err)
+						     : "the model was detached");
+		return;
+	}
+	core__average_advance(c);
+}
+
+/* A write into the buffer begins (its undo copy taken here) if an apply
+ * now would write it; core_write_end ends it. */
+void core__write_if_needed(core *c)
+{
+	if (edges_will_write(c->edges))
+		core_write_begin(c, false);
+}
+
+/* One engine step (apply completed edges, project idle ones, send), off
+ * the loop or here.  state: RUN or AVERAGE_RUN while it runs.  Returns 1
+ * if it went off the loop, else the step's result. */
+int core__run_engine(core *c, step_state state)
+{
+	c->state = state;
+	core__timer_stop(c, CORE_TIMER_WAIT);
+	bool offloads = c->ops->offloads(c->ctx);
+	/* Rounds waiting to be taken back go first, inside the write. */
+	bool copy_later = edges_will_write(c->edges) && core_write_begin(c, offloads);
+	edges_step_begin(c->edges, c->max_staleness, &c->applied, &c->skipped);
+	if (offloads) {
+		edges_busy_begin(c->edges);
+		if (c->ops->offload(c->ctx, copy_later, c->write_seq))
+			return 1;
+		edges_busy_end(c->edges);
+	}
+	if (copy_later)
+		c->ops->undo_begin(c->ctx, c->write_seq);
+	return engine_end(c, gsp_node_step(c->edges->model.node));
+}
+
+/* A STEP stops waiting (its rounds came, MaxWait passed, or DETACH). */
+static void end_wait(core *c)
+{
+	if (c->sync)
+		return;
+	edges_end_wait(c->edges, core__now(c) - c->wait_started_ms, c->max_wait_ms);
+}
+
+static void run_step(core *c)
+{
+	if (c->state == STEP_WAIT)
+		end_wait(c);
+	int r = core__run_engine(c, STEP_RUN);
+	if (r <= 0)
+		core__reply(c, r, r ? core__error_text(r) : NULL);
+}
+
+/* ---- STEP and DRAIN --------------------------------------------------- */
+
+/* DRAIN: answer rounds neighbours already sent, wait for the rounds in
+ * flight, apply; start nothing new.  Asynchronous, it waits for no
+ * straggler's round and at most DrainWait for the others' (then their
+ * edges are stragglers: a neighbour paused at a barrier holds no one);
+ * with SYNC, for every round.  A round left in flight lands at a later
+ * request, or DETACH ends its generation at the count both ends
+ * applied. */
+static void drain_advance(core *c)
+{
+	/* Applying only once everything is in keeps the order of the sums
+	 * the same as a synchronous run's; a neighbour's early round is the
+	 * exception, since answering it needs the edge applied first.
+	 * Callbacks of the edges meanwhile must not re-enter. */
+	c->state = STEP_RUN;
+	core__write_if_needed(c);
+	int r = edges_answer_early(c->edges);
+	if (r >= 0 && edges_drain_waits(c->edges, c->sync)) {
+		core_write_end(c);
+		c->state = STEP_DRAIN;
+		if (!c->sync && !c->ops->timer_active(c->ctx, CORE_TIMER_WAIT))
+			core__timer_start(c, CORE_TIMER_WAIT, c->drain_wait_ms);
+		return;
+	}
+	core__timer_stop(c, CORE_TIMER_WAIT);
+	if (r >= 0)
+		r = gsp_node_apply(c->edges->model.node);
+	edges_finish(c->edges);
+	core_write_end(c);
+	memset(&c->result.step, 0, sizeof(c->result.step));
+	if (r >= 0)
+		totals(c, &c->result.step);
+	core__reply(c, r < 0 ? r : 0, NULL);
+}
+
+/* MaxWait is over: the lagging edges become stragglers, the STEP goes
+ * on without them.  DrainWait is over: so do the edges the DRAIN waits
+ * for. */
+static void wait_over(core *c)
+{
+	if (c->state == STEP_AVERAGE) {
+		core__average_stop_waiting(c);
+		return;
+	}
+	if (c->state == STEP_DRAIN) {
+		edges_drain_expired(c->edges, c->drain_wait_ms);
+		drain_advance(c);
+		return;
+	}
+	if (c->state != STEP_WAIT)
+		return;
+	run_step(c);
+}
+
+int core__start(core *c, void *client, step_cb cb, bool average)
+{
+	if (!core__registered(c))
+		return -ENOENT;
+	if (c->state != STEP_IDLE)
+		return -EBUSY;
+	c->client = client;
+	c->cb = cb;
+	memset(&c->result, 0, sizeof(c->result));
+	c->result.average = average;
+	/* Edges an AVERAGE held (one that ended on an error too) project
+	 * again. */
+	edges_avg_release(c->edges);
+	return 0;
+}
+
+int core_step(core *c, void *client, uint32_t flags, step_cb cb)
+{
+	int err = core__start(c, client, cb, false);
+	if (err)
+		return err;
+	c->sync = flags & GSP_STEP_SYNC;
+	if (flags & GSP_STEP_DRAIN) {
+		edges_drain_begin(c->edges);
+		drain_advance(c);
+		return 0;
+	}
+	if (!edges_must_wait(c->edges, c->sync, c->max_staleness)) {
+		run_step(c);
+		return 0;
+	}
+	c->state = STEP_WAIT;
+	core__takeback_soon(c);
+	if (!c->sync) {
+		unsigned left = edges_begin_wait(c->edges, c->max_staleness, c->max_wait_ms);
+		c->wait_started_ms = core__now(c);
+		core__timer_start(c, CORE_TIMER_WAIT, left);
+	}
+	return 0;
+}
+
+/* ---- the edges, clients and DETACH ------------------------------------ */
+
+/* A request that waits (for rounds, or for its AVERAGE's round) holds
+ * the trainer: a round waiting to be taken back by subtraction is taken
+ * back now, in a write of its own, rather than at the request's next
+ * engine step (which may wait for that very edge). */
+static bool waits(const core *c)
+{
+	return c->state == STEP_WAIT || c->state == STEP_DRAIN || c->state == STEP_AVERAGE;
+}
+
+/* A request that waits while a round waits to be taken back: the loop's
+ * next turn takes it back (never from inside the edges' own calls).
+ * Called as a request comes to wait and when the edges change while it
+ * waits; a change while a step ran (not waiting) is seen when the
+ * request waits after it. */
+void core__takeback_soon(core *c)
+{
+	if (c->edges->takeback_waiting && waits(c))
+		core__timer_start(c, CORE_TIMER_TAKEBACK, 0);
+}
+
+static void takeback_now(core *c)
+{
+	if (!core__registered(c) || !c->edges->takeback_waiting || !waits(c))
+		return;
+	step_state was = c->state;
+	c->state = STEP_RUN;          /* the edges' callbacks wait meanwhile */
+	core_write_begin(c, false);
+	core_write_end(c);
+	c->state = was;
+	core_edges_changed(c);
+}
+
+void core_edges_changed(core *c)
+{
+	core_persist(c);
+	if (!core__registered(c) || c->halted)
+		return;
+	core__takeback_soon(c);
+	/* Never from inside the edges' own calls: the model goes on the
+	 * next turn of the loop. */
+	if (c->detaching && !edges_ending(c->edges))
+		core__timer_start(c, CORE_TIMER_DETACH, 0);
+	switch (c->state) {
+	case STEP_AVERAGE:
+		core__average_advance(c);
+		break;
+	case STEP_DRAIN:
+		drain_advance(c);
+		break;
+	case STEP_WAIT:
+		if (!edges_must_wait(c->edges, c->sync, c->max_staleness))
+			run_step(c);
+		break;
+	default:
+		break;
+	}
+}
+
+void core_halt(core *c)
+{
+	c->halted = true;
+	c->client = NULL;
+	c->cb = NULL;
+	switch (c->state) {
+	case STEP_WAIT:
+		end_wait(c);
+		/* fall through */
+	case STEP_DRAIN:
+	case STEP_AVERAGE:
+		core__timer_stop(c, CORE_TIMER_AVERAGE);
+		core__timer_stop(c, CORE_TIMER_WAIT);
+		c->state = STEP_IDLE;
+		break;
+	default:
+		break;
+	}
+}
+
+void core_forget(core *c, void *client)
+{
+	if (c->client == client) {
+		c->client = NULL;
+		c->cb = NULL;
+	}
+	if (c->detach_client == client) {
+		c->detach_client = NULL;
+		c->detach_cb = NULL;
+	}
+}
+
+/* ---- DETACH ----------------------------------------------------------- */
+
+static void finish_detach(core *c)
+{
+	step_detach_cb cb = c->detach_cb;
+	void *client = c->detach_client;
+	c->detaching = false;
+	c->detach_cb = NULL;
+	c->detach_client = NULL;
+	core__timer_stop(c, CORE_TIMER_DETACH);
+	if (core__registered(c)) {
+		edges_detach(c->edges);
+		core_write_end(c);
+		c->ops->release_model(c->ctx);
+	}
+	if (cb && client)
+		cb(client);
+}
+
+static void detach_timer(core *c)
+{
+	if (c->detaching && edges_ending(c->edges))
+		gsp_warn("DETACH: %zu neighbour(s) did not answer within DetachWait "
+			 "(%u ms); their edges end at what this end applied",
+			 edges_ending(c->edges), c->detach_wait_ms);
+	finish_detach(c);
+}
+
+/* Each edge ends its generation with its peer (edges_end_begin); the
+ * model goes once all have, or after DetachWait. */
+static void begin_detach(core *c)
+{
+	/* Rounds taken back on the way are a write (finish_detach ends it). */
+	if (core__registered(c))
+		core_write_begin(c, false);
+	if (!core__registered(c) || c->detach_wait_ms == 0 ||
+	    edges_end_begin(c->edges) == 0) {
+		finish_detach(c);
+		return;
+	}
+	c->detaching = true;
+	core__timer_start(c, CORE_TIMER_DETACH, c->detach_wait_ms);
+}
+
+void core_detach(core *c, void *client, step_detach_cb cb)
+{
+	if (c->detaching || c->detach_pending) {
+		/* Already on its way: this one is answered when it is done. */
+		if (cb && client) {
+			c->detach_cb = cb;
+			c->detach_client = client;
+		}
+		return;
+	}
+	c->detach_cb = cb;
+	c->detach_client = client;
+	if (!core__registered(c)) {
+		core__timer_start(c, CORE_TIMER_DETACH, 0);
+		return;
+	}
+	switch (c->state) {
+	case STEP_RUN:
+	case STEP_AVERAGE_RUN:
+		c->detach_pending = true;
+		return;
+	case STEP_WAIT:
+	case STEP_DRAIN:
+	case STEP_AVERAGE:
+		if (c->state == STEP_WAIT)
+			end_wait(c);
+		core__timer_stop(c, CORE_TIMER_AVERAGE);
+		core__timer_stop(c, CORE_TIMER_WAIT);
+		core__reply(c, -ECANCELED, "the model was detached");
+		break;
+	default:
+		break;
+	}
+	begin_detach(c);
+}
+
+void core_timer_fired(core *c, core_timer t)
+{
+	switch (t) {
+	case CORE_TIMER_REPLY:
+		reply_now(c);
+		break;
+	case CORE_TIMER_WAIT:
+		wait_over(c);
+		break;
+	case CORE_TIMER_AVERAGE:
+		core__average_timer(c);
+		break;
+	case CORE_TIMER_DETACH:
+		detach_timer(c);
+		break;
+	case CORE_TIMER_TAKEBACK:
+		takeback_now(c);
+		break;
+	case CORE_TIMERS:
+		break;
+	}
+}
