@@ -193,7 +193,7 @@ int core__run_engine(core *c, step_state state)
 	}
 	if (copy_later)
 		c->ops->undo_begin(c->ctx, c->write_seq);
-	return engine_end(c, gsp_node_step(c->edges->model.node));
+	return engine_end(c, c->ops->engine_step(c->ctx));
 }
 
 /* A STEP stops waiting (its rounds came, MaxWait passed, or DETACH). */

@@ -71,6 +71,9 @@ typedef struct core_ops {
 	void (*timer_start)(void *ctx, core_timer t, uint64_t ms);
 	void (*timer_stop)(void *ctx, core_timer t);
 	bool (*timer_active)(void *ctx, core_timer t);
+	/* The engine step (gsp_node_step on the attached node) here, on the
+	 * loop: its result. */
+	int (*engine_step)(void *ctx);
 	/* Whether the engine step of this model runs off the loop. */
 	bool (*offloads)(void *ctx);
 	/* Starts the engine step (gsp_node_step on the attached node) off the

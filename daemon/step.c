@@ -87,6 +87,12 @@ static void work_done(uv_work_t *req, int status)
 	core_work_done(&s->core, r);
 }
 
+static int engine_step(void *ctx)
+{
+	stepper *s = ctx;
+	return gsp_node_step(s->model->node);
+}
+
 static bool offloads(void *ctx)
 {
 	stepper *s = ctx;
@@ -151,7 +157,8 @@ static void bytes(void *ctx, uint64_t *ret_sent, uint64_t *ret_received)
 
 static const core_ops step_core_ops = {
 	.now_ms = now_ms, .timer_start = timer_start, .timer_stop = timer_stop,
-	.timer_active = timer_active, .offloads = offloads, .offload = offload,
+	.timer_active = timer_active, .engine_step = engine_step, .offloads = offloads,
+	.offload = offload,
 	.undo_begin = on_undo_begin, .undo_end = on_undo_end,
 	.save_records = save_records, .release_model = release_model, .idle = idle,
 	.bytes = bytes,

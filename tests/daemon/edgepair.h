@@ -44,7 +44,14 @@ typedef struct ep_end ep_end;
 struct ep_end {
 	edge_set set;
 	core core;               /* the daemon's node core over set */
-	bool armed[CORE_TIMERS]; /* its timers (the test fires them) */
+	const core_ops *core_ops; /* its ops (NULL: ep_core_ops); kept
+				   * across ep_restart */
+	bool armed[CORE_TIMERS]; /* its timers (the test fires them: ep_fire) */
+	uint64_t due[CORE_TIMERS];  /* when, on its clock */
+	uint64_t clock;          /* the core's clock (ms): a timer that fires
+				  * moves it to its time */
+	bool replied;            /* ep_step: the STEP's reply came */
+	int step_err;
 	edge *e;
 	counters counters;
 	gsp_peer_config cfg;
@@ -67,7 +74,8 @@ struct ep_end {
 	ep_file files[EP_FILES];
 	unsigned persists, delivered;
 	float *undo;             /* the buffer's undo copy (PROTOCOL.md 5.4) */
-	edge_model later;        /* ep_restart(..., false): for ep_attach */
+	edge_model later;        /* the model the trainer registers (again:
+				  * ep_attach, ep_register_again) */
 	/* Called by ep_changed after the core heard the change (and saved the
 	 * records); NULL: nothing.  Kept across ep_restart. */
 	void (*on_changed)(ep_end *x);
@@ -177,12 +185,14 @@ static const edge_ops ep_ops = {
 
 static inline uint64_t ep_now_ms(void *ctx)
 {
-	return 0;
+	return ((ep_end *)ctx)->clock;
 }
 
 static inline void ep_timer_start(void *ctx, core_timer t, uint64_t ms)
 {
-	((ep_end *)ctx)->armed[t] = true;
+	ep_end *x = ctx;
+	x->armed[t] = true;
+	x->due[t] = x->clock + ms;
 }
 
 static inline void ep_timer_stop(void *ctx, core_timer t)
@@ -193,6 +203,11 @@ static inline void ep_timer_stop(void *ctx, core_timer t)
 static inline bool ep_timer_active(void *ctx, core_timer t)
 {
 	return ((ep_end *)ctx)->armed[t];
+}
+
+static inline int ep_engine_step(void *ctx)
+{
+	return gsp_node_step(((ep_end *)ctx)->node);
 }
 
 static inline bool ep_no_offload(void *ctx)
@@ -228,16 +243,40 @@ static inline void ep_bytes(void *ctx, uint64_t *ret_sent, uint64_t *ret_receive
 
 static const core_ops ep_core_ops = {
 	.now_ms = ep_now_ms, .timer_start = ep_timer_start, .timer_stop = ep_timer_stop,
-	.timer_active = ep_timer_active, .offloads = ep_no_offload, .offload = ep_offload,
+	.timer_active = ep_timer_active, .engine_step = ep_engine_step,
+	.offloads = ep_no_offload, .offload = ep_offload,
 	.undo_begin = ep_undo_begin, .undo_end = ep_nothing, .save_records = ep_save_op,
 	.release_model = ep_nothing, .idle = ep_nothing, .bytes = ep_bytes,
 };
 
-/* A new core over x's set, as a daemon starts with. */
+/* A new core over x's set, as a daemon starts with: MaxStaleness 4,
+ * MaxWait, DrainWait 100 ms, DetachWait 1 s. */
 static inline void ep_core_init(ep_end *x)
 {
-	core_init(&x->core, &x->set, &ep_core_ops, x, 4, 0);
+	core_init(&x->core, &x->set, x->core_ops ? x->core_ops : &ep_core_ops, x, 4, 100);
+	x->core.drain_wait_ms = 100;
+	x->core.detach_wait_ms = 1000;
 	memset(x->armed, 0, sizeof(x->armed));
+}
+
+/* x's core runs over ops from now on (also after ep_restart). */
+static inline void ep_use_ops(ep_end *x, const core_ops *ops)
+{
+	x->core_ops = ops;
+	core_init(&x->core, &x->set, ops, x, x->core.max_staleness, x->core.max_wait_ms);
+	x->core.drain_wait_ms = 100;
+	x->core.detach_wait_ms = 1000;
+}
+
+/* Timer t of x's core fires (it must be armed): the clock moves to its
+ * time. */
+static inline void ep_fire(ep_end *x, core_timer t)
+{
+	ck_assert(x->armed[t]);
+	x->armed[t] = false;
+	if (x->due[t] > x->clock)
+		x->clock = x->due[t];
+	core_timer_fired(&x->core, t);
 }
 
 static inline void ep_drop_queue(ep_end *x)
@@ -293,10 +332,25 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 	m.owner = (edge_owner){.set = true, .dev = 1, .ino = lo ? 1 : 2};
 	memset(m.owner.fingerprint, fp, sizeof(m.owner.fingerprint));
 	ck_assert_int_eq(edges_attach(&x->set, &m), 0);
+	x->later = m;
 	x->undo = malloc(x->n_floats * sizeof(float));
 	memcpy(x->undo, x->params, x->n_floats * sizeof(float));
 	edges_records_changed(&x->set);
 	ep_persist(x);
+}
+
+/* The trainer registers the same parameters again after its model went
+ * (the core detached the edges): a new engine node, the old
+ * generation's state gone at this end. */
+static inline void ep_register_again(ep_end *x, const gsp_config *cfg)
+{
+	ck_assert(!x->set.attached);
+	if (x->session)
+		ep_end_session(x);
+	gsp_node_free(x->node);
+	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
+	x->later.node = x->node;
+	ck_assert_int_eq(edges_attach(&x->set, &x->later), 0);
 }
 
 /* The trainer detaches and registers the same parameters again: a new
@@ -458,18 +512,31 @@ static inline void ep_write_end(ep_end *x)
 	core_write_end(&x->core);
 }
 
-/* A STEP as step.c runs it on the loop. */
+static inline void ep_on_step(void *client, const step_result *r)
+{
+	ep_end *x = client;
+	x->replied = true;
+	x->step_err = r->err;
+}
+
+/* A STEP, the core's, on the loop: the loop runs (x's timers fire) until
+ * its reply; 0 or the error it replied. */
 static inline int ep_step(ep_end *x)
 {
-	uint32_t applied, skipped;
-	ep_write_begin(x);
-	edges_step_begin(&x->set, 4, &applied, &skipped);
-	int r = gsp_node_step(x->node);
-	if (r >= 0)
-		edges_step_done(&x->set);
-	ep_write_end(x);
-	ep_persist(x);   /* step_end's mesh_persist */
-	return r;
+	static const core_timer order[] = {CORE_TIMER_TAKEBACK, CORE_TIMER_WAIT,
+					   CORE_TIMER_REPLY};
+	x->replied = false;
+	int err = core_step(&x->core, x, 0, ep_on_step);
+	if (err)
+		return err;
+	for (int n = 0; !x->replied && n < 100; n++)
+		for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+			if (x->armed[order[k]]) {
+				ep_fire(x, order[k]);
+				break;
+			}
+	ck_assert_msg(x->replied, "a STEP got no reply");
+	return x->step_err;
 }
 
 static inline gsp_edge_info ep_info(const ep_end *x)

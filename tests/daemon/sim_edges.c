@@ -1,10 +1,13 @@
 /*
  * A deterministic simulation of the edge protocol (daemon/edge.h), in
- * the manner of FoundationDB's simulation tests: two edge sets over real
- * engine nodes, a simulated transport (tests/daemon/edgepair.h: frames
- * wait in queues) and a seeded scheduler that picks, at every point, what
- * happens next: a STEP at either end, a STEP whose engine work runs "off
- * the loop" (the end is busy until the scheduler ends it), one frame
+ * the manner of FoundationDB's simulation tests and TigerBeetle's VOPR:
+ * two daemons' node cores (daemon/core.h: the code gossipd runs, with its
+ * edge sets over real engine nodes), a simulated transport
+ * (tests/daemon/edgepair.h: frames wait in queues), a simulated disk and
+ * loop (the core's ops: records versions, timers the scheduler fires) and
+ * a seeded scheduler that picks, at every point, what happens next: a
+ * trainer's STEP at either end, a STEP whose engine work runs "off the
+ * loop" (the end is busy until the scheduler ends it), one frame
  * delivered, and with --faults, a session reset (frames in flight lost)
  * followed later by a new session, a trainer that detaches and registers
  * again (its end's generation gone), a reload that removes the peer
@@ -23,8 +26,9 @@
  * while a step runs off the loop (the daemon does not wait for the step:
  * the old session's frames that came during it are then used quietly,
  * edge_after_busy); without it, sessions come up between steps only.
- * With average, a trainer calls AVERAGE with a time limit (and in some
- * schedules a round limit): its rounds run as daemon/step.c runs them
+ * Time passes at random actions too: a STEP's MaxWait, a DRAIN's
+ * DrainWait.  With average, a trainer calls AVERAGE with a time limit (and in some
+ * schedules a round limit): the core runs its rounds
  * (the AVERAGE section below), and the limit passes at a random action,
  * also while a round runs off the loop; after it the trainer DETACHes
  * (with or without a DRAIN), STEPs or AVERAGEs again.  With avgdetach as
@@ -126,35 +130,43 @@ typedef struct sim_stats {
 					  * ended before the model went */
 } sim_stats;
 
-/* ---- AVERAGE (--faults average): the stepper's part -------------------
- * step.c's AVERAGE states (its functions are static, over a libuv loop,
- * and are modelled here): */
-typedef enum {
-	AV_IDLE,   /* none (STEP_IDLE) */
-	AV_WAIT,   /* waits for its round, a session or its limit (STEP_AVERAGE) */
-	AV_RUN,    /* its round's engine step runs, on the loop or off it, or it
-		    * ends (STEP_AVERAGE_RUN, STEP_RUN): the edges' callbacks
-		    * leave it be */
-} av_state;
+/* ---- the trainer, and its daemon's node core ---------------------------
+ * Each end's daemon runs the node core (daemon/core.h) over its edge set,
+ * the code gossipd runs: the trainer's requests are core calls (STEP, on
+ * the loop or off it; DRAIN; AVERAGE; DETACH), and the core's loop is
+ * this scheduler.  A timer of 0 ms (a reply, a take-back in a write of
+ * its own, the model that goes once its edges ended) fires after the
+ * action that armed it, as on the loop's next turn; with modelgoes, the
+ * model goes at a later action instead.  Time passes only where a fault
+ * says so: MaxWait or DrainWait at a random action, an AVERAGE's time
+ * limit (--faults average), a DetachWait (--faults timeout); a timer that
+ * fires moves its end's clock to its time.  An engine step off the loop
+ * (offloads) runs its engine work as it begins and ends at a later action
+ * (core_work_done); frames that come meanwhile wait, as in the daemon. */
 
-/* How an AVERAGE ended. */
+/* How an AVERAGE ended (its reply). */
 enum { AVEND_SETTLED, AVEND_ROUNDS, AVEND_TIME, AVEND_TIME_OFF, AVEND_NOSESSION,
        AVEND_CANCELLED };
 
 /* The trainer's request after an AVERAGE. */
 enum { NEXT_NONE, NEXT_DETACH_DRAIN, NEXT_DETACH, NEXT_STEP, NEXT_AVERAGE };
 
-typedef struct sim_avg {
-	av_state state;
-	double target;
-	unsigned rounds;         /* avg_rounds */
-	unsigned max_rounds;     /* 0: no round limit */
+typedef struct sim_trainer {
+	bool waits;              /* a STEP, DRAIN or AVERAGE has no reply yet */
+	bool averages;           /* it is an AVERAGE */
+	unsigned max_rounds;     /* its round limit (0: none) */
 	bool expired;            /* its time limit passed */
-	bool settled;            /* avg_settled */
-	bool detach_pending;     /* a DETACH waits for its round off the loop */
-	bool takeback_due;       /* on_takeback_timer runs after the action */
-	int next;                /* the trainer's next request (NEXT_*) */
-} sim_avg;
+	bool expired_off;        /* ... during a round off the loop */
+	bool drain_detach;       /* a DRAIN whose reply a DETACH follows */
+	bool detach_due;         /* that DETACH, after the action */
+	bool detach_sent;        /* a DETACH whose answer has not come */
+	bool register_due;       /* the model went: it registers again */
+	int next;                /* the request after an AVERAGE (NEXT_*) */
+	bool off_next;           /* the core's next engine step runs off the loop */
+	bool work;               /* an engine step runs off the loop */
+	int work_result;
+	bool held;               /* the edge was held (avg_held) last we looked */
+} sim_trainer;
 
 typedef struct sim {
 	uint64_t rng;
@@ -163,16 +175,12 @@ typedef struct sim {
 	gsp_config cfg;
 	unsigned steps;
 	edgepair p;
-	bool busy[2];            /* an offloaded step is running */
 	uint64_t win_seen[2];    /* the last window counted at each end */
 	unsigned odds[SIM_FAULT_KINDS]; /* --faults swarm: fault bit k happens
 					 * one time in odds[k] (0: never) */
-	bool detaching[2];       /* a DETACH waits for the edge to end */
-	/* --faults modelgoes: the edge ended, and the model goes at a later
-	 * action (step.c: on the loop's next turn; frames and sessions may
-	 * come first).  detach_session: the end's sessions so far when its
-	 * DETACH came. */
-	bool model_going[2];
+	/* A DETACH began at the end (the core's begin_detach), in that
+	 * session (note_detach). */
+	bool detach_noted[2];
 	uint64_t detach_session[2];
 	int ended_seen[2];
 	unsigned actions;
@@ -203,8 +211,8 @@ typedef struct sim {
 	/* --faults weight: the last live generation seen at each end. */
 	uint32_t gen_seen[2];
 	uint32_t gen_max[2];     /* the highest live generation seen at each end */
-	/* --faults average: each end's stepper. */
-	sim_avg avg[2];
+	/* Each end's trainer. */
+	sim_trainer tr[2];
 	uint64_t seed;
 	unsigned stalled;        /* the action where nothing could happen */
 	bool settling;
@@ -292,22 +300,20 @@ static void sabotage_plan(sim *s, uint64_t seed)
  * parameters back as they were before the apply, as a daemon bug that
  * loses an update would: the edge counts the round as applied, the peer
  * applied its half, and nothing is reported. */
-static void engine_step(sim *s, int i)
+static int engine_step(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
 	gsp_edge_info info;
 	if (!s->sab_armed || s->sab_action || i != s->sab_end || s->actions < s->sab_from ||
 	    gsp_node_edge_count(x->node) == 0 ||
 	    gsp_node_edge_info(x->node, edge_index(x->e), &info) != 0 ||
-	    info.state != GSP_EDGE_COMPLETED) {
-		ck_assert_int_ge(gsp_node_step(x->node), 0);
-		return;
-	}
+	    info.state != GSP_EDGE_COMPLETED)
+		return gsp_node_step(x->node);
 	size_t bytes = x->n_floats * sizeof(float);
 	float *before = malloc(bytes);
 	ck_assert_ptr_nonnull(before);
 	memcpy(before, x->params, bytes);
-	ck_assert_int_ge(gsp_node_step(x->node), 0);
+	int r = gsp_node_step(x->node);
 	double lost = 0;
 	for (size_t k = 0; k < x->n_floats; k++)
 		lost += (double)x->params[k] - before[k];
@@ -317,6 +323,7 @@ static void engine_step(sim *s, int i)
 	if (s->trace)
 		printf("       (sabotage: action %u, the step at %c, loses the update of round %"
 		       PRIu64 ", sum %.3g)\n", s->actions, i ? 'b' : 'a', info.round, lost);
+	return r;
 }
 
 static void say(sim *s, const char *what, int i)
@@ -324,56 +331,6 @@ static void say(sim *s, const char *what, int i)
 	s->actions++;
 	if (s->trace)
 		printf("  %4u %s%s\n", s->actions, what, i < 0 ? "" : i ? " b" : " a");
-}
-
-/* A STEP as step.c runs it on the loop (edgepair.h's ep_step, with the
- * engine's part in engine_step). */
-static void step_on_loop(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	uint32_t applied, skipped;
-	say(s, "step", i);
-	edges_avg_release(&x->set);   /* start(): edges an AVERAGE held */
-	ep_write_begin(x);
-	edges_step_begin(&x->set, 4, &applied, &skipped);
-	engine_step(s, i);
-	edges_step_done(&x->set);
-	ep_write_end(x);
-	ep_persist(x);   /* step_end's mesh_persist */
-}
-
-/* An offloaded STEP: begin and the engine's work now, the end busy until
- * offload_end (frames that arrive meanwhile are kept). */
-static void offload_begin(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	uint32_t applied, skipped;
-	say(s, "step off the loop begins", i);
-	edges_avg_release(&x->set);   /* start() */
-	ep_write_begin(x);
-	edges_step_begin(&x->set, 4, &applied, &skipped);
-	edges_busy_begin(&x->set);
-	s->busy[i] = true;
-	engine_step(s, i);
-}
-
-static void avg_work_done(sim *s, int i);
-
-static void offload_end(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	if (s->avg[i].state == AV_RUN) {
-		avg_work_done(s, i);   /* an AVERAGE's round */
-		return;
-	}
-	say(s, "step off the loop ends", i);
-	edges_busy_end(&x->set);
-	s->busy[i] = false;
-	edges_step_done(&x->set);
-	ep_write_end(x);
-	ep_persist(x);   /* step_end's mesh_persist */
-	edges_after_busy(&x->set);
-	edges_finish(&x->set);
 }
 
 /* x's oldest frame to the peer, whose session must be up: a frame never
@@ -481,35 +438,173 @@ static void sighup(sim *s, int i)
 	s->st.sighups++;
 }
 
-/* The trainer at i asks to DETACH: its edge ends its generation with
- * the peer (frames the scheduler delivers), then detach_end. */
-/* step.c's begin_detach: the DETACH is a write of its own until the
- * model goes; each edge ends its generation with its peer. */
+/* ---- the core's ops: the daemon, as the scheduler runs it -------------- */
+
+static sim *sim_of(void *ctx, int *ret_i)
+{
+	ep_end *x = ctx;
+	sim *s = x->hook_ctx;
+	*ret_i = x == &s->p.b;
+	return s;
+}
+
+static int sim_engine_step(void *ctx)
+{
+	int i;
+	sim *s = sim_of(ctx, &i);
+	return engine_step(s, i);
+}
+
+/* A STEP runs off the loop as the trainer's request was drawn; an
+ * AVERAGE's rounds, each as drawn then. */
+static bool sim_offloads(void *ctx)
+{
+	int i;
+	sim *s = sim_of(ctx, &i);
+	bool off = s->tr[i].averages ? pick(s, 2) : s->tr[i].off_next;
+	if (off && s->tr[i].averages && s->trace)
+		printf("       (AVERAGE at %c: a round off the loop)\n", i ? 'b' : 'a');
+	return off;
+}
+
+/* The engine work runs now (its undo copy first if it is to take it); the
+ * step ends at a later action (work_ends), the end busy meanwhile. */
+static bool sim_offload(void *ctx, bool copy, uint64_t write_seq)
+{
+	ep_end *x = ctx;
+	int i;
+	sim *s = sim_of(ctx, &i);
+	if (copy)
+		ep_undo_begin(x, write_seq);
+	s->tr[i].work = true;
+	s->tr[i].work_result = engine_step(s, i);
+	s->st.avg_off += x->core.state == STEP_AVERAGE_RUN;
+	return true;
+}
+
+static const core_ops sim_core_ops = {
+	.now_ms = ep_now_ms, .timer_start = ep_timer_start, .timer_stop = ep_timer_stop,
+	.timer_active = ep_timer_active, .engine_step = sim_engine_step,
+	.offloads = sim_offloads, .offload = sim_offload, .undo_begin = ep_undo_begin,
+	.undo_end = ep_nothing, .save_records = ep_save_op,
+	.release_model = ep_nothing, .idle = ep_nothing, .bytes = ep_bytes,
+};
+
+/* ---- the trainer's requests -------------------------------------------- */
+
+/* The DETACH at i began (the core's begin_detach): from this session on,
+ * its RESYNCs say NO_START (check_started). */
+static void note_detach(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	if (x->core.detaching && !s->detach_noted[i]) {
+		s->detach_noted[i] = true;
+		s->detach_session[i] = ep_view(x->e).session_no;
+	}
+}
+
+/* The trainer heard from the daemon at i: the records it had written
+ * then are on the disk (a reply follows their save), so a kill from now
+ * on leaves no older version. */
+static void trainer_heard(sim *s, int i)
+{
+	s->began[i] = end_of(s, i)->persists;
+}
+
+/* A STEP, DRAIN or AVERAGE replied. */
+static void on_reply(void *client, const step_result *r)
+{
+	int i;
+	sim *s = sim_of(client, &i);
+	sim_trainer *t = &s->tr[i];
+	trainer_heard(s, i);
+	static const char *whys[] = {"reached", "its round limit", "its time limit",
+				     "its time limit, after a round off the loop", "no session",
+				     "-ECANCELED: the trainer detaches"};
+	t->waits = false;
+	if (t->drain_detach) {
+		t->drain_detach = false;
+		t->detach_due = true;
+	}
+	if (!r->average)
+		return;
+	t->averages = false;
+	int why = r->err == -ECANCELED ? AVEND_CANCELLED
+		: r->avg.reached ? AVEND_SETTLED
+		: t->expired_off ? AVEND_TIME_OFF
+		: t->expired ? AVEND_TIME
+		: t->max_rounds && r->avg.rounds >= t->max_rounds ? AVEND_ROUNDS
+		: AVEND_NOSESSION;
+	s->st.avg_end[why]++;
+	s->st.avg_rounds += r->avg.rounds;
+	if (why != AVEND_CANCELLED)
+		t->next = NEXT_DETACH_DRAIN + (int)pick(s, 4);
+	if (s->trace)
+		printf("       (AVERAGE at %c ends after %u rounds: %s)\n", i ? 'b' : 'a',
+		       r->avg.rounds, whys[why]);
+}
+
+/* The DETACH is answered: the model went; the trainer registers the same
+ * parameters again (register_again, after the action). */
+static void on_detached(void *client)
+{
+	int i;
+	sim *s = sim_of(client, &i);
+	s->tr[i].detach_sent = false;
+	s->tr[i].register_due = true;
+	trainer_heard(s, i);
+	s->detach_noted[i] = false;
+}
+
+/* A STEP at i, on the loop or off it. */
+static void request_step(sim *s, int i, bool off)
+{
+	ep_end *x = end_of(s, i);
+	say(s, off ? "step off the loop begins" : "step", i);
+	s->tr[i].off_next = off;
+	s->tr[i].waits = true;
+	ck_assert_int_eq(core_step(&x->core, x, 0, on_reply), 0);
+	note_detach(s, i);
+}
+
+/* The engine step off the loop at i ends (libuv's work_done). */
+static void work_ends(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	say(s, x->core.state == STEP_AVERAGE_RUN ? "AVERAGE round off the loop ends"
+						  : "step off the loop ends", i);
+	s->tr[i].work = false;
+	core_work_done(&x->core, s->tr[i].work_result);
+	note_detach(s, i);
+}
+
+/* The trainer at i asks to DETACH: its edge ends its generation with the
+ * peer (frames the scheduler delivers), then the model goes. */
 static void detach_request(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
-	ep_write_begin(x);
-	s->detaching[i] = true;
-	s->detach_session[i] = ep_view(x->e).session_no;
+	s->tr[i].detach_sent = true;
 	s->unwritten[i] = false;
-	(void)edges_end_begin(&x->set);
+	core_detach(&x->core, x, on_detached);
+	note_detach(s, i);
 }
 
 static void detach_begin_how(sim *s, int i, bool drain)
 {
 	ep_end *x = end_of(s, i);
-	/* The documented end is a DRAIN (here its apply) first; a DETACH
-	 * without it lands, inside its write, what an ended generation
-	 * counts (edges_detach). */
-	if (drain) {
-		say(s, "trainer drains and asks to detach at", i);
-		ep_write_begin(x);
-		ck_assert_int_ge(gsp_node_apply(x->node), 0);
-		edges_finish(&x->set);
-		ep_write_end(x);
-	} else
+	/* The documented end is a DRAIN first, and the DETACH at its reply;
+	 * a DETACH without it lands, inside its write, what an ended
+	 * generation counts (edges_detach). */
+	if (!drain) {
 		say(s, "trainer asks to detach (no DRAIN) at", i);
-	detach_request(s, i);
+		detach_request(s, i);
+		return;
+	}
+	say(s, "trainer drains and asks to detach at", i);
+	s->tr[i].drain_detach = true;
+	s->tr[i].waits = true;
+	s->tr[i].off_next = false;
+	ck_assert_int_eq(core_step(&x->core, x, GSP_STEP_DRAIN, on_reply), 0);
 }
 
 static void detach_begin(sim *s, int i)
@@ -517,27 +612,170 @@ static void detach_begin(sim *s, int i)
 	detach_begin_how(s, i, pick(s, 2));
 }
 
-/* The model goes (the edge ended, or DetachWait passed: timeout) and
- * the trainer registers the same parameters again. */
-static void detach_end(sim *s, int i, bool timeout)
+/* The DETACH's timer fires at i: the edge ended (on the loop's next turn,
+ * or with modelgoes some actions later), or DetachWait passed (timeout:
+ * the edge ends at what this end applied). */
+static void detach_timer_fires(sim *s, int i)
 {
-	say(s, timeout ? "DetachWait passes; trainer detached and registers again at"
-		       : "edge ended; trainer detached and registers again at", i);
-	s->detaching[i] = false;
-	s->model_going[i] = false;
+	ep_end *x = end_of(s, i);
+	bool timeout = edges_ending(&x->set) > 0;
+	say(s, timeout ? "DetachWait passes at" : "the model goes at", i);
 	s->alone[i] += timeout;
-	/* GOODBYE MODEL_CHANGED: ep_reregister ends a session still up at
-	 * both ends at once. */
-	if (closes_first(s, i))
-		half_close(s, i, pick(s, end_of(s, i)->n_out + 1));
-	ep_reregister(end_of(s, i), &s->cfg);
+	ep_fire(x, CORE_TIMER_DETACH);
+}
+
+/* The trainer whose model went registers again (GOODBYE MODEL_CHANGED:
+ * the session ends, at this end first with halfclose). */
+static void register_again(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	say(s, "trainer detached and registers again at", i);
+	s->tr[i].register_due = false;
 	/* An AVERAGE that went on during the DETACH (its round was off the
-	 * loop when it came) ended with the edges, at the latest in
-	 * edges_detach's callbacks: a stepper left averaging would refuse
-	 * the next model's requests (-EBUSY). */
-	ck_assert_msg(s->avg[i].state != AV_WAIT, "seed %llu: an AVERAGE outlived its model",
-		      (unsigned long long)s->seed);
-	ep_write_end(end_of(s, i));
+	 * loop when it came) ended with the model: a core left averaging
+	 * would refuse the next model's requests (-EBUSY). */
+	ck_assert_msg(x->core.state == STEP_IDLE || x->core.state == STEP_REPLY,
+		      "seed %llu: an AVERAGE outlived its model", (unsigned long long)s->seed);
+	if (closes_first(s, i))
+		half_close(s, i, pick(s, x->n_out + 1));
+	ep_register_again(x, &s->cfg);
+}
+
+/* The loop's next turn at i: a timer of 0 ms fires (a take-back in a
+ * write of its own, a reply, the model that goes), or the trainer makes
+ * the call a reply asked for.  False if nothing did. */
+static bool next_turn(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	sim_trainer *t = &s->tr[i];
+	if (x->armed[CORE_TIMER_TAKEBACK]) {
+		if (s->trace)
+			printf("       (a round taken back at %c in a write of its own: its "
+			       "request waits)\n", i ? 'b' : 'a');
+		s->st.avg_takebacks += x->core.state == STEP_AVERAGE;
+		ep_fire(x, CORE_TIMER_TAKEBACK);
+	} else if (x->armed[CORE_TIMER_REPLY]) {
+		ep_fire(x, CORE_TIMER_REPLY);
+	} else if (x->armed[CORE_TIMER_DETACH] && !edges_ending(&x->set) &&
+		   !(s->faults & FAULT_MODELGOES)) {
+		detach_timer_fires(s, i);
+	} else if (t->detach_due) {
+		t->detach_due = false;
+		say(s, "the DRAIN replied; trainer asks to detach at", i);
+		detach_request(s, i);
+	} else if (t->register_due) {
+		register_again(s, i);
+	} else {
+		return false;
+	}
+	note_detach(s, i);
+	return true;
+}
+
+/* The end at i can take a fault: no step off the loop, no DETACH under
+ * way, its model attached. */
+static bool free_at(const sim *s, int i)
+{
+	const sim_trainer *t = &s->tr[i];
+	return !t->work && !t->detach_sent && !t->detach_due && !t->register_due &&
+	       end_of((sim *)s, i)->set.attached;
+}
+
+/* The trainer at i can make a request: free, none under way. */
+static bool trainer_free(const sim *s, int i)
+{
+	const ep_end *x = end_of((sim *)s, i);
+	return free_at(s, i) && !s->tr[i].waits && x->core.state == STEP_IDLE &&
+	       !x->armed[CORE_TIMER_REPLY];
+}
+
+/* The daemon at i is killed: the trainer's request fails with it (it
+ * registers again). */
+static void trainer_killed(sim *s, int i)
+{
+	if (s->tr[i].averages && s->trace)
+		printf("       (its AVERAGE ends with the daemon)\n");
+	s->tr[i] = (sim_trainer){0};
+	s->detach_noted[i] = false;
+}
+
+/* ---- AVERAGE (--faults average) ----------------------------------------
+ * The trainer at an end calls AVERAGE (gossip-only rounds) with a time
+ * limit, and in a third of them a round limit too; the core runs it.
+ * Its time limit passes at a random action: the AVERAGE then ends at
+ * once, or, while its round runs off the loop, when that round ends.
+ * Or (avgdetach) the trainer gives up first and DETACHes: the AVERAGE
+ * ends with -ECANCELED, but a DETACH that comes while its round runs off
+ * the loop waits for the round.  After its reply the trainer's next
+ * request is a DETACH (with or without a DRAIN first), a STEP or another
+ * AVERAGE; the peer may be averaging too, stepping or idle. */
+
+static void avg_start(sim *s, int i)
+{
+	static const double targets[] = {0.0, 1e-4, 1e9};
+	ep_end *x = end_of(s, i);
+	sim_trainer *t = &s->tr[i];
+	char text[128];
+	gsp_api_average req = {.target = targets[pick(s, 3)], .time_limit_ms = 1000};
+	req.max_rounds = pick(s, 3) ? 0 : 1 + pick(s, 6);
+	snprintf(text, sizeof(text), "trainer asks to AVERAGE (target %g, round limit %u) at",
+		 req.target, (unsigned)req.max_rounds);
+	say(s, text, i);
+	s->st.averages++;
+	s->st.avg_both += s->tr[!i].averages;
+	t->waits = t->averages = true;
+	t->expired = t->expired_off = false;
+	t->max_rounds = req.max_rounds;
+	ck_assert_int_eq(core_average(&x->core, x, &req, on_reply), 0);
+	note_detach(s, i);
+}
+
+/* Its time limit passes (the core's timer; a round off the loop sees it
+ * as it ends). */
+static void avg_time_passes(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	bool off = x->core.state == STEP_AVERAGE_RUN;
+	say(s, off ? "AVERAGE's time limit passes during its round off the loop at"
+		   : "AVERAGE's time limit passes at", i);
+	s->tr[i].expired = true;
+	s->tr[i].expired_off = off;
+	ep_fire(x, CORE_TIMER_AVERAGE);
+}
+
+/* The trainer gives up on its AVERAGE and DETACHes. */
+static void avg_detach(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	bool off = core_busy(&x->core);
+	say(s, off ? "trainer asks to detach during its AVERAGE's round off the loop at"
+		   : "trainer asks to detach during its AVERAGE at", i);
+	s->st.avg_detach_off += off;
+	detach_request(s, i);
+}
+
+/* The trainer's request after its AVERAGE, as its next one. */
+static bool avg_next(sim *s, int i)
+{
+	sim_trainer *t = &s->tr[i];
+	if (!t->next || !trainer_free(s, i))
+		return false;
+	int n = t->next;
+	t->next = NEXT_NONE;
+	s->st.avg_next[n]++;
+	switch (n) {
+	case NEXT_DETACH_DRAIN:
+	case NEXT_DETACH:
+		detach_begin_how(s, i, n == NEXT_DETACH_DRAIN);
+		break;
+	case NEXT_STEP:
+		request_step(s, i, pick(s, 2));
+		break;
+	default:
+		avg_start(s, i);
+		break;
+	}
+	return true;
 }
 
 /* A reload removes the peer at i: the edge ends its generation with the
@@ -563,13 +801,21 @@ static void leave_expires(sim *s, int i)
 	(void)edge_end_alone(e);
 }
 
-/* What the daemon does once an ending it asked for is over: DETACH
- * goes on, a leaving peer's session closes. */
-static void avg_takeback(sim *s, int i);
 static void check_started(sim *s, int i);
 
+/* After each action: the loops' next turns (timers of 0 ms, the
+ * trainers' calls), and what the daemon does once an ending it asked for
+ * is over: a leaving peer's session closes. */
 static void after_action(sim *s)
 {
+	for (int n = 0; n < 1000; n++) {
+		bool a = next_turn(s, 0);
+		bool b = next_turn(s, 1);
+		if (!a && !b)
+			break;
+		ck_assert_msg(n < 999, "seed %llu: the loop turns for ever",
+			      (unsigned long long)s->seed);
+	}
 	for (int i = 0; i < 2; i++) {
 		ep_end *x = end_of(s, i);
 		gsp_edge_info info;
@@ -581,27 +827,23 @@ static void after_action(sim *s)
 				printf("       (a schedule window opens at %c: rounds up to %llu)\n",
 				       i ? 'b' : 'a', (unsigned long long)info.window_end);
 		}
-		avg_takeback(s, i);
+		bool held = ep_view(x->e).avg_held;
+		s->st.avg_holds += held && !s->tr[i].held;
+		s->tr[i].held = held;
 		/* A DETACH holds its write until the model goes (a take-back
 		 * by subtraction needs it): one that lost it waits for its
 		 * DetachWait if the peer's answer needs one.  Counted (settle
 		 * ends every write). */
-		if (s->detaching[i] && !x->set.writing && !s->unwritten[i] && !s->settling) {
+		if (x->core.detaching && !x->set.writing && !s->unwritten[i] && !s->settling) {
 			s->unwritten[i] = true;
 			s->st.unwritten++;
 			if (s->trace)
 				printf("       (the DETACH at %c no longer holds its write)\n",
 				       i ? 'b' : 'a');
 		}
-		if (s->detaching[i] && !s->busy[i] && !edges_ending(&x->set)) {
-			if (s->faults & FAULT_MODELGOES)
-				s->model_going[i] = true;
-			else
-				detach_end(s, i, false);
-		}
 		if (x->ended != s->ended_seen[i]) {
 			s->ended_seen[i] = x->ended;
-			if (x->session && !s->detaching[i]) {
+			if (x->session && !s->tr[i].detach_sent) {
 				say(s, "the leaving peer's session closes at", i);
 				if (closes_first(s, i))
 					half_close(s, i, pick(s, x->n_out + 1));
@@ -635,8 +877,6 @@ static void after_action(sim *s)
 	}
 }
 
-static void avg_killed(sim *s, int i);
-
 /* What a daemon's configuration gives its edge set, at start and at every
  * restart: SIGHUPs may list more peers (FAULT_WEIGHT), so the graph
  * allows that degree in the peer's ROUNDs; with FAULT_FINITE its
@@ -662,7 +902,7 @@ static void crash(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
 	say(s, "daemon killed and restarted at", i);
-	avg_killed(s, i);
+	trainer_killed(s, i);
 	s->crashes++;
 	/* The peer notices later; what the dead end wrote may reach it. */
 	if ((s->faults & FAULT_HALFCLOSE) && x->session && x->other->session)
@@ -715,7 +955,7 @@ static void restart(sim *s, int i)
 		printf("       (records version %u of %u%s; %u of %u frames reach the peer)\n",
 		       v, x->persists, undo ? ", a write undone" : "", k, x->n_out);
 	say(s, "daemon killed and restarted with its records at", i);
-	avg_killed(s, i);
+	trainer_killed(s, i);
 	if ((s->faults & FAULT_HALFCLOSE) && x->session && x->other->session) {
 		/* The peer notices later: the k frames wait in the network
 		 * meanwhile. */
@@ -762,182 +1002,23 @@ static void registers(sim *s, int i)
 static void session_up(sim *s)
 {
 	say(s, "new session", -1);
-	s->st.up_busy += s->busy[0] || s->busy[1];
+	s->st.up_busy += s->tr[0].work || s->tr[1].work;
 	ep_session_up(&s->p, (uint8_t)(1 + pick(s, 250)));
+}
+
+/* A restarted daemon's trainer may register: nothing of the last model
+ * is under way. */
+static bool free_at_unattached(const sim *s, int i)
+{
+	const sim_trainer *t = &s->tr[i];
+	return !t->work && !t->detach_sent && !t->detach_due && !t->register_due;
 }
 
 static bool quiet(const sim *s)
 {
-	return !s->busy[0] && !s->busy[1];
+	return !s->tr[0].work && !s->tr[1].work;
 }
 
-/* The end at i can take a trainer's request or a fault: no step off
- * the loop, no DETACH under way, its model attached. */
-static bool free_at(const sim *s, int i)
-{
-	return !s->busy[i] && !s->detaching[i] && end_of((sim *)s, i)->set.attached;
-}
-
-/* ---- AVERAGE (--faults average) ---------------------------------------
- * The trainer at an end calls AVERAGE (gossip-only rounds) with a time
- * limit, and in a third of them a round limit too.  The stepper's glue is
- * modelled as daemon/step.c has it (its functions are static, over a
- * libuv loop); every decision about the rounds is the daemon's, by the
- * edges_* calls step.c makes, in its order: edges_avg_release as the
- * AVERAGE starts (start); before each round edges_in_flight,
- * edges_estimate_going, edges_up, the set's averaging and reached flags
- * (which its ROUNDs then carry) and edges_avg_settle, which holds an edge
- * whose last round both ends' ROUNDs said REACHED (gsp_node_edge_hold)
- * (average_advance); each round's engine step, on the loop or off it
- * (run_engine, step_end, work_done); its end (average_finish:
- * edges_avg_release, the apply inside a write, edges_finish).  As in the
- * daemon the edges' callbacks run it on (step_edges_changed, which
- * mesh.c's edge_changed calls after its persist: here ep_changed's
- * hook), and a round that waits to be taken back by subtraction while it
- * waits is taken back in a write of its own after the action
- * (on_takeback_timer).  There is no clock: the time limit passes at a
- * random action; the AVERAGE then ends at once, or, while its round runs
- * off the loop, when that round ends.  Or (avgdetach) the trainer gives
- * up first and DETACHes: the AVERAGE ends with -ECANCELED, but a DETACH
- * that comes while its round runs off the loop waits for the round, and
- * the AVERAGE goes on after it (step.c's work_done).  After its reply the
- * trainer's next request is a DETACH (with or without a DRAIN first), a
- * STEP or another AVERAGE; the peer may be averaging too, stepping or
- * idle. */
-
-static void avg_advance(sim *s, int i);
-
-/* step.c's reply: the AVERAGE's rounds are over, whatever ended it.  The
- * trainer then chooses its next request (next). */
-static void avg_reply(sim *s, int i, int why, bool next)
-{
-	static const char *whys[] = {"every edge's rounds over", "its round limit",
-				     "its time limit", "its time limit, after a round off the loop",
-				     "no session", "-ECANCELED: the trainer detaches"};
-	ep_end *x = end_of(s, i);
-	sim_avg *av = &s->avg[i];
-	edges_average_state(&x->set, false, false, false);
-	av->state = AV_IDLE;
-	av->expired = false;
-	s->st.avg_end[why]++;
-	if (next)
-		av->next = NEXT_DETACH_DRAIN + (int)pick(s, 4);
-	if (s->trace)
-		printf("       (AVERAGE at %c ends after %u rounds: %s)\n", i ? 'b' : 'a',
-		       av->rounds, whys[why]);
-}
-
-/* average_finish. */
-static void avg_finish(sim *s, int i, int why)
-{
-	ep_end *x = end_of(s, i);
-	edges_avg_release(&x->set);
-	s->avg[i].state = AV_RUN;      /* STEP_RUN meanwhile */
-	if (edges_will_write(&x->set))  /* write_if_needed */
-		ep_write_begin(x);
-	ck_assert_int_ge(gsp_node_apply(x->node), 0);
-	edges_finish(&x->set);
-	ep_write_end(x);
-	avg_reply(s, i, why, true);
-}
-
-/* step_end of a round. */
-static void avg_step_end(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	edges_step_done(&x->set);
-	ep_write_end(x);   /* model_write_end */
-	ep_persist(x);     /* mesh_persist */
-}
-
-/* run_engine: a round's engine step, off the loop (1: the end is busy
- * until offload_end) or on it (0). */
-static int avg_run_engine(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	uint32_t applied, skipped;
-	s->avg[i].state = AV_RUN;
-	if (edges_will_write(&x->set))
-		ep_write_begin(x);
-	edges_step_begin(&x->set, 4, &applied, &skipped);
-	s->st.avg_rounds++;
-	bool off = pick(s, 2);
-	if (s->trace)
-		printf("       (AVERAGE at %c: round %u %s)\n", i ? 'b' : 'a', s->avg[i].rounds,
-		       off ? "runs off the loop" : "on the loop");
-	if (off) {
-		edges_busy_begin(&x->set);
-		s->busy[i] = true;
-		s->st.avg_off++;
-		engine_step(s, i);
-		return 1;
-	}
-	engine_step(s, i);
-	avg_step_end(s, i);
-	return 0;
-}
-
-/* average_advance (its time limit never 0 here). */
-static void avg_advance(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	sim_avg *av = &s->avg[i];
-	/* The time limit passed while a round ran off the loop. */
-	if (av->state == AV_WAIT && av->expired) {
-		avg_finish(s, i, AVEND_TIME_OFF);
-		return;
-	}
-	bool landed = false;
-	while (av->state == AV_WAIT && !edges_in_flight(&x->set)) {
-		/* average_land: a generation agreed waits for the ended one's
-		 * last update to land. */
-		if (!landed && edges_start_waits_landing(&x->set)) {
-			landed = true;
-			if (s->trace)
-				printf("       (AVERAGE at %c lands the ended generation's update)\n",
-				       i ? 'b' : 'a');
-			av->state = AV_RUN;
-			if (edges_will_write(&x->set))
-				ep_write_begin(x);
-			ck_assert_int_ge(gsp_node_apply(x->node), 0);
-			edges_finish(&x->set);
-			ep_write_end(x);
-			av->state = AV_WAIT;
-		}
-		double est = edges_estimate_going(&x->set);
-		size_t up = edges_up(&x->set);
-		bool reached = av->rounds > 0 && est <= av->target;
-		edges_average_state(&x->set, true, reached, av->rounds > 0);
-		bool held = ep_view(x->e).avg_held;
-		size_t going = edges_avg_settle(&x->set);
-		s->st.avg_holds += !held && ep_view(x->e).avg_held;
-		av->settled = up > 0 && going == 0;
-		int why = av->settled ? AVEND_SETTLED
-			: av->max_rounds && av->rounds >= av->max_rounds ? AVEND_ROUNDS
-			: av->expired ? AVEND_TIME
-			: up == 0 && av->rounds > 0 ? AVEND_NOSESSION : -1;
-		if (why >= 0) {
-			avg_finish(s, i, why);
-			return;
-		}
-		if (up == 0)
-			return;
-		/* The daemon would spin here, its timers starved. */
-		ck_assert_msg(av->rounds < 100000, "seed %llu: an AVERAGE's rounds project "
-			      "nothing", (unsigned long long)s->seed);
-		/* The schedule's windows go once all of this end's are open. */
-		s->st.released += edges_sched_release(&x->set, false);
-		av->rounds++;
-		if (avg_run_engine(s, i) == 1)
-			return;
-		av->state = AV_WAIT;
-	}
-	/* Waiting: a round that waits to be taken back goes after the
-	 * action (step.c's takeback_soon), also one whose ENDING came while
-	 * the round ran. */
-	if (av->state == AV_WAIT && x->set.takeback_waiting)
-		av->takeback_due = true;
-}
 
 /* A new generation (not one that continues after a restart) is never
  * agreed with a peer whose first RESYNC of the session came after its
@@ -950,7 +1031,7 @@ static void check_started(sim *s, int i)
 	if (!ep_view(e).live || ep_view(e).generation <= s->gen_max[i])
 		return;
 	int j = 1 - i;
-	ck_assert_msg(!s->detaching[j] ||
+	ck_assert_msg(!s->detach_noted[j] ||
 		      ep_view(end_of(s, j)->e).session_no <= s->detach_session[j],
 		      "seed %llu: generation %u started at %c with a peer "
 		      "whose model goes", (unsigned long long)s->seed,
@@ -958,162 +1039,13 @@ static void check_started(sim *s, int i)
 	s->gen_max[i] = ep_view(e).generation;
 }
 
-/* step_edges_changed, called by ep_changed after its persist. */
-static void avg_edges_changed(ep_end *x)
-{
-	sim *s = x->hook_ctx;
-	int i = x == &s->p.b;
-	sim_avg *av = &s->avg[i];
-	if (!x->set.attached)
-		return;
-	/* A DETACH that waits ends in after_action (on_detach_timer). */
-	if (x->set.takeback_waiting && av->state == AV_WAIT)
-		av->takeback_due = true;
-	if (av->state == AV_WAIT)
-		avg_advance(s, i);
-}
-
-/* ep_end.on_changed: mesh.c's edge_changed, after its persist. */
+/* ep_end.on_changed: after the core heard the change. */
 static void sim_edges_changed(ep_end *x)
 {
 	sim *s = x->hook_ctx;
-	check_started(s, x == &s->p.b);
-	if (s->faults & FAULT_AVERAGE)
-		avg_edges_changed(x);
-}
-
-/* on_takeback_timer, on the loop's next turn: after the action. */
-static void avg_takeback(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	sim_avg *av = &s->avg[i];
-	if (!av->takeback_due)
-		return;
-	av->takeback_due = false;
-	if (!x->set.attached || !x->set.takeback_waiting || av->state != AV_WAIT)
-		return;
-	if (s->trace)
-		printf("       (a round taken back at %c in a write of its own: its AVERAGE "
-		       "waits)\n", i ? 'b' : 'a');
-	s->st.avg_takebacks++;
-	av->state = AV_RUN;
-	ep_write_begin(x);
-	ep_write_end(x);
-	av->state = AV_WAIT;
-	avg_edges_changed(x);
-}
-
-/* work_done of an AVERAGE's round off the loop. */
-static void avg_work_done(sim *s, int i)
-{
-	ep_end *x = end_of(s, i);
-	sim_avg *av = &s->avg[i];
-	say(s, "AVERAGE round off the loop ends", i);
-	edges_busy_end(&x->set);
-	s->busy[i] = false;
-	avg_step_end(s, i);
-	edges_after_busy(&x->set);
-	edges_finish(&x->set);
-	if (av->detach_pending) {
-		av->detach_pending = false;
-		detach_request(s, i);
-		/* Nothing to end: the model goes at once (finish_detach).
-		 * Either way the AVERAGE ends with -ECANCELED (step.c's
-		 * work_done: it must not go on inside the DETACH's write). */
-		if (!edges_ending(&x->set))
-			detach_end(s, i, false);
-		edges_avg_release(&x->set);
-		avg_reply(s, i, AVEND_CANCELLED, false);
-		return;
-	}
-	av->state = AV_WAIT;
-	avg_advance(s, i);
-}
-
-/* The trainer at i calls AVERAGE (step_average). */
-static void avg_start(sim *s, int i)
-{
-	static const double targets[] = {0.0, 1e-4, 1e9};
-	ep_end *x = end_of(s, i);
-	sim_avg *av = &s->avg[i];
-	char text[128];
-	*av = (sim_avg){.state = AV_WAIT, .target = targets[pick(s, 3)]};
-	av->max_rounds = pick(s, 3) ? 0 : 1 + pick(s, 6);
-	snprintf(text, sizeof(text), "trainer asks to AVERAGE (target %g, round limit %u) at",
-		 av->target, av->max_rounds);
-	say(s, text, i);
-	s->st.averages++;
-	s->st.avg_both += s->avg[!i].state != AV_IDLE;
-	edges_avg_release(&x->set);   /* start() */
-	avg_advance(s, i);
-}
-
-/* Its time limit passes (on_average_timer, or the round's end sees it). */
-static void avg_time_passes(sim *s, int i)
-{
-	sim_avg *av = &s->avg[i];
-	say(s, av->state == AV_RUN ? "AVERAGE's time limit passes during its round off the "
-				     "loop at" : "AVERAGE's time limit passes at", i);
-	av->expired = true;
-	if (av->state == AV_WAIT)
-		avg_finish(s, i, AVEND_TIME);
-}
-
-/* The trainer gives up on its AVERAGE and DETACHes (step_detach). */
-static void avg_detach(sim *s, int i)
-{
-	sim_avg *av = &s->avg[i];
-	if (av->state == AV_RUN) {
-		say(s, "trainer asks to detach during its AVERAGE's round off the loop at", i);
-		av->detach_pending = true;
-		s->st.avg_detach_off++;
-		return;
-	}
-	say(s, "trainer asks to detach during its AVERAGE at", i);
-	avg_reply(s, i, AVEND_CANCELLED, false);
-	detach_request(s, i);
-}
-
-/* The daemon at i is killed: its AVERAGE with it (the trainer's request
- * fails; it registers again). */
-static void avg_killed(sim *s, int i)
-{
-	if (s->avg[i].state != AV_IDLE && s->trace)
-		printf("       (its AVERAGE ends with the daemon)\n");
-	s->avg[i] = (sim_avg){0};
-}
-
-/* The end at i can take a trainer's request: free, no AVERAGE. */
-static bool trainer_free(const sim *s, int i)
-{
-	return free_at(s, i) && s->avg[i].state == AV_IDLE;
-}
-
-/* The trainer's request after its AVERAGE, as its next one. */
-static bool avg_next(sim *s, int i)
-{
-	sim_avg *av = &s->avg[i];
-	if (!av->next || !trainer_free(s, i))
-		return false;
-	int n = av->next;
-	av->next = NEXT_NONE;
-	s->st.avg_next[n]++;
-	switch (n) {
-	case NEXT_DETACH_DRAIN:
-	case NEXT_DETACH:
-		detach_begin_how(s, i, n == NEXT_DETACH_DRAIN);
-		break;
-	case NEXT_STEP:
-		if (pick(s, 2))
-			offload_begin(s, i);
-		else
-			step_on_loop(s, i);
-		break;
-	default:
-		avg_start(s, i);
-		break;
-	}
-	return true;
+	int i = x == &s->p.b;
+	note_detach(s, i);
+	check_started(s, i);
 }
 
 /* One random action that is possible now; false if none is (every end
@@ -1139,7 +1071,7 @@ static bool act(sim *s)
 			if (avg_next(s, i))
 				return true;
 			if (trainer_free(s, i)) {
-				step_on_loop(s, i);
+				request_step(s, i, false);
 				return true;
 			}
 			break;
@@ -1147,13 +1079,21 @@ static bool act(sim *s)
 			if (avg_next(s, i))
 				return true;
 			if (trainer_free(s, i)) {
-				offload_begin(s, i);
+				request_step(s, i, true);
 				return true;
 			}
 			break;
 		case 3:
-			if (s->busy[i]) {
-				offload_end(s, i);
+			/* The engine step off the loop ends; or time passes:
+			 * MaxWait for a STEP, DrainWait for a DRAIN or an
+			 * AVERAGE's held windows. */
+			if (s->tr[i].work && (!x->armed[CORE_TIMER_WAIT] || pick(s, 2))) {
+				work_ends(s, i);
+				return true;
+			}
+			if (x->armed[CORE_TIMER_WAIT]) {
+				say(s, "MaxWait or DrainWait passes at", i);
+				ep_fire(x, CORE_TIMER_WAIT);
 				return true;
 			}
 			break;
@@ -1180,8 +1120,11 @@ static bool act(sim *s)
 			}
 			break;
 		case 9:
-			if (s->model_going[i]) {
-				detach_end(s, i, false);
+			/* --faults modelgoes: the model goes some actions after
+			 * its edge ended. */
+			if ((s->faults & FAULT_MODELGOES) && x->armed[CORE_TIMER_DETACH] &&
+			    !edges_ending(&x->set)) {
+				detach_timer_fires(s, i);
 				return true;
 			}
 			if (avg_next(s, i))
@@ -1190,9 +1133,10 @@ static bool act(sim *s)
 				detach_begin(s, i);
 				return true;
 			}
-			if (s->detaching[i] && (s->faults & FAULT_TIMEOUT) && pick(s, 4) == 0 &&
-			    fires(s, FAULT_TIMEOUT)) {
-				detach_end(s, i, true);
+			if (s->tr[i].detach_sent && x->armed[CORE_TIMER_DETACH] &&
+			    edges_ending(&x->set) && (s->faults & FAULT_TIMEOUT) &&
+			    pick(s, 4) == 0 && fires(s, FAULT_TIMEOUT)) {
+				detach_timer_fires(s, i);
 				return true;
 			}
 			break;
@@ -1223,14 +1167,14 @@ static bool act(sim *s)
 				return true;
 			}
 			/* A restarted daemon's trainer registers again. */
-			if (!x->set.attached && !s->busy[i]) {
+			if (!x->set.attached && free_at_unattached(s, i)) {
 				registers(s, i);
 				return true;
 			}
 			break;
 		case 13:
 			/* A reload comes after a step that runs (mesh_reload). */
-			if (!s->busy[i] && fires(s, FAULT_WEIGHT)) {
+			if (!s->tr[i].work && fires(s, FAULT_WEIGHT)) {
 				sighup(s, i);
 				return true;
 			}
@@ -1257,13 +1201,14 @@ static bool act(sim *s)
 			/* An AVERAGE runs: its time limit passes, or (avgdetach)
 			 * its trainer gives up first (a second DETACH does
 			 * nothing); else its rounds go on. */
-			if (s->avg[i].state != AV_IDLE) {
+			if (s->tr[i].averages) {
 				unsigned what = pick(s, 8);
-				if (what < 2 && !s->avg[i].expired && fires(s, FAULT_AVERAGE)) {
+				if (what < 2 && x->armed[CORE_TIMER_AVERAGE] &&
+				    fires(s, FAULT_AVERAGE)) {
 					avg_time_passes(s, i);
 					return true;
 				}
-				if (what == 2 && !s->avg[i].detach_pending && !s->detaching[i] &&
+				if (what == 2 && !s->tr[i].detach_sent && !s->tr[i].detach_due &&
 				    fires(s, FAULT_AVGDETACH)) {
 					avg_detach(s, i);
 					return true;
@@ -1286,21 +1231,25 @@ static void settle(sim *s)
 {
 	s->settling = true;
 	settle_half_close(s);
-	for (int i = 0; i < 2; i++) {
-		/* An AVERAGE's time limit passes. */
-		if (s->avg[i].state != AV_IDLE && !s->avg[i].expired)
-			avg_time_passes(s, i);
-		if (s->busy[i])
-			offload_end(s, i);
-		if (!end_of(s, i)->set.attached)
-			registers(s, i);
-	}
 	for (int k = 0; k < 8; k++) {
-		/* The model goes (modelgoes): first, as its GOODBYE may
-		 * close the session at one end first. */
-		for (int i = 0; i < 2; i++)
-			if (s->model_going[i])
-				detach_end(s, i, false);
+		/* Requests end: an AVERAGE's time limit passes, steps off the
+		 * loop end, MaxWait and DrainWait pass; the model of a DETACH
+		 * whose edge ended goes (modelgoes); a restarted daemon's
+		 * trainer registers. */
+		for (int i = 0; i < 2; i++) {
+			ep_end *x = end_of(s, i);
+			if (x->armed[CORE_TIMER_AVERAGE])
+				avg_time_passes(s, i);
+			if (s->tr[i].work)
+				work_ends(s, i);
+			if (x->armed[CORE_TIMER_WAIT])
+				ep_fire(x, CORE_TIMER_WAIT);
+			if (x->armed[CORE_TIMER_DETACH] && !edges_ending(&x->set))
+				detach_timer_fires(s, i);
+			after_action(s);
+			if (!x->set.attached && free_at_unattached(s, i))
+				registers(s, i);
+		}
 		settle_half_close(s);
 		if (!s->p.a.session)
 			ep_session_up(&s->p, (uint8_t)(77 + k));
@@ -1348,11 +1297,12 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	if (faults & FAULT_SWARM)
 		swarm_plan(&s);
 	ep_init(&s.p, "24x16,5", cfg);
-	/* The checks, and the stepper (step_edges_changed), hear of the
-	 * edges' changes. */
+	/* The checks hear of the edges' changes after the core; the core runs
+	 * over the simulation's ops. */
 	for (int i = 0; i < 2; i++) {
 		end_of(&s, i)->on_changed = sim_edges_changed;
 		end_of(&s, i)->hook_ctx = &s;
+		ep_use_ops(end_of(&s, i), &sim_core_ops);
 	}
 	for (int i = 0; i < 2; i++)
 		set_up(&s, end_of(&s, i));
@@ -1367,9 +1317,9 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 			if (trace)
 				printf("  %4u nothing can happen (a: detaching %d, ending %zu, "
 				       "AVERAGE %d; b: detaching %d, ending %zu, AVERAGE %d)\n",
-				       s.stalled, s.detaching[0], edges_ending(&s.p.a.set),
-				       s.avg[0].state, s.detaching[1], edges_ending(&s.p.b.set),
-				       s.avg[1].state);
+				       s.stalled, s.tr[0].detach_sent, edges_ending(&s.p.a.set),
+				       s.p.a.core.state, s.tr[1].detach_sent, edges_ending(&s.p.b.set),
+				       s.p.b.core.state);
 			for (int i = 0; trace && i < 2; i++) {
 				edge_view e = ep_view(end_of(&s, i)->e);
 				printf("        %c: completed %llu sent %llu target %llu ending %d "
@@ -1413,6 +1363,7 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 		ep_pump(&s.p);
 		uint64_t a0 = ep_view(s.p.a.e).rounds_completed;
 		uint64_t b0 = ep_view(s.p.b.e).rounds_completed;
+		s.tr[0].off_next = s.tr[1].off_next = false;   /* ep_step: on the loop */
 		for (int r = 0; r < 5; r++) {
 			ck_assert_int_ge(ep_step(&s.p.a), 0);
 			ck_assert_int_ge(ep_step(&s.p.b), 0);
