@@ -304,6 +304,22 @@ START_TEST(test_a_reused_edge_keeps_nothing_of_the_last_peer)
 	ck_assert_uint_eq(r.ended_applied, 0);
 	ck_assert_uint_eq(r.msg_len, 0);
 	ck_assert(!r.live);
+	/* The slot's new peer (a daemon of no history at b's place): their
+	 * first generation starts on the engine edge from a new seed, and
+	 * their rounds keep the pair's sum. */
+	ep_restart(&p.b, &c, false, true);
+	double sum0 = ep_sum(&p);
+	ep_session_up(&p, 7);
+	ep_pump(&p);
+	ck_assert(ep_view(p.a.e).live && ep_view(p.b.e).live);
+	ck_assert_uint_eq(ep_view(p.a.e).generation, 1);
+	ck_assert_uint_eq(ep_info(&p.a).round, 0);
+	for (int t = 0; t < 3; t++)
+		round_trip(&p);
+	ck_assert_int_ge(gsp_node_apply(p.a.node), 0);
+	ck_assert_int_ge(gsp_node_apply(p.b.node), 0);
+	ck_assert_uint_eq(ep_view(p.a.e).completed, 3);
+	ck_assert_double_eq_tol(ep_sum(&p), sum0, 1e-6 * fabs(sum0) + 1e-3);
 	ep_free(&p);
 }
 END_TEST
