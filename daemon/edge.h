@@ -182,6 +182,14 @@ int edge_set_init(edge_set *s, const edge_ops *ops, void *ctx, counters *c);
 void edge_set_free(edge_set *s);
 /* One more edge (a configured peer), index s->n. */
 edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool lo);
+/* Whether e's slot may take another peer: its generation has ended (none
+ * live, ending or agreed to start, none to resume), its session is down,
+ * no frame of it is kept, and its engine edge holds no update still to
+ * land.  edge_reuse: e becomes a new peer's edge, as edge_add's (the
+ * last one's generations and records are forgotten; its engine edge,
+ * disabled, starts afresh with the next generation). */
+bool edge_reusable(const edge *e);
+void edge_reuse(edge *e, const gsp_peer_config *cfg, const char *name, bool lo);
 /* The edge of index i (< s->n), and an edge's index: the set's array is
  * the module's, never indexed outside it. */
 edge *edges_at(edge_set *s, size_t i);

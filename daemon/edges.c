@@ -67,6 +67,35 @@ edge *edge_add(edge_set *s, const gsp_peer_config *cfg, const char *name, bool l
 	return e;
 }
 
+bool edge_reusable(const edge *e)
+{
+	const edge_set *s = e->set;
+	gsp_edge_info info;
+	if (s->busy || e->live || e->ending_self || e->ending != TARGET_NONE ||
+	    e->start_pending || e->state != EDGE_DOWN || e->resume || e->n_deferred)
+		return false;
+	/* The ended generation's last update has landed. */
+	return !s->attached || gsp_node_edge_info(s->model.node, e->index, &info) != 0 ||
+	       info.state != GSP_EDGE_COMPLETED;
+}
+
+void edge_reuse(edge *e, const gsp_peer_config *cfg, const char *name, bool lo)
+{
+	edge_set *s = e->set;
+	size_t index = e->index;
+	gsp_edge_info info = {0};
+	if (s->attached)
+		(void)gsp_node_edge_info(s->model.node, index, &info);
+	drop_kept(e);
+	/* The engine edge stays disabled until the next generation resets
+	 * it; its byte counts carry on, so the new peer's totals start
+	 * below them (modulo 2^64: totals are done + the engine's). */
+	*e = (edge){.set = s, .index = index, .cfg = cfg, .name = name, .lo = lo,
+		    .no_history = true, .exact_bytes_done = 0 - info.exact_bytes,
+		    .message_bytes_done = 0 - info.tx_bytes, .cache = info};
+	s->dirty = true;
+}
+
 int edges_attach(edge_set *s, const edge_model *m)
 {
 	/* Another buffer than the records': their generations end at

@@ -38,10 +38,24 @@ static void on_session_down(void *ctx, peer *p)
 	edge_session_down(mesh_edge_of(ctx, p));
 }
 
+/* A new peer in a new slot gets a new edge; in a gone peer's slot, that
+ * peer's edge starts over (on_reusable allowed it). */
 static int on_added(void *ctx, peer *p)
 {
 	mesh *m = ctx;
+	if (p->index < m->edges.n) {
+		edge_reuse(mesh_edge_of(m, p), &p->cfg, p->name, peers_we_are_lo(p));
+		return 0;
+	}
 	return edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p)) ? 0 : -ENOMEM;
+}
+
+/* A gone peer's slot takes another peer only once its edge holds nothing
+ * of it: the generation ended at both ends and its last update landed. */
+static bool on_reusable(void *ctx, const peer *p)
+{
+	mesh *m = ctx;
+	return edge_reusable(edges_at_const(&m->edges, p->index));
 }
 
 /* The edge's generation ends first, at the same round at both ends:
@@ -66,6 +80,7 @@ static const peers_ops mesh_peers_ops = {
 	.added = on_added,
 	.removed = on_removed,
 	.leave_expired = on_leave_expired,
+	.reusable = on_reusable,
 };
 
 /* ---- edges to peers --------------------------------------------------- */
@@ -117,9 +132,9 @@ static void edge_ended(void *ctx, edge *e, edge_end_why why)
 	peer *p = mesh_peer_of(ctx, e);
 	if (why == END_DETACH)
 		return;   /* the model goes, and every session with it */
-	if (p->leaving)
+	if (peers_leaving(p))
 		peers_leave_done(p);
-	else if (!p->removed && p->session)
+	else if (peers_listed(p) && p->session)
 		peers_close(p, GSP_BYE_MODEL_CHANGED, "edge generation ended; reconnect");
 }
 

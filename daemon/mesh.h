@@ -1,6 +1,7 @@
 /*
  * mesh: binds the peer table to the edges.  Each peer's session drives
- * the edge of the same index (session up and down, frames), and each
+ * the edge of the same index, its slot (session up and down, frames; a
+ * slot another peer takes starts a new edge: edge_reuse), and each
  * edge's actions go out on its peer's session.  It also holds a reload
  * that comes while the engine is busy until the engine is free again, so
  * no SIGHUP is dropped.  Above it, one callback (mesh_set_changed) hears

@@ -287,12 +287,8 @@ void model_detach(model *m)
 
 void model_bytes(const model *m, uint64_t *ret_sent, uint64_t *ret_received)
 {
-	const peers *ps = &m->mesh->peers;
-	uint64_t tx = 0, rx = 0;
-	for (size_t i = 0; i < ps->n; i++) {
-		tx += ps->peer[i].stats.tx_bytes;
-		rx += ps->peer[i].stats.rx_bytes;
-	}
+	uint64_t tx, rx;
+	peers_traffic(&m->mesh->peers, &tx, &rx);
 	*ret_sent = tx - (m->registered ? m->bytes_base_tx : 0);
 	*ret_received = rx - (m->registered ? m->bytes_base_rx : 0);
 }

@@ -35,12 +35,33 @@ void peers_session_ok(peer *p)
 	p->last_error[0] = '\0';
 }
 
+bool peers_listed(const peer *p)
+{
+	return p->listing == PEER_LISTED;
+}
+
+bool peers_leaving(const peer *p)
+{
+	return p->listing == PEER_LEAVING || p->listing == PEER_LEAVE_EXPIRED;
+}
+
 uint16_t peers_degree(const peers *ps)
 {
 	uint16_t n = 0;
 	for (size_t i = 0; i < ps->n; i++)
-		n += !ps->peer[i].removed;
+		n += peers__present(&ps->peer[i]);
 	return n ? n : 1;
+}
+
+void peers_traffic(const peers *ps, uint64_t *ret_tx, uint64_t *ret_rx)
+{
+	uint64_t tx = ps->retired_stats.tx_bytes, rx = ps->retired_stats.rx_bytes;
+	for (size_t i = 0; i < ps->n; i++) {
+		tx += ps->peer[i].stats.tx_bytes;
+		rx += ps->peer[i].stats.rx_bytes;
+	}
+	*ret_tx = tx;
+	*ret_rx = rx;
 }
 
 bool peers_we_are_lo(const peer *p)
@@ -58,7 +79,7 @@ const char *peers_link_state(const peer *p)
 	return p->resolving ? "connecting" : "down";
 }
 
-static void peer_name(peer *p)
+void peers__name(peer *p)
 {
 	char b64[45];
 	gsp_key_to_base64(p->cfg.public_key, b64);
@@ -70,7 +91,7 @@ static void peer_name(peer *p)
 static peer *peer_by_key(peers *ps, const uint8_t key[GSP_KEY_BYTES])
 {
 	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->peer[i].removed &&
+		if (peers__present(&ps->peer[i]) &&
 		    sodium_memcmp(ps->peer[i].cfg.public_key, key, GSP_KEY_BYTES) == 0)
 			return &ps->peer[i];
 	return NULL;
@@ -83,12 +104,17 @@ static void save_timestamps(peers *ps)
 	static const uint8_t zero[GSP_HS_TIMESTAMP];
 	if (!ps->replay_path[0])
 		return;
-	replay_entry *e = calloc(ps->n ? ps->n : 1, sizeof(*e));
+	replay_entry *e = calloc(ps->n + ps->n_retired + 1, sizeof(*e));
 	size_t n = 0;
 	for (size_t i = 0; e && i < ps->n; i++)
 		if (memcmp(ps->peer[i].last_ts, zero, sizeof(zero)) != 0) {
 			memcpy(e[n].key, ps->peer[i].cfg.public_key, GSP_KEY_BYTES);
 			memcpy(e[n++].ts, ps->peer[i].last_ts, GSP_HS_TIMESTAMP);
+		}
+	for (size_t i = 0; e && i < ps->n_retired; i++)
+		if (memcmp(ps->retired[i].ts, zero, sizeof(zero)) != 0) {
+			memcpy(e[n].key, ps->retired[i].key, GSP_KEY_BYTES);
+			memcpy(e[n++].ts, ps->retired[i].ts, GSP_HS_TIMESTAMP);
 		}
 	int err = e ? replay_save(ps->replay_path, e, n) : -ENOMEM;
 	free(e);
@@ -109,10 +135,15 @@ int peers_set_replay_file(peers *ps, const char *path)
 		free(e);
 		return n;
 	}
-	for (int k = 0; k < n; k++)
-		for (size_t i = 0; i < ps->n; i++)
-			if (!memcmp(ps->peer[i].cfg.public_key, e[k].key, GSP_KEY_BYTES))
-				memcpy(ps->peer[i].last_ts, e[k].ts, GSP_HS_TIMESTAMP);
+	for (int k = 0; k < n; k++) {
+		size_t i = 0;
+		while (i < ps->n && memcmp(ps->peer[i].cfg.public_key, e[k].key, GSP_KEY_BYTES))
+			i++;
+		if (i < ps->n)
+			memcpy(ps->peer[i].last_ts, e[k].ts, GSP_HS_TIMESTAMP);
+		else     /* a key not listed now: kept for when it is again */
+			peers__retire(ps, e[k].key, e[k].ts);
+	}
 	free(e);
 	snprintf(ps->replay_path, sizeof(ps->replay_path), "%s", path);
 	return 0;
@@ -140,6 +171,7 @@ static int on_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
 	memcpy(p->last_ts, ts, GSP_HS_TIMESTAMP);
 	save_timestamps(ps);
 	link_bind(l, p, &p->stats, p->name);
+	p->links++;
 	return 0;
 }
 
@@ -243,6 +275,7 @@ static void on_down(plink *l, const char *why)
 	if (!p)
 		return;          /* never authenticated */
 	peers *ps = p->set;
+	p->links--;
 	bool was_dialed = p->dialed == l;
 	if (was_dialed)
 		p->dialed = NULL;
@@ -300,8 +333,9 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 		.loop = loop, .key = key, .counters = c, .ops = ops, .ctx = ctx,
 	};
 	ps->peer = calloc(GSP_MAX_PEERS, sizeof(*ps->peer));
+	ps->retired = calloc(GSP_MAX_PEERS, sizeof(*ps->retired));
 	ps->env.hs_limit = malloc(sizeof(*ps->env.hs_limit));
-	if (!ps->peer || !ps->env.hs_limit) {
+	if (!ps->peer || !ps->retired || !ps->env.hs_limit) {
 		peers_free(ps);
 		return -ENOMEM;
 	}
@@ -311,7 +345,7 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 		p->set = ps;
 		p->index = i;
 		p->cfg = cfg->peers[i];
-		peer_name(p);
+		peers__name(p);
 		if (!memcmp(p->cfg.public_key, key->pub, GSP_KEY_BYTES)) {
 			snprintf(err, err_len, "%s:%u: [Peer] is this node's own key",
 				 cfg->path, p->cfg.line);
@@ -327,8 +361,11 @@ void peers_free(peers *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		peers__forget_addrs(&ps->peer[i]);
 	free(ps->peer);
+	free(ps->retired);
 	free(ps->env.hs_limit);
 	ps->peer = NULL;
+	ps->retired = NULL;
+	ps->n_retired = ps->retired_next = 0;
 	ps->env.hs_limit = NULL;
 	ps->n = 0;
 }
@@ -377,6 +414,8 @@ void peers_stop(peers *ps)
 	ps->stopping = true;
 	link_close_all(&ps->env, GSP_BYE_SHUTDOWN, "gossipd is stopping");
 	for (size_t i = 0; i < ps->n; i++) {
+		if (!ps->peer[i].timers_ready)
+			continue;
 		uv_close((uv_handle_t *)&ps->peer[i].retry, NULL);
 		uv_close((uv_handle_t *)&ps->peer[i].leave, NULL);
 	}
@@ -405,110 +444,4 @@ void peers_reconnect_all(peers *ps, uint16_t reason, const char *text)
 		return;
 	for (size_t i = 0; i < ps->n; i++)
 		peers_close(&ps->peer[i], reason, text);
-}
-
-static peer *peer_listed(peers *ps, const uint8_t key[GSP_KEY_BYTES])
-{
-	for (size_t j = 0; j < ps->n; j++)
-		if (!memcmp(ps->peer[j].cfg.public_key, key, GSP_KEY_BYTES))
-			return &ps->peer[j];
-	return NULL;
-}
-
-static bool in_config(const gsp_daemon_config *cfg, const uint8_t key[GSP_KEY_BYTES])
-{
-	for (size_t i = 0; i < cfg->n_peers; i++)
-		if (!memcmp(key, cfg->peers[i].public_key, GSP_KEY_BYTES))
-			return true;
-	return false;
-}
-
-/* A peer the reload lists for the first time. */
-static void peer_add(peers *ps, const gsp_peer_config *pc)
-{
-	if (ps->n == GSP_MAX_PEERS) {
-		gsp_err("reload: cannot add another peer (%d at most)", GSP_MAX_PEERS);
-		return;
-	}
-	peer *p = &ps->peer[ps->n];
-	memset(p, 0, sizeof(*p));
-	p->set = ps;
-	p->index = ps->n;
-	p->cfg = *pc;
-	peer_name(p);
-	int err = ps->ops->added(ps->ctx, p);
-	if (err) {
-		gsp_err("reload: cannot add peer %s: %s", p->name, gsp_strerror(err));
-		return;
-	}
-	ps->n++;
-	gsp_info("reload: peer %s added", p->name);
-	peers__start_peer(p);
-}
-
-/* A removed peer goes: no more dialing, its sessions close. */
-static void peer_remove(peer *p)
-{
-	p->removed = true;
-	p->leaving = false;
-	uv_timer_stop(&p->retry);
-	uv_timer_stop(&p->leave);
-	if (p->dialed)
-		link_close(p->dialed, GSP_BYE_UNSPECIFIED, "");
-	peers_close(p, GSP_BYE_NOT_ALLOWED, "removed from the configuration");
-}
-
-void peers_leave_done(peer *p)
-{
-	if (!p->leaving)
-		return;
-	gsp_info("peer %s: its edge has ended; removed", p->name);
-	peer_remove(p);
-}
-
-static void on_leave_wait(uv_timer_t *t)
-{
-	peer *p = t->data;
-	/* The edge layer logs how its generation ends. */
-	if (p->leaving && p->set->ops->leave_expired)
-		p->set->ops->leave_expired(p->set->ctx, p);
-}
-
-void peers_update(peers *ps, const gsp_daemon_config *cfg)
-{
-	for (size_t j = 0; j < ps->n; j++) {
-		peer *p = &ps->peer[j];
-		if (p->removed || p->leaving || in_config(cfg, p->cfg.public_key))
-			continue;
-		if (ps->ops->removed(ps->ctx, p)) {
-			gsp_info("reload: peer %s removed", p->name);
-			peer_remove(p);
-		} else {
-			gsp_info("reload: peer %s removed; it stays until its edge has "
-				 "ended at the same round at both ends (at most LeaveWait, "
-				 "%u ms)", p->name, cfg->leave_wait_ms);
-			p->leaving = true;
-			uv_timer_start(&p->leave, on_leave_wait, cfg->leave_wait_ms, 0);
-		}
-	}
-	for (size_t i = 0; i < cfg->n_peers; i++) {
-		const gsp_peer_config *pc = &cfg->peers[i];
-		if (!memcmp(pc->public_key, ps->key->pub, GSP_KEY_BYTES))
-			continue;
-		peer *p = peer_listed(ps, pc->public_key);
-		if (!p) {
-			peer_add(ps, pc);
-			continue;
-		}
-		bool moved = strcmp(p->cfg.endpoint, pc->endpoint) != 0 || p->removed;
-		if (p->removed || p->leaving)
-			gsp_info("reload: peer %s added again", p->name);
-		p->removed = p->leaving = false;
-		uv_timer_stop(&p->leave);
-		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
-		memcpy(p->cfg.name, pc->name, sizeof(p->cfg.name));
-		p->cfg.weight = pc->weight;
-		if (moved && !p->session && !p->dialed)
-			peers__dial_now(p);
-	}
 }

@@ -8,6 +8,12 @@
  * timestamp, and gives a removed peer LeaveWait to leave.  It reports up
  * only through peers_ops: sessions coming and
  * going, and their frames.
+ *
+ * A peer is found by its public key; its slot (peer.index, also its
+ * edge's and engine edge's index) is reused by a peer added later once
+ * the removed one is gone: its edge's generation ended, none of its
+ * links is left, and ops->reusable agrees (docs/ARCHITECTURE.md, "The
+ * peer table").
  */
 #ifndef GOSSIPD_PEERS_H
 #define GOSSIPD_PEERS_H
@@ -29,17 +35,38 @@
 
 typedef struct peers peers;
 
+/* Where a peer stands in the configuration. */
+typedef enum peer_listing {
+	PEER_LISTED = 0,         /* in the configuration */
+	PEER_LEAVING,            /* dropped by a reload; its edge's generation
+				  * still ends with it (at most LeaveWait) */
+	PEER_LEAVE_EXPIRED,      /* LeaveWait passed: the edge ends here alone */
+	PEER_GONE,               /* dropped, its edge ended with it (or had
+				  * nothing to end): the slot may be reused */
+	PEER_GONE_ALONE,         /* dropped, its edge ended here without its
+				  * answer: the slot is reused last, so that
+				  * the peer added back reconciles the count */
+} peer_listing;
+
+/* A key whose slot another peer took, with its newest handshake
+ * timestamp: added back, it starts from that, not from zero. */
+typedef struct peer_retired {
+	uint8_t key[GSP_KEY_BYTES];
+	uint8_t ts[GSP_HS_TIMESTAMP];
+} peer_retired;
+
 typedef struct peer {
 	peers *set;
-	size_t index;            /* config order; also the engine edge index */
+	size_t index;            /* its slot: also its edge's and engine edge's */
 	gsp_peer_config cfg;
 	char name[12];           /* short key for logs */
 	plink *session;           /* the established session, if any */
 	plink *dialed;            /* our connection while it is made */
 	plink *held;              /* its session, up while our dial that
 				   * would win over it is still under way */
-	bool removed;            /* dropped from the config by a reload */
-	bool leaving;            /* dropped, but its edge is still ending */
+	peer_listing listing;
+	unsigned links;          /* links bound to it not yet down */
+	bool timers_ready;       /* retry and leave are initialised */
 	bool resolving;
 	bool rekeying;           /* dialing to replace a session (RekeyAfter) */
 	struct addrinfo *addrs, *addr_next;  /* Endpoint name's addresses */
@@ -58,7 +85,8 @@ typedef struct peers_ops {
 	int (*frame)(void *ctx, peer *p, const uint8_t *pt, size_t len);
 	/* p's session ended (p->session is NULL again). */
 	void (*session_down)(void *ctx, peer *p);
-	/* A reload added p (its index is the next one): 0, or a negative
+	/* A reload added p, in a new slot (p->index is the next one) or in
+	 * the slot of a gone peer that reusable allowed: 0, or a negative
 	 * errno to leave it out. */
 	int (*added)(void *ctx, peer *p);
 	/* A reload removes p: true if it may go now, false if it must
@@ -67,6 +95,9 @@ typedef struct peers_ops {
 	/* LeaveWait passed and p is still leaving: its edge ends without
 	 * it (peers_leave_done follows, now or once that could happen). */
 	void (*leave_expired)(void *ctx, peer *p);
+	/* Whether gone p's slot may take another peer now (its edge holds
+	 * nothing of it any more); NULL: always. */
+	bool (*reusable)(void *ctx, const peer *p);
 } peers_ops;
 
 struct peers {
@@ -77,7 +108,10 @@ struct peers {
 	uv_tcp_t listener;
 	char listen_addr[GSP_ADDR_MAX];  /* as bound (the real port) */
 	peer *peer;              /* room for GSP_MAX_PEERS: pointers stay valid */
-	size_t n;
+	size_t n;                /* slots used so far (gone ones included) */
+	peer_retired *retired;   /* room for GSP_MAX_PEERS, a ring */
+	link_stats retired_stats;  /* traffic of peers whose slot went */
+	size_t n_retired, retired_next;
 	const peers_ops *ops;
 	void *ctx;
 	bool stopping;
@@ -124,6 +158,12 @@ int peers_set_replay_file(peers *ps, const char *path);
 /* Applies a re-read configuration's [Peer] list (and its LeaveWait for
  * the peers it removes). */
 void peers_update(peers *ps, const gsp_daemon_config *cfg);
+/* Whether p is listed (not leaving, not gone), and whether it is
+ * leaving (its edge still ends its generation with it). */
+bool peers_listed(const peer *p);
+bool peers_leaving(const peer *p);
+/* Bytes sent and received on every link so far, peers gone included. */
+void peers_traffic(const peers *ps, uint64_t *ret_tx, uint64_t *ret_rx);
 /* Listed peers (this node's degree), at least 1. */
 uint16_t peers_degree(const peers *ps);
 /* "down", "connecting" or "handshake" while p has no session, else

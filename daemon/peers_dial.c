@@ -24,7 +24,7 @@ void peers__forget_addrs(peer *p)
 
 static bool may_dial(const peer *p)
 {
-	return !p->set->stopping && !p->removed && p->cfg.endpoint[0];
+	return !p->set->stopping && peers__present(p) && p->cfg.endpoint[0];
 }
 
 /* No session, or one to replace with a new handshake (a rekey). */
@@ -56,6 +56,7 @@ static void connect_to(peer *p, const struct sockaddr *sa)
 		return;
 	}
 	link_bind(l, p, &p->stats, p->name);
+	p->links++;
 	p->dialed = l;
 }
 
@@ -144,13 +145,16 @@ static void dial(uv_timer_t *t)
 	}
 }
 
-/* A peer's retry and LeaveWait timers, and a first dial if it has an
- * endpoint. */
+/* A peer's retry and LeaveWait timers (once per slot), and a first
+ * dial if it has an endpoint. */
 void peers__start_peer(peer *p)
 {
-	uv_timer_init(p->set->loop, &p->retry);
+	if (!p->timers_ready) {
+		uv_timer_init(p->set->loop, &p->retry);
+		uv_timer_init(p->set->loop, &p->leave);
+		p->timers_ready = true;
+	}
 	p->retry.data = p;
-	uv_timer_init(p->set->loop, &p->leave);
 	p->leave.data = p;
 	p->backoff_ms = PEERS_BACKOFF_MIN_MS;
 	if (p->cfg.endpoint[0])

@@ -7,14 +7,27 @@
 
 #include "peers.h"
 
+/* Listed or leaving: not gone. */
+static inline bool peers__present(const peer *p)
+{
+	return p->listing < PEER_GONE;
+}
+
+/* p's short name for logs, from its key. */
+void peers__name(peer *p);
+/* Keeps key's newest timestamp ts after its slot went to another peer
+ * (peers_reload.c), so that the key, listed again, takes no older
+ * handshake. */
+void peers__retire(peers *ps, const uint8_t key[GSP_KEY_BYTES],
+		   const uint8_t ts[GSP_HS_TIMESTAMP]);
 /* Drops the addresses a name resolved to. */
 void peers__forget_addrs(peer *p);
 /* Dials again after the backoff delay (doubling, +-25% jitter). */
 void peers__dial_later(peer *p);
 /* Dials the next resolved address, or again later when none is left. */
 void peers__dial_next_or_later(peer *p);
-/* The peer's retry and LeaveWait timers, and a first dial if it has an
- * Endpoint. */
+/* The peer's retry and LeaveWait timers (initialised once per slot),
+ * and a first dial if it has an Endpoint. */
 void peers__start_peer(peer *p);
 /* Dials a new session to replace p's (a rekey), unless a dial is under
  * way; the new one replaces the old when it is up (PROTOCOL.md 4.8). */

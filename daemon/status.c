@@ -114,7 +114,7 @@ static void put_num(sbuf *b, double v)
 static const char *edge_state_name(const peer *p, edge_state state)
 {
 	const char *link = peers_link_state(p);
-	if (p->leaving)
+	if (peers_leaving(p))
 		return "leaving";
 	if (link)
 		return link;
@@ -217,6 +217,7 @@ char *status_json(const gossipd *d)
 	put_str(&b, d->key_b64);
 	put(&b, ",\"listen\":");
 	put_str(&b, d->mesh.peers.listen_addr);
+	put(&b, ",\"peer_slots\":%zu", d->mesh.peers.n);
 	put(&b, ",\"socket\":");
 	put_str(&b, d->cfg.socket_path);
 	if (d->metrics_addr[0]) {
@@ -283,7 +284,7 @@ char *status_json(const gossipd *d)
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {
-		if (ps->peer[i].removed)
+		if (!peers_listed(&ps->peer[i]) && !peers_leaving(&ps->peer[i]))
 			continue;
 		if (!first)
 			put(&b, ",");

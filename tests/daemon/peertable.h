@@ -45,7 +45,7 @@ static inline bool table_removed(void *ctx, peer *p)
 }
 
 static const peers_ops table_ops = {table_up, table_frame, table_down,
-				    table_added, table_removed, NULL};
+				    table_added, table_removed, NULL, NULL};
 
 /* A table on loop that lists `listed`, dialing it at endpoint unless
  * that is NULL (then it only accepts); its timestamps in the replay file

@@ -26,7 +26,7 @@ LAYERS = ["rxbuf", "link", "peers", "edge", "core", "mesh", "model", "step",
           "status", "api", "metrics_http", "main"]
 # Files of a module other than <module>.c/.h.
 FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link",
-         "peers_dial.c": "peers", "peers_impl.h": "peers",
+         "peers_dial.c": "peers", "peers_reload.c": "peers", "peers_impl.h": "peers",
          "api_socket.c": "api", "api_socket.h": "api",
          "edges.c": "edge", "edge_gen.c": "edge", "edge_end.c": "edge", "edge_records.c": "edge", "edge_sched.c": "edge",
          "edge_impl.h": "edge", "edges_api.c": "edge", "core_average.c": "core", "core_impl.h": "core",

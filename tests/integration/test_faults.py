@@ -43,6 +43,7 @@ usage: test_faults.py BUILD_DIR [unittest options, e.g. Faults.test_resets]
 GSP_KEEP_TMP=1 keeps each cluster's directory (configs, logs, dumps).
 """
 import array
+import base64
 import errno
 import math
 import os
@@ -300,6 +301,74 @@ class Faults(unittest.TestCase):
         print("sighup: edge 0-1 removed and re-added 16 times in %.1f s; "
               "rms spread %.3g -> %.3g; drift %.3g" % (cycling, s0, s1, drift))
         self.assertIn("GOODBYE not allowed (reason 6)", c.log(1))
+        self.assert_conserved(drift, s0, s1)
+
+    def test_sighup_slots_reused(self):
+        """Node 0's peer table by key, while every trainer steps.  Node 0
+        drops node 1 and lists an unknown key in one reload: node 1 is
+        leaving, so the key takes a new slot (3).  Then 7 times, node 0
+        drops node 1 (its edge ends with it, at the same round at both
+        ends), lists an unknown key in its place, then drops that key and
+        lists node 1 again (23 SIGHUPs in all).  A new key takes a gone
+        peer's slot: the table never grows past three slots (it grew by
+        one per new key), and node 1, back in a slot another key held,
+        starts a new generation from nothing there; the
+        average holds."""
+        c = self.cluster(4)
+        procs = self.stepping(c, "slots", lambda i: ["--data", WIDE])
+        self.assertTrue(cluster.eventually(lambda: self.steps(c, 0) >= 20, 30))
+        slots = []
+
+        def edges(i):
+            st = cluster.status(c.sockets[i])
+            if i == 0:
+                slots.append(st["peer_slots"])
+            return st["edges"]
+
+        def up(i):
+            return [e for e in edges(i) if e["state"] == "up"]
+
+        def reload(**kw):
+            c.write_config(0, **kw)
+            c.procs[0].send_signal(signal.SIGHUP)
+
+        def steps_on():
+            s = self.steps(c, 0)
+            self.assertTrue(cluster.eventually(lambda: self.steps(c, 0) >= s + 20, 15))
+
+        def back():
+            reload()
+            for i in (0, 1):
+                self.assertTrue(cluster.eventually(lambda: len(up(i)) == 2, 15), edges(i))
+            steps_on()
+        # Node 1 dropped and a stranger listed in one reload: node 1 is
+        # leaving (its generation ends with it), so its slot is not the
+        # stranger's.
+        reload(drop_peers=[1], extra_peers=[(base64.b64encode(os.urandom(32)).decode(),
+                                             None)])
+        self.assertTrue(cluster.eventually(
+            lambda: cluster.status(c.sockets[0])["peer_slots"] == 3, 15), edges(0))
+        back()
+        for k in range(7):
+            reload(drop_peers=[1])
+            self.assertTrue(cluster.eventually(lambda: len(edges(0)) == 1, 15), edges(0))
+            steps_on()
+            stranger = base64.b64encode(os.urandom(32)).decode()
+            reload(drop_peers=[1], extra_peers=[(stranger, None)])
+            self.assertTrue(cluster.eventually(
+                lambda: any(e["peer"] == stranger for e in edges(0)), 15), edges(0))
+            back()
+        self.stop(c, "slots", procs)
+        drift, s0, s1 = self.drift(c, "slots")
+        name1 = c.keys[1][1][:8]
+        reused = c.log(0).count("reload: peer %s added (slot" % name1)
+        print("slots: node 1 swapped with an unknown key 7 times (23 SIGHUPs); slots "
+              "%d..%d; node 1 back in a reused slot %d times; rms spread %.3g -> %.3g; "
+              "drift %.3g" % (min(slots), max(slots), reused, s0, s1, drift))
+        self.assertLessEqual(max(slots), 3, "the peer table grew")
+        # (Its own slot is free again once its links closed and its last
+        # update landed: the 20 steps give it time.)
+        self.assertGreaterEqual(reused, 5, "node 1 came back in its own slot")
         self.assert_conserved(drift, s0, s1)
 
     def test_removed_peer_that_does_not_answer(self):

@@ -1,0 +1,202 @@
+/* peers: applying a re-read [Peer] list (peers.h): peers found by key,
+ * a removed one leaving until its edge has ended, and the slots of gone
+ * peers taken by peers added later. */
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "peers_impl.h"
+
+/* ---- keys whose slot went to another peer ----------------------------- */
+
+void peers__retire(peers *ps, const uint8_t key[GSP_KEY_BYTES],
+		   const uint8_t ts[GSP_HS_TIMESTAMP])
+{
+	static const uint8_t zero[GSP_HS_TIMESTAMP];
+	if (!memcmp(ts, zero, sizeof(zero)))
+		return;          /* no handshake yet: nothing to refuse */
+	/* The oldest goes when the ring is full. */
+	peer_retired *r = &ps->retired[ps->retired_next];
+	ps->retired_next = (ps->retired_next + 1) % GSP_MAX_PEERS;
+	if (ps->n_retired < GSP_MAX_PEERS)
+		ps->n_retired++;
+	memcpy(r->key, key, GSP_KEY_BYTES);
+	memcpy(r->ts, ts, GSP_HS_TIMESTAMP);
+}
+
+/* p's key, listed again: its newest timestamp, if its slot went. */
+static void unretire(peers *ps, peer *p)
+{
+	for (size_t i = 0; i < ps->n_retired; i++)
+		if (!memcmp(ps->retired[i].key, p->cfg.public_key, GSP_KEY_BYTES)) {
+			memcpy(p->last_ts, ps->retired[i].ts, GSP_HS_TIMESTAMP);
+			memset(&ps->retired[i], 0, sizeof(ps->retired[i]));
+			return;
+		}
+}
+
+/* ---- slots ------------------------------------------------------------ */
+
+static peer *peer_listed(peers *ps, const uint8_t key[GSP_KEY_BYTES])
+{
+	for (size_t j = 0; j < ps->n; j++)
+		if (!memcmp(ps->peer[j].cfg.public_key, key, GSP_KEY_BYTES))
+			return &ps->peer[j];
+	return NULL;
+}
+
+static bool in_config(const gsp_daemon_config *cfg, const uint8_t key[GSP_KEY_BYTES])
+{
+	for (size_t i = 0; i < cfg->n_peers; i++)
+		if (!memcmp(key, cfg->peers[i].public_key, GSP_KEY_BYTES))
+			return true;
+	return false;
+}
+
+/* p is gone as `how` says, and nothing of it is left: no link (whose
+ * callbacks would find the slot's next peer), no name being resolved,
+ * and its edge holds nothing of it (ops->reusable). */
+static bool slot_free(peers *ps, const peer *p, peer_listing how)
+{
+	return p->listing == how && !p->links && !p->resolving &&
+	       (!ps->ops->reusable || ps->ops->reusable(ps->ctx, p));
+}
+
+static peer *free_slot(peers *ps, peer_listing how)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (slot_free(ps, &ps->peer[i], how))
+			return &ps->peer[i];
+	return NULL;
+}
+
+/* A slot for a new peer: a gone peer's whose edge ended with it, else a
+ * new one, else (the table full) one whose edge ended alone: that peer,
+ * added back, can no longer reconcile its count. */
+static peer *take_slot(peers *ps)
+{
+	peer *p = free_slot(ps, PEER_GONE);
+	if (!p && ps->n < GSP_MAX_PEERS) {
+		p = &ps->peer[ps->n];
+		memset(p, 0, sizeof(*p));
+		p->set = ps;
+		p->index = ps->n;
+		return p;
+	}
+	if (!p && (p = free_slot(ps, PEER_GONE_ALONE)))
+		gsp_warn("reload: the peer table is full: peer %s's slot, whose edge "
+			 "ended without its answer, goes to another peer", p->name);
+	if (!p)
+		return NULL;
+	/* Everything of the gone peer goes but its timestamp (kept apart)
+	 * and the slot's timers (initialised, so the loop knows them: the
+	 * bytes are put back at the same address). */
+	peers__retire(ps, p->cfg.public_key, p->last_ts);
+	ps->retired_stats.tx_bytes += p->stats.tx_bytes;
+	ps->retired_stats.rx_bytes += p->stats.rx_bytes;
+	ps->retired_stats.tx_frames += p->stats.tx_frames;
+	ps->retired_stats.rx_frames += p->stats.rx_frames;
+	peer old = *p;
+	memset(p, 0, sizeof(*p));
+	p->set = ps;
+	p->index = old.index;
+	p->timers_ready = old.timers_ready;
+	memcpy(&p->retry, &old.retry, sizeof(p->retry));
+	memcpy(&p->leave, &old.leave, sizeof(p->leave));
+	return p;
+}
+
+/* A peer the reload lists for the first time (or again, after its slot
+ * went to another). */
+static void peer_add(peers *ps, const gsp_peer_config *pc)
+{
+	peer *p = take_slot(ps);
+	if (!p) {
+		gsp_err("reload: cannot add another peer (%d at most)", GSP_MAX_PEERS);
+		return;
+	}
+	p->cfg = *pc;
+	peers__name(p);
+	unretire(ps, p);
+	int err = ps->ops->added(ps->ctx, p);
+	if (err) {
+		gsp_err("reload: cannot add peer %s: %s", p->name, gsp_strerror(err));
+		p->listing = PEER_GONE;   /* its slot is free again */
+		return;
+	}
+	if (p->index == ps->n)
+		ps->n++;
+	gsp_info("reload: peer %s added (slot %zu)", p->name, p->index);
+	peers__start_peer(p);
+}
+
+/* A removed peer goes: no more dialing, its sessions close. */
+static void peer_remove(peer *p, peer_listing how)
+{
+	p->listing = how;
+	uv_timer_stop(&p->retry);
+	uv_timer_stop(&p->leave);
+	peers__forget_addrs(p);
+	if (p->dialed)
+		link_close(p->dialed, GSP_BYE_UNSPECIFIED, "");
+	peers_close(p, GSP_BYE_NOT_ALLOWED, "removed from the configuration");
+}
+
+void peers_leave_done(peer *p)
+{
+	if (!peers_leaving(p))
+		return;
+	gsp_info("peer %s: its edge has ended; removed", p->name);
+	peer_remove(p, p->listing == PEER_LEAVE_EXPIRED ? PEER_GONE_ALONE : PEER_GONE);
+}
+
+static void on_leave_wait(uv_timer_t *t)
+{
+	peer *p = t->data;
+	if (p->listing != PEER_LEAVING)
+		return;
+	p->listing = PEER_LEAVE_EXPIRED;
+	/* The edge layer logs how its generation ends. */
+	if (p->set->ops->leave_expired)
+		p->set->ops->leave_expired(p->set->ctx, p);
+}
+
+void peers_update(peers *ps, const gsp_daemon_config *cfg)
+{
+	for (size_t j = 0; j < ps->n; j++) {
+		peer *p = &ps->peer[j];
+		if (!peers_listed(p) || in_config(cfg, p->cfg.public_key))
+			continue;
+		if (ps->ops->removed(ps->ctx, p)) {
+			gsp_info("reload: peer %s removed", p->name);
+			peer_remove(p, PEER_GONE);
+		} else {
+			gsp_info("reload: peer %s removed; it stays until its edge has "
+				 "ended at the same round at both ends (at most LeaveWait, "
+				 "%u ms)", p->name, cfg->leave_wait_ms);
+			p->listing = PEER_LEAVING;
+			uv_timer_start(&p->leave, on_leave_wait, cfg->leave_wait_ms, 0);
+		}
+	}
+	for (size_t i = 0; i < cfg->n_peers; i++) {
+		const gsp_peer_config *pc = &cfg->peers[i];
+		if (!memcmp(pc->public_key, ps->key->pub, GSP_KEY_BYTES))
+			continue;
+		peer *p = peer_listed(ps, pc->public_key);
+		if (!p) {
+			peer_add(ps, pc);
+			continue;
+		}
+		bool gone = !peers_listed(p) && !peers_leaving(p);
+		bool moved = strcmp(p->cfg.endpoint, pc->endpoint) != 0 || gone;
+		if (!peers_listed(p))
+			gsp_info("reload: peer %s added again", p->name);
+		p->listing = PEER_LISTED;
+		uv_timer_stop(&p->leave);
+		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
+		memcpy(p->cfg.name, pc->name, sizeof(p->cfg.name));
+		p->cfg.weight = pc->weight;
+		if (moved && !p->session && !p->dialed)
+			peers__dial_now(p);
+	}
+}
