@@ -24,6 +24,7 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "gossipd.sock");
 	gsp_config_default(&cfg->engine);
 	cfg->engine.rank = GSP_DAEMON_DEFAULT_RANK;
+	cfg->max_rank = GSP_MAX_RANK;
 	cfg->topology = GSP_TOPO_RING;
 	cfg->max_staleness = 4;
 	cfg->max_wait_ms = GSP_DAEMON_DEFAULT_MAX_WAIT_MS;
@@ -151,10 +152,18 @@ static int node_key(parser *p, const char *name, const char *v)
 			       ? config__fail(p, -EINVAL, "unknown Method '%s' (powergossip, "
 					 "exact, choco-topk, choco-randk, choco-sign)", v)
 			       : 1;
-	if (!strcmp(name, "Rank"))
+	if (!strcmp(name, "Rank")) {
+		p->rank_line = p->line;
 		return parse_uint(v, GSP_MAX_RANK, &c->engine.rank) || !c->engine.rank
 			       ? config__fail(p, -EINVAL, "Rank must be 1..1024, not '%s'", v)
 			       : 1;
+	}
+	if (!strcmp(name, "MaxRank")) {
+		p->max_rank_line = p->line;
+		return parse_uint(v, GSP_MAX_RANK, &c->max_rank) || !c->max_rank
+			       ? config__fail(p, -EINVAL, "MaxRank must be 1..1024, not '%s'", v)
+			       : 1;
+	}
 	if (!strcmp(name, "Gamma")) {
 		p->gamma_line = p->line;
 		if (!strcmp(v, "auto")) {

@@ -8,7 +8,9 @@
  *   PrivateKeyFile = /var/lib/gossipd/private.key
  *   Socket = /run/gossipd/gossipd.sock
  *   Method = powergossip               powergossip|exact|choco-*
- *   Rank = 4
+ *   Rank = 4                           the default of a trainer that
+ *                                      asks none (REGISTER's options)
+ *   MaxRank = 64                       the most a trainer may ask
  *   Gamma = 1.0                        or "auto" with Topology and Nodes
  *   AverageSchedule = finite           AVERAGE runs the finite-time
  *                                      schedule (Topology and Nodes); off
@@ -66,7 +68,9 @@ typedef struct gsp_daemon_config {
 	uint8_t private_key[GSP_KEY_BYTES];
 	bool have_private_key;          /* inline PrivateKey = ... */
 	char socket_path[GSP_PATH_MAX];
-	gsp_config engine;
+	gsp_config engine;              /* a model's settings, unless its
+					   REGISTER asks others */
+	unsigned max_rank;              /* MaxRank: the most one may ask */
 	bool gamma_auto;
 	gsp_topology topology;          /* for Gamma = auto, AverageSchedule */
 	unsigned nodes;

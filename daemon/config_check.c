@@ -55,6 +55,11 @@ int config__check(parser *p)
 		p->line = 0;
 		return config__fail(p, -EINVAL, "SimSeed needs Index in [Node]");
 	}
+	if (c->engine.rank > c->max_rank) {
+		p->line = p->rank_line ? p->rank_line : p->max_rank_line;
+		return config__fail(p, -EINVAL, "Rank %u%s is above MaxRank %u", c->engine.rank,
+			    p->rank_line ? "" : " (the default)", c->max_rank);
+	}
 	if (c->gamma_auto && !c->nodes) {
 		p->line = 0;
 		return config__fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");

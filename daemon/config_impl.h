@@ -23,6 +23,8 @@ typedef struct parser {
 	int err;
 	unsigned err_line;
 	unsigned gamma_line;    /* the last Gamma = line */
+	unsigned rank_line;     /* the last Rank = line */
+	unsigned max_rank_line; /* the last MaxRank = line */
 	unsigned schedule_line; /* the last AverageSchedule = line */
 	char *msg;
 	size_t msg_len;

@@ -12,7 +12,8 @@
  *           edge_ops
  *   mesh    binds each peer's session to its edge; holds a reload that
  *           comes while the engine is busy
- *   model   REGISTER/DETACH: the trainer's mapped buffer, layout, node
+ *   model   REGISTER/DETACH: its options (model_options), the trainer's
+ *           mapped buffer, layout, node
  *   step    STEP, DRAIN, AVERAGE in one state; engine work off the loop
  *   status  the STATUS document
  *   api     the Unix-socket server: the only module that knows a client

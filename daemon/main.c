@@ -225,7 +225,7 @@ static int setup(gossipd *d, const char *config_path)
 		fprintf(stderr, "gossipd: %s\n", msg);
 		return rc;
 	}
-	model_init(&d->model, &d->mesh, &d->cfg.engine);
+	model_init(&d->model, &d->mesh, &d->cfg);
 	state_files(d);
 	return 0;
 }

@@ -11,10 +11,11 @@
 
 #include "log.h"
 #include "model.h"
+#include "model_options.h"
 
-void model_init(model *m, mesh *ms, const gsp_config *engine)
+void model_init(model *m, mesh *ms, const gsp_daemon_config *cfg)
 {
-	*m = (model){.mesh = ms, .engine = engine, .fd = -1, .hold_fd = -1};
+	*m = (model){.mesh = ms, .cfg = cfg, .fd = -1, .hold_fd = -1};
 }
 
 void model_hold_connection(model *m, int fd)
@@ -74,7 +75,7 @@ static int layout_of(const gsp_api_register *reg, gsp_layout **ret,
 
 static int describe(model *m, const gsp_wire_tensor *wire, uint32_t n)
 {
-	const gsp_config *c = m->engine;
+	const gsp_config *c = &m->settings;
 	gsp_model_desc desc = {
 		.method = (uint8_t)c->method, .rank = (uint16_t)c->rank,
 		.warm_start = c->warm_start, .gamma = c->gamma,
@@ -166,6 +167,7 @@ int model_register(model *m, void *owner, const char *trainer,
 {
 	gsp_api_register reg;
 	gsp_wire_tensor *wire = NULL;
+	gsp_config settings;
 	int err = gsp_api_register_decode(body, len, &reg);
 	if (err) {
 		snprintf(err_text, err_len, "malformed REGISTER: %s", gsp_strerror(err));
@@ -183,6 +185,9 @@ int model_register(model *m, void *owner, const char *trainer,
 				 "must detach or exit first", m->trainer);
 		goto refuse;
 	}
+	err = model_options_resolve(m->cfg, &reg.opts, &settings, err_text, err_len);
+	if (err)
+		goto refuse;
 	if (fd < 0) {
 		snprintf(err_text, err_len, "REGISTER needs the buffer's fd "
 			 "(SCM_RIGHTS)");
@@ -191,6 +196,7 @@ int model_register(model *m, void *owner, const char *trainer,
 	}
 	m->fd = fd;
 	fd = -1;
+	m->settings = settings;
 	err = layout_of(&reg, &m->layout, &wire);
 	if (err) {
 		snprintf(err_text, err_len, "bad tensor list: %s", gsp_strerror(err));
@@ -227,7 +233,7 @@ int model_register(model *m, void *owner, const char *trainer,
 		em.owner.dev = (uint64_t)st.st_dev;
 		em.owner.ino = (uint64_t)st.st_ino;
 		take_undo(m, need / 4, &em.owner);
-		err = gsp_node_new(m->layout, m->params, m->engine, &m->node);
+		err = gsp_node_new(m->layout, m->params, &m->settings, &m->node);
 	}
 	if (err) {
 		snprintf(err_text, err_len, "cannot set up the engine: %s",
@@ -236,8 +242,8 @@ int model_register(model *m, void *owner, const char *trainer,
 	}
 	em.node = m->node;
 	em.layout = m->layout;
-	em.method = (uint8_t)m->engine->method;
-	em.rank = (uint16_t)m->engine->rank;
+	em.method = (uint8_t)m->settings.method;
+	em.rank = (uint16_t)m->settings.rank;
 	em.summary = m->summary;
 	memcpy(em.fingerprint, m->fingerprint, sizeof(em.fingerprint));
 	/* Sizes need the node's edges: attach, then measure. */

@@ -1,6 +1,7 @@
 /*
- * model: the registered model.  It owns REGISTER (checking the trainer's
- * buffer, mapping it, building the layout and the engine node, and
+ * model: the registered model.  It owns REGISTER (its options within the
+ * config, model_options.h; checking the trainer's buffer, mapping it,
+ * building the layout and the engine node, and
  * attaching the node to the edges) and DETACH (unmapping, freeing), with
  * the model's fingerprint and summary, and the buffer's undo section.
  * The buffer is the trainer's; the daemon writes it only inside a
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "gossip.h"
 #include "mesh.h"
 #include "proto.h"
@@ -19,7 +21,8 @@
 
 typedef struct model {
 	mesh *mesh;
-	const gsp_config *engine;   /* the daemon's engine settings */
+	const gsp_daemon_config *cfg;  /* defaults and limits of settings */
+	gsp_config settings;     /* the registered model's (its REGISTER's) */
 	bool registered;
 	void *owner;             /* the API client that registered it */
 	char trainer[GSP_API_NAME_MAX + 1];  /* the owner's HELLO name */
@@ -40,13 +43,15 @@ typedef struct model {
 	int hold_fd;
 } model;
 
-void model_init(model *m, mesh *ms, const gsp_config *engine);
+void model_init(model *m, mesh *ms, const gsp_daemon_config *cfg);
 
 /* REGISTER from owner (HELLO name trainer): body is the request, fd the
  * buffer it passed (-1 if none).  The call always takes fd: it is the
  * model's on success and closed on failure.  On failure the reason is in
- * err; -EBADMSG means the request itself is malformed.  Every session is
- * then closed, so it redials with the new MODEL. */
+ * err; -EBADMSG means the request itself is malformed, -ERANGE or
+ * -EOPNOTSUPP options the config does not allow (model_options.h): then
+ * nothing changed.  On success every session is closed, so it redials
+ * with the new MODEL. */
 int model_register(model *m, void *owner, const char *trainer,
 		   const uint8_t *body, size_t len, int fd, char *err,
 		   size_t err_len);

@@ -238,6 +238,9 @@ char *status_json(const gossipd *d)
 		    (unsigned long long)gsp_layout_floats(m->layout), fp,
 		    (unsigned long long)d->mesh.edges.steps);
 		put_str(&b, m->summary);
+		put(&b, ",\"method\":\"%s\",\"rank\":%u,\"gamma\":",
+		    gsp_method_name(m->settings.method), m->settings.rank);
+		put_num(&b, m->settings.gamma);
 		put(&b, ",\"trainer\":");
 		put_str(&b, m->trainer);
 		put(&b, ",\"consensus_estimate\":");

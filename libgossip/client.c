@@ -754,8 +754,69 @@ fail:
 	return err;
 }
 
+/* The wire code of a method's name, or -EINVAL. */
+static int wire_method(const char *name)
+{
+	const char *known;
+
+	for (unsigned m = 0; (known = gsp_wire_method_name(m)) != NULL; m++)
+		if (!strcmp(name, known))
+			return (int)m;
+	return -EINVAL;
+}
+
+/* The wire form of a client's register options; -EINVAL if they break
+ * gsp_client_register_options' rules. */
+static int wire_options(const gsp_client_register_options *o,
+			gsp_api_register_opts *ret)
+{
+	gsp_api_register_opts w = {0};
+	int method;
+
+	if (!o) {
+		*ret = w;
+		return 0;
+	}
+	if (o->method) {
+		if ((method = wire_method(o->method)) < 0)
+			return -EINVAL;
+		w.set |= GSP_REG_METHOD;
+		w.method = (uint8_t)method;
+	}
+	if (o->rank > UINT16_MAX || o->power_iterations > UINT16_MAX ||
+	    !isfinite(o->gamma) || o->gamma < 0 ||
+	    (unsigned)o->precision > GSP_CLIENT_PRECISION_BFLOAT16)
+		return -EINVAL;
+	if (o->rank) {
+		w.set |= GSP_REG_RANK;
+		w.rank = (uint16_t)o->rank;
+	}
+	if (o->gamma > 0) {
+		w.set |= GSP_REG_GAMMA;
+		w.gamma = o->gamma;
+	}
+	if (o->power_iterations) {
+		w.set |= GSP_REG_ITERATIONS;
+		w.power_iterations = (uint16_t)o->power_iterations;
+	}
+	if (o->precision != GSP_CLIENT_PRECISION_DEFAULT) {
+		w.set |= GSP_REG_PRECISION;
+		w.precision = (uint8_t)(o->precision - GSP_CLIENT_PRECISION_FLOAT32 +
+					GSP_WIRE_PRECISION_FLOAT32);
+	}
+	*ret = w;
+	return 0;
+}
+
 int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 			float **ret_params)
+{
+	return gsp_client_register_opts(c, tensors, n, NULL, ret_params);
+}
+
+int gsp_client_register_opts(gsp_client *c, const gsp_tensor *tensors, size_t n,
+			     const gsp_client_register_options *opts,
+			     float **ret_params)
 {
 	gsp_api_register msg = {0};
 	gsp_wire_tensor *wire = NULL;
@@ -776,6 +837,8 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	if (c->params)
 		return local(c, -EBUSY);
 
+	if (wire_options(opts, &msg.opts) != 0)
+		return local(c, -EINVAL);
 	wire = calloc(n, sizeof(*wire));
 	if (!wire)
 		return local(c, -ENOMEM);
@@ -796,6 +859,8 @@ int gsp_client_register(gsp_client *c, const gsp_tensor *tensors, size_t n,
 		err = (int)size;
 		goto out;
 	}
+	if (msg.opts.set)
+		size += GSP_API_REGISTER_OPTS_BYTES;
 	frame = malloc(GSP_FRAME_HEADER + (size_t)size);
 	if (!frame) {
 		err = -ENOMEM;

@@ -329,6 +329,49 @@ GSP_EXPORT int gsp_client_connect_opts(const char *socket_path,
 GSP_EXPORT int gsp_client_register(gsp_client *c, const gsp_tensor *tensors,
 				   size_t n, float **ret_params) GSP_MUST_CHECK;
 
+/* Wire precisions of gsp_client_register_options.precision. */
+typedef enum gsp_client_precision {
+	GSP_CLIENT_PRECISION_DEFAULT = 0,  /* the daemon's: float32 */
+	GSP_CLIENT_PRECISION_FLOAT32,
+	GSP_CLIENT_PRECISION_FLOAT16,      /* the daemon refuses: not implemented */
+	GSP_CLIENT_PRECISION_BFLOAT16,     /* the daemon refuses: not implemented */
+} gsp_client_precision;
+
+/* Options of gsp_client_register_opts(): the engine settings this model
+ * asks of the daemon (PROTOCOL.md 5.2; both ends of an edge must ask the
+ * same, or the daemons refuse the edge naming both).  Zero-initialise,
+ * then set: a field left 0 (method NULL) is the daemon's config's. */
+typedef struct gsp_client_register_options {
+	const char *method;          /* "powergossip", "exact", "choco-topk",
+					"choco-randk" or "choco-sign"; NULL:
+					the daemon's Method */
+	unsigned rank;               /* powergossip's rank, 1..the daemon's
+					MaxRank; 0: its Rank */
+	float gamma;                 /* the consensus step, finite and > 0;
+					0: the daemon's Gamma */
+	unsigned power_iterations;   /* gossip rounds per STEP (the paper's
+					s): only 1 is implemented; 0: 1 */
+	gsp_client_precision precision;
+} gsp_client_register_options;
+
+/* gsp_client_register() asking for the settings in opts (NULL: the
+ * daemon's).  A registration again after a daemon restart asks the same.
+ * Besides gsp_client_register()'s errors: -EINVAL for an unknown method
+ * name or precision, a non-finite or negative gamma, a rank or iteration
+ * count above 65535; the daemon's -ERANGE (beyond its limits: a rank
+ * above MaxRank) or -EOPNOTSUPP (not implemented: more than one power
+ * iteration, a 16-bit precision; a rank for a method without one; a choco
+ * method that the daemon's AverageSchedule or Gamma = auto rule out),
+ * with its reason in gsp_client_last_error().
+ *
+ *	gsp_client_register_options o = {.method = "powergossip", .rank = 2};
+ *	r = gsp_client_register_opts(c, t, 2, &o, &params);
+ */
+GSP_EXPORT int gsp_client_register_opts(gsp_client *c, const gsp_tensor *tensors,
+					size_t n,
+					const gsp_client_register_options *opts,
+					float **ret_params) GSP_MUST_CHECK;
+
 /* One gossip step, typically right after the optimizer step: the daemon
  * applies every completed edge update into the buffer and projects the
  * next round.  flags: 0, GSP_CLIENT_STEP_SYNC (reproducible runs, tests)

@@ -99,6 +99,53 @@ int64_t gsp_api_register_size(const gsp_wire_tensor *tensors, uint32_t n)
 	return (int64_t)size;
 }
 
+/* Whether options keep their rules: known bits; a field not set is 0; a
+ * set one in its range (the daemon checks its own limits). */
+static bool register_opts_ok(const gsp_api_register_opts *o)
+{
+	uint8_t s = o->set;
+
+	if (s & ~GSP_REG_KNOWN)
+		return false;
+	if (s & GSP_REG_METHOD ? !gsp_wire_method_name(o->method) : o->method != 0)
+		return false;
+	if (s & GSP_REG_RANK ? o->rank == 0 : o->rank != 0)
+		return false;
+	if (s & GSP_REG_GAMMA ? !(isfinite(o->gamma) && o->gamma > 0)
+			      : (o->gamma != 0 || signbit(o->gamma)))
+		return false;
+	if (s & GSP_REG_ITERATIONS ? o->power_iterations == 0
+				   : o->power_iterations != 0)
+		return false;
+	if (s & GSP_REG_PRECISION ? o->precision > GSP_WIRE_PRECISION_BFLOAT16
+				  : o->precision != 0)
+		return false;
+	return true;
+}
+
+static void wr_register_opts(wr *w, const gsp_api_register_opts *o)
+{
+	wr_u8(w, o->set);
+	wr_u8(w, o->method);
+	wr_u16(w, o->rank);
+	wr_f32(w, o->gamma);
+	wr_u16(w, o->power_iterations);
+	wr_u8(w, o->precision);
+}
+
+static gsp_api_register_opts rd_register_opts(rd *r)
+{
+	gsp_api_register_opts o;
+
+	o.set = rd_u8(r);
+	o.method = rd_u8(r);
+	o.rank = rd_u16(r);
+	o.gamma = rd_f32(r);
+	o.power_iterations = rd_u16(r);
+	o.precision = rd_u8(r);
+	return o;
+}
+
 int gsp_api_register_encode(const gsp_api_register *msg,
 			    const gsp_wire_tensor *tensors, uint32_t n,
 			    uint8_t *buf, size_t cap, size_t *ret_len)
@@ -108,11 +155,15 @@ int gsp_api_register_encode(const gsp_api_register *msg,
 	wr w;
 	int r;
 
-	if (!msg)
+	if (!msg || !register_opts_ok(&msg->opts))
 		return -EINVAL;
 	need = gsp_api_register_size(tensors, n);
 	if (need < 0)
 		return (int)need;
+	if (msg->opts.set)
+		need += GSP_API_REGISTER_OPTS_BYTES;
+	if (need > GSP_API_MAX_FRAME)
+		return -EMSGSIZE;
 	r = gsp_wire_tensors_floats(tensors, n, &floats);
 	if (r < 0)
 		return r;
@@ -132,6 +183,8 @@ int gsp_api_register_encode(const gsp_api_register *msg,
 		for (unsigned d = 0; d < tensors[i].ndim; d++)
 			wr_u64(&w, tensors[i].dims[d]);
 	}
+	if (msg->opts.set)
+		wr_register_opts(&w, &msg->opts);
 	*ret_len = (size_t)need;
 	return 0;
 }
@@ -172,6 +225,7 @@ int gsp_api_register_decode(const uint8_t *buf, size_t len,
 {
 	gsp_api_register m;
 	uint64_t floats = 0;
+	bool has_opts;
 	rd r;
 	int err;
 
@@ -189,7 +243,6 @@ int gsp_api_register_decode(const uint8_t *buf, size_t len,
 	    m.n_tensors > r.left / 2)
 		return -EBADMSG;
 	m.tensor_bytes = r.p;
-	m.tensor_bytes_len = r.left;
 	for (uint32_t i = 0; i < m.n_tensors; i++) {
 		gsp_wire_tensor t;
 		uint64_t numel;
@@ -198,7 +251,14 @@ int gsp_api_register_decode(const uint8_t *buf, size_t len,
 			return -EBADMSG;
 		floats += numel;
 	}
-	if (!rd_done(&r) || m.buffer_bytes / 4 < floats)
+	m.tensor_bytes_len = (size_t)(r.p - m.tensor_bytes);
+	/* Then nothing, or the options whole (set 0 is never sent). */
+	has_opts = r.left != 0;
+	m.opts = (gsp_api_register_opts){0};
+	if (has_opts)
+		m.opts = rd_register_opts(&r);
+	if (!rd_done(&r) || m.buffer_bytes / 4 < floats ||
+	    (has_opts && m.opts.set == 0) || !register_opts_ok(&m.opts))
 		return -EBADMSG;
 	m.n_floats = floats;
 	*ret = m;

@@ -411,11 +411,38 @@ typedef struct gsp_api_hello {
 	size_t name_len;             /* 0..GSP_API_NAME_MAX, no NUL */
 } gsp_api_hello;
 
+/* REGISTER's options (PROTOCOL.md 5.2): the engine settings the trainer
+ * asks for this model.  A field whose bit is not in `set` is the daemon's
+ * (its config's default) and 0 on the wire; set 0 sends no options at all,
+ * so the message is the one older daemons read. */
+#define GSP_REG_METHOD 0x01u         /* method */
+#define GSP_REG_RANK 0x02u           /* rank */
+#define GSP_REG_GAMMA 0x04u          /* gamma */
+#define GSP_REG_ITERATIONS 0x08u     /* power_iterations */
+#define GSP_REG_PRECISION 0x10u      /* precision */
+#define GSP_REG_KNOWN 0x1fu
+#define GSP_API_REGISTER_OPTS_BYTES 11
+/* Wire precision of the factors a ROUND carries. */
+enum {
+	GSP_WIRE_PRECISION_FLOAT32 = 0,
+	GSP_WIRE_PRECISION_FLOAT16 = 1,
+	GSP_WIRE_PRECISION_BFLOAT16 = 2,
+};
+typedef struct gsp_api_register_opts {
+	uint8_t set;                 /* GSP_REG_* bits, only GSP_REG_KNOWN */
+	uint8_t method;              /* GSP_WIRE_METHOD_* */
+	uint16_t rank;               /* >= 1 */
+	float gamma;                 /* finite, > 0 */
+	uint16_t power_iterations;   /* gossip rounds per STEP, >= 1 */
+	uint8_t precision;           /* GSP_WIRE_PRECISION_* */
+} gsp_api_register_opts;
+
 /* REGISTER: the model in the shared buffer (the buffer's file descriptor
  * travels as SCM_RIGHTS ancillary data with this frame). */
 typedef struct gsp_api_register {
 	uint64_t buffer_bytes;       /* >= 4 * n_floats */
 	uint32_t n_tensors;          /* 1..GSP_API_MAX_TENSORS */
+	gsp_api_register_opts opts;  /* set 0: none (the daemon's settings) */
 	uint64_t n_floats;           /* decoder output: sum of the tensors */
 	const uint8_t *tensor_bytes; /* decoder output: the validated list */
 	size_t tensor_bytes_len;
@@ -516,18 +543,21 @@ int gsp_api_hello_ok_encode(const gsp_api_hello *msg, uint8_t *buf,
 int gsp_api_hello_ok_decode(const uint8_t *buf, size_t len,
 			    gsp_api_hello *ret) GSP_MUST_CHECK;
 
-/* Size of the REGISTER message for these tensors, or -EINVAL /
+/* Size of the REGISTER message for these tensors without options (add
+ * GSP_API_REGISTER_OPTS_BYTES when opts.set is not 0), or -EINVAL /
  * -EOVERFLOW / -EMSGSIZE (more than GSP_API_MAX_FRAME). */
 int64_t gsp_api_register_size(const gsp_wire_tensor *tensors,
 			      uint32_t n) GSP_MUST_CHECK;
-/* msg->buffer_bytes is read; n_tensors, n_floats and tensor_bytes are
- * ignored (taken from tensors/n).  Besides -EINVAL and -ENOBUFS: -EOVERFLOW
- * or -EMSGSIZE as gsp_api_register_size(). */
+/* msg->buffer_bytes and msg->opts are read (options that break the rules
+ * of gsp_api_register_opts: -EINVAL); n_tensors, n_floats and
+ * tensor_bytes are ignored (taken from tensors/n).  Besides -EINVAL and
+ * -ENOBUFS: -EOVERFLOW or -EMSGSIZE as gsp_api_register_size(). */
 int gsp_api_register_encode(const gsp_api_register *msg,
 			    const gsp_wire_tensor *tensors, uint32_t n,
 			    uint8_t *buf, size_t cap,
 			    size_t *ret_len) GSP_MUST_CHECK;
-/* Validates the whole message, every tensor included, before returning. */
+/* Validates the whole message, every tensor and the options included,
+ * before returning; ret->opts.set is 0 when it carries no options. */
 int gsp_api_register_decode(const uint8_t *buf, size_t len,
 			    gsp_api_register *ret) GSP_MUST_CHECK;
 /* Iterates the tensors of a successfully decoded REGISTER. */

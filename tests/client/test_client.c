@@ -59,6 +59,7 @@ struct server {
 	int registers;               /* REGISTER frames read */
 	ino_t ino[2];                /* the REGISTER fd's inode, per conn */
 	uint64_t steps;              /* STEP_OKs sent */
+	gsp_api_register_opts opts[2];   /* REGISTER options, per REGISTER */
 };
 
 /* Reads exactly len bytes; counts and collects SCM_RIGHTS fds into
@@ -580,6 +581,77 @@ START_TEST(test_local_checks)
 	server_stop(&s);
 	ck_assert(s.ok);
 	ck_assert_int_eq(s.requests, 0);
+}
+END_TEST
+
+/* ---- REGISTER's options ---------------------------------------------------- */
+
+/* Two REGISTERs: the first refused as a daemon beyond its limits would,
+ * the second accepted; the options of each are kept. */
+static void script_register_opts(server *s, int fd)
+{
+	uint8_t b[4096];
+	int fds[4];
+	gsp_api_register reg;
+
+	if (srv_hello(s, fd) < 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		int n_fds = 0;
+		ssize_t n = srv_recv(fd, b, sizeof(b), fds, &n_fds, 4);
+		for (int k = 0; k < n_fds && k < 4; k++)
+			close(fds[k]);
+		if (n < 0 || gsp_api_register_decode(b, (size_t)n, &reg) < 0)
+			return;
+		s->opts[i] = reg.opts;
+		if (i == 0 ? srv_send_error(fd, -ERANGE, "rank 9 is above this daemon's "
+					    "MaxRank 8")
+			   : srv_send_ok(fd))
+			return;
+	}
+	s->ok = true;
+	srv_wait_eof(fd);
+}
+
+START_TEST(test_register_options)
+{
+	gsp_tensor t = {.name = "w", .ndim = 2, .shape = {3, 4}};
+	server s;
+	gsp_client *c;
+	float *p = NULL;
+
+	server_start(&s, script_register_opts, 0);
+	ck_assert_int_eq(gsp_client_connect(s.path, "opts", &c), 0);
+	/* Local checks: nothing is sent. */
+	static const gsp_client_register_options bad[] = {
+		{.method = "powergosip"}, {.gamma = NAN}, {.gamma = INFINITY},
+		{.gamma = -1.0f}, {.rank = 65536}, {.power_iterations = 65536},
+		{.precision = (gsp_client_precision)9},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &bad[i], &p), -EINVAL);
+	/* Refused by the daemon: its code and reason, nothing registered. */
+	gsp_client_register_options o = {.method = "powergossip", .rank = 9,
+					 .gamma = 0.5f, .power_iterations = 1,
+					 .precision = GSP_CLIENT_PRECISION_FLOAT32};
+	ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &o, &p), -ERANGE);
+	ck_assert_str_eq(gsp_client_last_error(c), "rank 9 is above this daemon's MaxRank 8");
+	ck_assert_ptr_null(p);
+	/* Only the rank: the rest is the daemon's. */
+	o = (gsp_client_register_options){.rank = 2};
+	ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &o, &p), 0);
+	ck_assert_ptr_nonnull(p);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
+	ck_assert_uint_eq(s.opts[0].set, GSP_REG_KNOWN);
+	ck_assert_uint_eq(s.opts[0].method, 0);
+	ck_assert_uint_eq(s.opts[0].rank, 9);
+	ck_assert_float_eq(s.opts[0].gamma, 0.5f);
+	ck_assert_uint_eq(s.opts[0].power_iterations, 1);
+	ck_assert_uint_eq(s.opts[0].precision, GSP_WIRE_PRECISION_FLOAT32);
+	ck_assert_uint_eq(s.opts[1].set, GSP_REG_RANK);
+	ck_assert_uint_eq(s.opts[1].rank, 2);
 }
 END_TEST
 
@@ -1521,6 +1593,7 @@ static Suite *client_suite(bool slow)
 	tcase_add_test(tc, test_big_status);
 	tcase_add_test(tc, test_register_shared_memory);
 	tcase_add_test(tc, test_local_checks);
+	tcase_add_test(tc, test_register_options);
 	tcase_add_test(tc, test_error_replies);
 	tcase_add_loop_test(tc, test_version_mismatch, 0, 2);
 	tcase_add_loop_test(tc, test_malformed_reply, 0, BAD_COUNT);

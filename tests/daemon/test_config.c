@@ -102,6 +102,7 @@ START_TEST(test_defaults)
 	ck_assert_msg(parse("[Node]\n", &cfg, err) == 0, "%s", err);
 	ck_assert_int_eq(cfg.engine.method, GSP_METHOD_POWERGOSSIP);
 	ck_assert_uint_eq(cfg.engine.rank, 4);
+	ck_assert_uint_eq(cfg.max_rank, 1024);
 	ck_assert_uint_eq(cfg.max_staleness, 4);
 	ck_assert_uint_eq(cfg.rekey_after_s, 120);
 	ck_assert_uint_eq(cfg.drain_wait_ms, 2000);
@@ -120,6 +121,10 @@ START_TEST(test_errors_name_the_line)
 	} cases[] = {
 		{"[Node]\nRank = 0\n", "test.conf:2: Rank"},
 		{"[Node]\nRank = 4x\n", "test.conf:2: Rank"},
+		{"[Node]\nMaxRank = 0\n", "test.conf:2: MaxRank must be 1..1024"},
+		{"[Node]\nMaxRank = 1025\n", "test.conf:2: MaxRank must be 1..1024"},
+		{"[Node]\nMaxRank = 2\n\nRank = 3\n", "test.conf:4: Rank 3 is above MaxRank 2"},
+		{"[Node]\n\nMaxRank = 2\n", "test.conf:3: Rank 4 (the default) is above MaxRank 2"},
 		{"[Node]\n\nMethod = powergosip\n", "test.conf:3: unknown Method"},
 		{"[Node]\nGamma = -1\n", "test.conf:2: Gamma"},
 		{"[Node]\nGamma = nan\n", "test.conf:2: Gamma"},

@@ -55,7 +55,7 @@ static void setup_peers(size_t n_peers)
 	memset(&ctrs, 0, sizeof(ctrs));
 	char err[256];
 	ck_assert_int_eq(mesh_init(&ms, loop, &key, &ctrs, &cfg, err, sizeof(err)), 0);
-	model_init(&mdl, &ms, &cfg.engine);
+	model_init(&mdl, &ms, &cfg);
 	step_init(&st, loop, &mdl, cfg.max_staleness, cfg.max_wait_ms);
 }
 
@@ -102,13 +102,23 @@ static int buffer(size_t n, bool sealed)
 	return fd;
 }
 
-static size_t register_body(size_t n, uint64_t bytes, uint8_t *buf, size_t cap)
+static size_t register_body_opts(size_t n, uint64_t bytes,
+				 const gsp_api_register_opts *opts, uint8_t *buf,
+				 size_t cap)
 {
 	gsp_wire_tensor t = {.name = "w", .name_len = 1, .ndim = 1, .dims = {n}};
 	gsp_api_register reg = {.buffer_bytes = bytes};
 	size_t len;
+	if (opts)
+		reg.opts = *opts;
 	ck_assert_int_eq(gsp_api_register_encode(&reg, &t, 1, buf, cap, &len), 0);
 	return len;
+}
+
+/* A REGISTER of one tensor of n floats without options. */
+static size_t register_body(size_t n, uint64_t bytes, uint8_t *buf, size_t cap)
+{
+	return register_body_opts(n, bytes, NULL, buf, cap);
 }
 
 static bool fd_open(int fd)
@@ -173,6 +183,64 @@ START_TEST(test_unsealed_refusal_names_the_seals)
 	ck_assert_int_eq(model_register(&mdl, NULL, "t", body, len, buffer(8, false),
 					err, sizeof(err)), -EPERM);
 	ck_assert_ptr_nonnull(strstr(err, "F_SEAL_SHRINK"));
+}
+END_TEST
+
+/* ---- REGISTER's options ----------------------------------------------- */
+
+/* The trainer's method and rank become the model's settings, summary and
+ * fingerprint (what the peers compare). */
+START_TEST(test_register_options_choose_the_settings)
+{
+	client a;
+	uint8_t body[256], fp_default[GSP_FINGERPRINT_BYTES];
+	char err[256];
+	ck_assert_int_eq(do_register(&a, 8, true, NULL), 0);
+	ck_assert_int_eq(mdl.settings.method, GSP_METHOD_EXACT);   /* the config's */
+	memcpy(fp_default, mdl.fingerprint, sizeof(fp_default));
+	core_detach(&st.core, NULL, NULL);
+	gsp_api_register_opts o = {.set = GSP_REG_METHOD | GSP_REG_RANK,
+				   .method = GSP_WIRE_METHOD_POWERGOSSIP, .rank = 2};
+	size_t len = register_body_opts(8, 32, &o, body, sizeof(body));
+	ck_assert_int_eq(model_register(&mdl, &a, "a", body, len, buffer(8, true), err,
+					sizeof(err)), 0);
+	ck_assert_int_eq(mdl.settings.method, GSP_METHOD_POWERGOSSIP);
+	ck_assert_uint_eq(mdl.settings.rank, 2);
+	ck_assert_msg(strstr(mdl.summary, "powergossip r2,"), "%s", mdl.summary);
+	ck_assert(memcmp(fp_default, mdl.fingerprint, sizeof(fp_default)) != 0);
+}
+END_TEST
+
+/* Options beyond the config's limits: refused with the reason, the fd
+ * closed, and the daemon as it was (no model, free for the next). */
+START_TEST(test_register_beyond_the_limits_changes_nothing)
+{
+	client a;
+	uint8_t body[256];
+	char err[256] = "";
+	cfg.max_rank = 4;
+	int fd = buffer(8, true);
+	gsp_api_register_opts o = {.set = GSP_REG_METHOD | GSP_REG_RANK,
+				   .method = GSP_WIRE_METHOD_POWERGOSSIP, .rank = 5};
+	size_t len = register_body_opts(8, 32, &o, body, sizeof(body));
+	ck_assert_int_eq(model_register(&mdl, &a, "a", body, len, fd, err, sizeof(err)),
+			 -ERANGE);
+	ck_assert_msg(strstr(err, "rank 5 is above this daemon's MaxRank 4"), "%s", err);
+	ck_assert(!fd_open(fd));
+	ck_assert(!mdl.registered);
+	ck_assert_int_eq(mdl.fd, -1);
+	ck_assert_ptr_null(mdl.params);
+	ck_assert_ptr_null(mdl.layout);
+	ck_assert(!ms.edges.attached);
+	/* 16-bit on the wire: refused as not implemented. */
+	o = (gsp_api_register_opts){.set = GSP_REG_PRECISION,
+				    .precision = GSP_WIRE_PRECISION_FLOAT16};
+	len = register_body_opts(8, 32, &o, body, sizeof(body));
+	ck_assert_int_eq(model_register(&mdl, &a, "a", body, len, buffer(8, true), err,
+					sizeof(err)), -EOPNOTSUPP);
+	ck_assert_msg(strstr(err, "not implemented"), "%s", err);
+	ck_assert(!mdl.registered);
+	ck_assert_int_eq(do_register(&a, 8, true, NULL), 0);
 }
 END_TEST
 
@@ -627,6 +695,8 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_register_takes_the_fd_on_every_outcome);
 	tcase_add_test(tc, test_unsealed_refusal_names_the_seals);
+	tcase_add_test(tc, test_register_options_choose_the_settings);
+	tcase_add_test(tc, test_register_beyond_the_limits_changes_nothing);
 	tcase_add_test(tc, test_step_reply_is_never_synchronous);
 	tcase_add_test(tc, test_failed_start_never_calls_back);
 	tcase_add_test(tc, test_drain_and_average_without_edges);

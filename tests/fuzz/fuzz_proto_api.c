@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness for the local API side of proto/: the frame reader
  * with the API cap and every request and reply decoder, REGISTER's tensor
- * iterator and the model fingerprint of what it yields.  Input: bytes read
+ * iterator and options, and the model fingerprint of what they yield.  Input: bytes read
  * as one message and as a stream of frames.  Accepted messages must encode
  * back to the same bytes; bodies are decoded from exact-size heap copies.
  */
@@ -49,10 +49,13 @@ static void check_register(const gsp_api_register *reg, const uint8_t *buf,
 		abort();
 	same(gsp_api_register_encode(reg, t, n, out, sizeof(out), &enc), enc,
 	     buf, len);
+	/* The settings as a daemon would take them: the options' if set. */
+	const gsp_api_register_opts *o = &reg->opts;
 	gsp_model_desc d = {
-		.method = GSP_WIRE_METHOD_POWERGOSSIP,
-		.rank = 2,
-		.gamma = 1.0f,
+		.method = o->set & GSP_REG_METHOD ? o->method : GSP_WIRE_METHOD_POWERGOSSIP,
+		.rank = o->set & GSP_REG_RANK ? o->rank : 2,
+		.gamma = o->set & GSP_REG_GAMMA ? o->gamma : 1.0f,
+		.choco_fraction = 0.01f,
 		.tensors = t,
 		.n_tensors = n,
 	};

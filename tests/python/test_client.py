@@ -65,6 +65,15 @@ class Requests(Base):
         fds = [len(r[3]) for r in self.fake.requests]
         self.assertEqual(fds, [0, 1, 0, 0, 0, 0, 0, 0], "one fd, with REGISTER only")
 
+    def test_register_options_on_the_wire(self):
+        c = self.client()
+        with self.assertRaises(gossipd.InvalidArgument):
+            c.register(TENSORS, method="powergosip")
+        c.register(TENSORS, method="powergossip", rank=2, gamma=0.5)
+        self.assertEqual(self.fake.types(), [P.HELLO, P.REGISTER])
+        reg = P.decode_register(self.fake.requests[1][2])
+        self.assertEqual(reg.options, P.RegisterOptions("powergossip", 2, 0.5))
+
     def test_replies_decoded(self):
         c = self.client()
         c.register(TENSORS)
@@ -192,6 +201,8 @@ class DaemonErrors(Base):
         ("REGISTER", -errno.EMSGSIZE, gossipd.ShapeRefused),
         ("REGISTER", -4099, gossipd.ShapeRefused),
         ("REGISTER", -errno.EBADF, gossipd.DaemonError),
+        ("REGISTER", -errno.ERANGE, gossipd.OptionsRefused),
+        ("REGISTER", -errno.EOPNOTSUPP, gossipd.OptionsRefused),
         ("STEP", -errno.ENOENT, gossipd.NotRegistered),
         ("STEP", -errno.EPERM, gossipd.NotOwner),
         ("STEP", -4097, gossipd.NonFiniteParameters),

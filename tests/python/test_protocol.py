@@ -23,6 +23,11 @@ from gossipd.errors import InvalidArgument, ProtocolError  # noqa: E402
 CORPUS = os.path.join(HERE, "..", "fuzz", "corpus", "proto_api")
 SINGLE = ["average", "average_ok", "detach", "error", "hello", "hello_ok", "ok",
           "register", "status", "status_ok", "step", "step_ok"]
+# REGISTERs with options (a prefix without them is a valid REGISTER, so
+# they are not among SINGLE's every-truncation seeds), and two that the C
+# decoder refuses: options cut short, an unknown method id.
+OPTS = ["register_opts", "register_opts_rank", "register_opts_choco"]
+OPTS_BAD = ["register_opts_cut", "register_opts_bad"]
 
 
 def corpus(name):
@@ -35,7 +40,7 @@ def encode(t, v):
     return {
         P.HELLO: lambda: P.encode_hello(v.name, v.version),
         P.HELLO_OK: lambda: P.encode_hello_ok(v.name, v.version),
-        P.REGISTER: lambda: P.encode_register(v.buffer_bytes, v.tensors),
+        P.REGISTER: lambda: P.encode_register(v.buffer_bytes, v.tensors, v.options),
         P.OK: P.encode_ok,
         P.STATUS: P.encode_status,
         P.DETACH: P.encode_detach,
@@ -162,6 +167,52 @@ class Layout(unittest.TestCase):
         self.assertEqual(P.encode_hello(P.decode_hello(body).name), body)
 
 
+class RegisterOptions(unittest.TestCase):
+    """REGISTER's options decode as proto/api.c decodes them."""
+
+    def test_seeds_round_trip_and_carry_their_options(self):
+        for name in OPTS:
+            body = corpus(name)
+            reg = P.decode_register(body)
+            self.assertEqual(encode(P.REGISTER, reg), body, name)
+        self.assertEqual(P.decode_register(corpus("register_opts")).options,
+                         P.RegisterOptions("powergossip", 2, 0.5, 1, "float32"))
+        self.assertEqual(P.decode_register(corpus("register_opts_rank")).options,
+                         P.RegisterOptions(rank=8))
+        self.assertEqual(P.decode_register(corpus("register_opts_choco")).options,
+                         P.RegisterOptions(method="choco-topk", gamma=1.25))
+        self.assertIsNone(P.decode_register(corpus("register")).options)
+
+    def test_malformed_options_are_refused(self):
+        base = corpus("register")
+        good = corpus("register_opts")
+        opts = good[len(base):]
+
+        def refused(body, what):
+            with self.assertRaises(ProtocolError, msg=what) as cm:
+                P.decode_register(body)
+            self.assertEqual(cm.exception.code, -errno.EBADMSG, what)
+        for name in OPTS_BAD:
+            refused(corpus(name), name)
+        for cut in range(1, 11):
+            refused(base + opts[:cut], "cut to %d" % cut)
+        refused(good + b"\0", "a trailing byte")
+        pack = struct.Struct("<BBHfHB").pack
+        for what, o in [("nothing set", pack(0, 0, 0, 0.0, 0, 0)),
+                        ("unknown bit", pack(0x20 | 2, 0, 1, 0.0, 0, 0)),
+                        ("unknown method", pack(1, 5, 0, 0.0, 0, 0)),
+                        ("rank 0", pack(2, 0, 0, 0.0, 0, 0)),
+                        ("gamma NaN", pack(4, 0, 0, math.nan, 0, 0)),
+                        ("gamma inf", pack(4, 0, 0, math.inf, 0, 0)),
+                        ("gamma 0", pack(4, 0, 0, 0.0, 0, 0)),
+                        ("gamma < 0", pack(4, 0, 0, -1.0, 0, 0)),
+                        ("iterations 0", pack(8, 0, 0, 0.0, 0, 0)),
+                        ("precision 3", pack(16, 0, 0, 0.0, 0, 3)),
+                        ("rank not set", pack(1, 0, 3, 0.0, 0, 0)),
+                        ("gamma -0 not set", pack(2, 0, 1, -0.0, 0, 0))]:
+            refused(base + o, what)
+
+
 class FieldRules(unittest.TestCase):
     """Values the C encoders refuse are refused here, with a message."""
 
@@ -209,6 +260,25 @@ class FieldRules(unittest.TestCase):
         ok = [("", (1,))] * 65536
         self.assertEqual(len(P.encode_register(4 * 65536, ok)), 13 + 65536 * 10)
         self.refused(P.encode_register, 4 * 65537, ok + [("", (1,))])
+
+    def test_register_options_rules(self):
+        ts = [("w", (3, 2))]
+        self.refused(P.encode_register, 24, ts, P.RegisterOptions(method="powergosip"),
+                     words=["unknown method"])
+        self.refused(lambda: P.register_options(rank=0), words=["rank"])
+        self.refused(lambda: P.register_options(rank=65536), words=["rank"])
+        self.refused(lambda: P.register_options(power_iterations=0), words=["power_iterations"])
+        for g in (0, -1.0, math.nan, math.inf, -math.inf, 1e39, 1e-50, "1", True):
+            self.refused(lambda: P.register_options(gamma=g), words=["gamma"])  # noqa: B023
+        self.refused(lambda: P.register_options(precision="float8"), words=["precision"])
+        self.assertIsNone(P.register_options())
+        # Without options, the bytes of before.
+        self.assertEqual(P.encode_register(24, ts, None), P.encode_register(24, ts))
+        o = P.register_options("exact", None, 0.5, 1, "bfloat16")
+        body = P.encode_register(24, ts, o)
+        self.assertEqual(len(body), len(P.encode_register(24, ts)) + 11)
+        self.assertEqual(body[-11:], struct.pack("<BBHfHB", 1 | 4 | 8 | 16, 1, 0, 0.5, 1, 2))
+        self.assertEqual(P.decode_register(body).options, o)
 
     def test_register_decoder_rules(self):
         good = P.encode_register(8, [("w", (2,))])
@@ -271,7 +341,7 @@ class Mutations(unittest.TestCase):
     def test_mutated_seeds_are_refused_or_round_trip(self):
         import random
         rng = random.Random(20261130)
-        seeds = [corpus(name) for name in SINGLE]
+        seeds = [corpus(name) for name in SINGLE + OPTS]
         refused = decoded = 0
         for _ in range(self.ROUNDS):
             body = self.mutate(rng, rng.choice(seeds), seeds)

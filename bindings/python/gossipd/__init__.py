@@ -21,7 +21,8 @@ from .errors import (Busy, ClientClosed, ConnectFailed, ConnectionLost,
                      DaemonError, DaemonNotRunning, GossipdError,
                      InvalidArgument, NonFiniteParameters, NotOwner,
                      NotRegistered, OfflineError, OfflineWarning,
-                     ParameterMoved, ProtocolError, ShapeRefused, Timeout,
+                     OptionsRefused, ParameterMoved, ProtocolError,
+                     ShapeRefused, Timeout,
                      VersionMismatch)
 from .protocol import STEP_DRAIN, STEP_SYNC, AverageResult, StepStats
 from .pytorch import Attachment, attach
@@ -35,6 +36,7 @@ __all__ = [
     "GossipdError", "InvalidArgument", "ClientClosed", "Timeout",
     "ConnectFailed", "DaemonNotRunning", "ConnectionLost", "ProtocolError",
     "VersionMismatch", "DaemonError", "Busy", "NotRegistered", "NotOwner",
-    "ShapeRefused", "NonFiniteParameters", "OfflineError", "OfflineWarning",
+    "ShapeRefused", "OptionsRefused", "NonFiniteParameters", "OfflineError",
+    "OfflineWarning",
     "ParameterMoved",
 ]

@@ -478,15 +478,28 @@ class Client:
 
     # ---- the model -------------------------------------------------------
 
-    def register(self, tensors):
+    def register(self, tensors, *, method=None, rank=None, gamma=None,
+                 power_iterations=None, precision=None):
         """Hands the daemon a model of float32 tensors, given as (name,
         shape) pairs or a {name: shape} mapping, packed in that order.
         Returns one writable NumPy float32 array per tensor, each a view
         into the shared buffer (zero-filled: write the initial model into
-        them before the first step())."""
+        them before the first step()).
+
+        The options choose this model's settings (None: the daemon's
+        config's): method ("powergossip", "exact", "choco-topk",
+        "choco-randk", "choco-sign"), rank (powergossip, up to the daemon's
+        MaxRank), gamma (> 0), power_iterations (gossip rounds per step:
+        only 1 is implemented) and precision (on the wire: "float32"; the
+        16-bit ones are refused, not implemented).  Every trainer of the
+        graph must ask the same: the daemons refuse an edge between models
+        of different settings, naming both.  Refusals: InvalidArgument
+        (locally), DaemonError with code -ERANGE (beyond the daemon's
+        limits) or -EOPNOTSUPP (not implemented) and the daemon's reason."""
         ts, floats = P.tensor_list(tensors)
+        opts = P.register_options(method, rank, gamma, power_iterations, precision)
         nbytes = undo.nbytes(floats) if self.undo_section else 4 * floats
-        body = P.encode_register(nbytes, ts)   # size checks before any fd
+        body = P.encode_register(nbytes, ts, opts)   # size checks before any fd
         np = _numpy()
         if self._mm is not None:
             raise errors.Busy("this client already registered a model: "

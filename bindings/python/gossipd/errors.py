@@ -23,6 +23,8 @@ none), `text` the daemon's own explanation when it sent one.
         +-- NotRegistered   -ENOENT  no model registered
         +-- NotOwner        -EPERM   the model belongs to another connection
         +-- ShapeRefused    the daemon refused the model description or size
+        +-- OptionsRefused  the daemon refused REGISTER's options (method,
+        |                   rank...): beyond its limits or not implemented
         +-- NonFiniteParameters  GSP_ENONFINITE: a NaN or infinity in the buffer
 
     OfflineWarning (a RuntimeWarning, not an exception raised)
@@ -162,6 +164,12 @@ class ShapeRefused(DaemonError):
     -EMSGSIZE, -EOVERFLOW or GSP_ESHAPE on REGISTER)."""
 
 
+class OptionsRefused(DaemonError):
+    """The daemon refused the settings REGISTER asked (-ERANGE: beyond its
+    limits, such as a rank above MaxRank; -EOPNOTSUPP: not implemented,
+    such as 16-bit wire precision); its text says which."""
+
+
 class NonFiniteParameters(DaemonError):
     """GSP_ENONFINITE: the buffer holds a NaN or infinity; nothing was
     sent.  Fix the parameters and STEP again."""
@@ -177,6 +185,8 @@ _BY_CODE = {
 }
 # Codes that mean "this model description" when they answer REGISTER.
 _REGISTER_SHAPE = {-errno.EINVAL, -errno.EMSGSIZE, -errno.EOVERFLOW, GSP_ESHAPE}
+# And "these options".
+_REGISTER_OPTIONS = {-errno.ERANGE, -errno.EOPNOTSUPP}
 
 
 def from_reply(request, code, text):
@@ -185,6 +195,8 @@ def from_reply(request, code, text):
     cls = _BY_CODE.get(code, DaemonError)
     if request == "REGISTER" and code in _REGISTER_SHAPE:
         cls = ShapeRefused
+    if request == "REGISTER" and code in _REGISTER_OPTIONS:
+        cls = OptionsRefused
     message = "gossipd refused %s: %s (%s: %s)" % (
         request, text or strerror(code), code_name(code), strerror(code))
     return cls(message, code, text)

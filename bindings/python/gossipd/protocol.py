@@ -47,7 +47,13 @@ STEP_FLAGS_KNOWN = STEP_SYNC | STEP_DRAIN
 
 Hello = namedtuple("Hello", "version name")
 Tensor = namedtuple("Tensor", "name shape")
-Register = namedtuple("Register", "buffer_bytes tensors n_floats")
+# options: the RegisterOptions it carries, or None (the daemon's settings).
+Register = namedtuple("Register", "buffer_bytes tensors n_floats options",
+                      defaults=(None,))
+# REGISTER's options: each None when not asked (the daemon's config's).
+RegisterOptions = namedtuple("RegisterOptions",
+                             "method rank gamma power_iterations precision",
+                             defaults=(None,) * 5)
 StepStats = namedtuple("StepStats", "step edges_applied edges_projected "
                        "edges_skipped max_staleness bytes_sent bytes_received "
                        "consensus_estimate")
@@ -59,6 +65,14 @@ _STEP = struct.Struct("<BI")                 # 5 bytes
 _STEP_OK = struct.Struct("<BQIIIIQQd")       # 49 bytes
 _AVERAGE = struct.Struct("<BdII")            # 17 bytes
 _AVERAGE_OK = struct.Struct("<BIdB")         # 14 bytes
+_REGISTER_OPTS = struct.Struct("<BBHfHB")    # 11 bytes, after the tensors
+
+# REGISTER's options: the bit of each field in `set`, the method codes
+# (GSP_WIRE_METHOD_*) and the wire precisions (GSP_WIRE_PRECISION_*).
+REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION = 1, 2, 4, 8, 16
+REG_KNOWN = 0x1F
+METHODS = ("powergossip", "exact", "choco-topk", "choco-randk", "choco-sign")
+PRECISIONS = ("float32", "float16", "bfloat16")
 
 
 def _bad(what):
@@ -253,9 +267,85 @@ def tensor_list(tensors):
     return out, floats
 
 
-def encode_register(buffer_bytes, tensors):
+def _f32(x):
+    """x as the float32 the wire carries, or None if it does not fit."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except (OverflowError, struct.error):
+        return None
+
+
+def register_options(method=None, rank=None, gamma=None,
+                     power_iterations=None, precision=None):
+    """Checks REGISTER's options (None: the daemon's) and returns them as
+    RegisterOptions, or None when none is asked.  The daemon checks its own
+    limits (MaxRank) and what it implements (one power iteration per step,
+    float32 on the wire)."""
+    if method is not None and method not in METHODS:
+        raise InvalidArgument("unknown method %r (%s)" % (method, ", ".join(METHODS)))
+    if rank is not None:
+        rank = _uint(rank, 0xFFFF, "rank")
+        if rank < 1:
+            raise InvalidArgument("rank must be >= 1, not %d" % rank)
+    if power_iterations is not None:
+        power_iterations = _uint(power_iterations, 0xFFFF, "power_iterations")
+        if power_iterations < 1:
+            raise InvalidArgument("power_iterations must be >= 1, not %d"
+                                  % power_iterations)
+    if gamma is not None:
+        g = _f32(gamma) if isinstance(gamma, (int, float)) and \
+            not isinstance(gamma, bool) else None
+        if g is None or not math.isfinite(g) or g <= 0:
+            raise InvalidArgument("gamma must be a finite number > 0 (as a "
+                                  "float32), not %r" % (gamma,))
+        gamma = g
+    if precision is not None and precision not in PRECISIONS:
+        raise InvalidArgument("unknown wire precision %r (%s)"
+                              % (precision, ", ".join(PRECISIONS)))
+    opts = RegisterOptions(method, rank, gamma, power_iterations, precision)
+    return None if opts == RegisterOptions() else opts
+
+
+def _encode_register_opts(o):
+    o = register_options(*o)
+    if o is None:
+        return b""
+    bits = [REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION]
+    mask = sum(b for b, v in zip(bits, o) if v is not None)
+    return _REGISTER_OPTS.pack(
+        mask, METHODS.index(o.method) if o.method is not None else 0,
+        o.rank or 0, o.gamma or 0.0, o.power_iterations or 0,
+        PRECISIONS.index(o.precision) if o.precision is not None else 0)
+
+
+def _decode_register_opts(r):
+    """The options at the reader's position (the body's last 11 bytes)."""
+    mask, method, rank, gamma, iters, prec = _REGISTER_OPTS.unpack(
+        r.take(_REGISTER_OPTS.size))
+    if mask == 0 or mask & ~REG_KNOWN:
+        raise _bad("options set 0x%02x" % mask)
+
+    def field(bit, value, ok):
+        if not mask & bit:
+            if value != 0 or (bit == REG_GAMMA and math.copysign(1, value) < 0):
+                raise _bad("an option not set is not 0")
+            return None
+        if not ok:
+            raise _bad("option out of range")
+        return value
+    method = field(REG_METHOD, method, method < len(METHODS))
+    rank = field(REG_RANK, rank, rank >= 1)
+    gamma = field(REG_GAMMA, gamma, math.isfinite(gamma) and gamma > 0)
+    iters = field(REG_ITERATIONS, iters, iters >= 1)
+    prec = field(REG_PRECISION, prec, prec < len(PRECISIONS))
+    return RegisterOptions(None if method is None else METHODS[method], rank,
+                           gamma, iters, None if prec is None else PRECISIONS[prec])
+
+
+def encode_register(buffer_bytes, tensors, options=None):
     """REGISTER for a buffer of buffer_bytes holding tensors, which
-    tensor_list() validates."""
+    tensor_list() validates, asking options (RegisterOptions, or None:
+    the daemon's settings; register_options() checks them)."""
     ts, floats = tensor_list(tensors)
     buffer_bytes = _uint(buffer_bytes, U64_MAX, "buffer_bytes")
     if buffer_bytes < 4 * floats:
@@ -266,6 +356,7 @@ def encode_register(buffer_bytes, tensors):
         name = text_bytes(t.name, WIRE_NAME_MAX, "name")
         parts.append(struct.pack("<B", len(name)) + name +
                      struct.pack("<B%dQ" % len(t.shape), len(t.shape), *t.shape))
+    parts.append(_encode_register_opts(options or RegisterOptions()))
     body = b"".join(parts)
     if len(body) > API_MAX_FRAME:
         raise InvalidArgument("the model description takes %d bytes, over the "
@@ -296,10 +387,11 @@ def decode_register(body):
         if floats > U64_MAX:
             raise _bad("tensor sizes overflow")
         tensors.append(Tensor(name.decode("utf-8", "surrogateescape"), shape))
+    options = _decode_register_opts(r) if r.p < len(r.b) else None
     r.done()
     if buffer_bytes // 4 < floats:
         raise _bad("buffer_bytes below 4 * floats")
-    return Register(buffer_bytes, tensors, floats)
+    return Register(buffer_bytes, tensors, floats, options)
 
 
 # ---- messages without fields: OK, STATUS, DETACH ------------------------

@@ -83,7 +83,9 @@ def gossiped_tensors(model, buffers=False):
 
 
 def attach(model, socket=None, name=None, *, buffers=False,
-           timeout=DEFAULT_TIMEOUT, reconnect=True, strict=False):
+           timeout=DEFAULT_TIMEOUT, reconnect=True, strict=False,
+           method=None, rank=None, gamma=None, power_iterations=None,
+           precision=None):
     """Connects to gossipd, registers model's parameters and moves them
     into the shared buffer (see the module docstring).  buffers=True also
     gossips float32 buffers (BatchNorm running statistics); integer
@@ -91,13 +93,18 @@ def attach(model, socket=None, name=None, *, buffers=False,
     reconnect and strict are Client's: across a daemon restart the client
     registers the same buffer again, so the parameters stay views of it
     and step() returns offline results meanwhile (OfflineWarning; with
-    strict=True, OfflineError).  Returns an Attachment; the model is
-    unchanged if this raises."""
+    strict=True, OfflineError).  method, rank, gamma, power_iterations and
+    precision choose the model's gossip settings (None: the daemon's; see
+    Client.register).  Returns an Attachment; the model is unchanged if
+    this raises."""
     torch = _torch()
     tensors = gossiped_tensors(model, buffers)
     client = Client(socket, name, timeout, reconnect=reconnect, strict=strict)
     try:
-        arrays = client.register([(wire_name(n), tuple(t.shape)) for n, t in tensors])
+        arrays = client.register([(wire_name(n), tuple(t.shape)) for n, t in tensors],
+                                 method=method, rank=rank, gamma=gamma,
+                                 power_iterations=power_iterations,
+                                 precision=precision)
         with torch.no_grad():
             for (_, t), a in zip(tensors, arrays):
                 a[...] = t.detach().numpy()

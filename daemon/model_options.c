@@ -1,0 +1,71 @@
+/* model_options: a REGISTER's options within the config (model_options.h). */
+#include <errno.h>
+#include <stdio.h>
+
+#include "model_options.h"
+
+static const char *const precision_names[] = {
+	[GSP_WIRE_PRECISION_FLOAT32] = "float32",
+	[GSP_WIRE_PRECISION_FLOAT16] = "float16",
+	[GSP_WIRE_PRECISION_BFLOAT16] = "bfloat16",
+};
+
+/* What the daemon does not do, whatever its config says. */
+static int unsupported(const gsp_api_register_opts *o, char *err, size_t err_len)
+{
+	if ((o->set & GSP_REG_ITERATIONS) && o->power_iterations != 1) {
+		snprintf(err, err_len, "%u power iterations per STEP: not implemented "
+			 "(one gossip round per STEP; ask 1 or leave it unset)",
+			 (unsigned)o->power_iterations);
+		return -EOPNOTSUPP;
+	}
+	if ((o->set & GSP_REG_PRECISION) && o->precision != GSP_WIRE_PRECISION_FLOAT32) {
+		const char *name = o->precision < sizeof(precision_names) / sizeof(*precision_names)
+					   ? precision_names[o->precision] : "unknown";
+		snprintf(err, err_len, "wire precision %s: not implemented (float32 only)", name);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+int model_options_resolve(const gsp_daemon_config *cfg,
+			  const gsp_api_register_opts *asked, gsp_config *ret,
+			  char *err, size_t err_len)
+{
+	gsp_config c = cfg->engine;
+	int r = unsupported(asked, err, err_len);
+	if (r)
+		return r;
+	if (asked->set & GSP_REG_METHOD)
+		c.method = (gsp_method)asked->method;
+	if (asked->set & GSP_REG_GAMMA)
+		c.gamma = asked->gamma;
+	const char *method = gsp_method_name(c.method);
+	bool choco = c.method >= GSP_METHOD_CHOCO_TOPK;
+	if (asked->set & GSP_REG_RANK) {
+		if (c.method != GSP_METHOD_POWERGOSSIP) {
+			snprintf(err, err_len, "a rank applies to powergossip only, not %s",
+				 method);
+			return -EOPNOTSUPP;
+		}
+		if (asked->rank > cfg->max_rank) {
+			snprintf(err, err_len, "rank %u is above this daemon's MaxRank %u",
+				 (unsigned)asked->rank, cfg->max_rank);
+			return -ERANGE;
+		}
+		c.rank = asked->rank;
+	}
+	if (choco && cfg->avg_finite) {
+		snprintf(err, err_len, "method %s: this daemon's AverageSchedule runs exact "
+			 "rounds on single edges, and a choco method's rounds need every edge",
+			 method);
+		return -EOPNOTSUPP;
+	}
+	if (choco && cfg->gamma_auto && !(asked->set & GSP_REG_GAMMA)) {
+		snprintf(err, err_len, "method %s needs a gamma chosen for its compression: "
+			 "this daemon's Gamma = auto is exact gossip's step", method);
+		return -EOPNOTSUPP;
+	}
+	*ret = c;
+	return 0;
+}
