@@ -16,7 +16,7 @@ GSP_BASE_PACKAGES=(
 )
 
 # What tools/run-tests adds: every tool a test needs, and gnuplot for
-# tools/consensus-experiment's plots.
+# tools/bench/consensus-experiment's plots.
 GSP_TEST_PACKAGES=(
 	check                             # the C unit tests (tests/*/)
 	python3-numpy python3-torch       # suite python: the NumPy and PyTorch client

@@ -1,8 +1,11 @@
-"""A local gossipd cluster for the integration tests: keys, configs and
-loopback ports generated per test, daemons started and awaited through
-their sd_notify READY=1 (a NOTIFY_SOCKET the test owns), trainers run as
-real processes.  Standard library only (the status reader is the
-gossipd package's Client, whose import needs nothing else).
+"""A local gossipd cluster: keys, configs and loopback ports generated per
+run, daemons started and awaited through their sd_notify READY=1 (a
+NOTIFY_SOCKET the caller owns), trainers run as real processes.  Product
+code: gossip-run --local-cluster imports it (meson installs it beside the
+package data), as do tools/gossip-cluster, the benchmark drivers of
+tools/bench/ and the tests (tests/harness/ holds what only tests use).
+Standard library only (the status reader is the gossipd package's Client,
+whose import needs nothing else).
 """
 import array
 import fcntl
@@ -337,14 +340,14 @@ class Cluster:
                                  % (ready, count, self.tail_logs()))
 
     def trainer(self, i, *args):
-        cmd = [self.bin("tools", "gossip-testtrainer"), "--socket",
+        cmd = [self.bin("tests", "harness", "gossip-testtrainer"), "--socket",
                self.sockets[i], "--node-index", str(i), "--quiet"] + list(args)
         return subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
     def train(self, i, *args):
         """gossip-train as node i's trainer: shard i of n, JSON lines."""
-        cmd = [self.bin("tools", "gossip-train"), "--socket", self.sockets[i],
+        cmd = [self.bin("examples", "gossip-train"), "--socket", self.sockets[i],
                "--node", str(i), "--nodes", str(self.n), "--json"] + list(args)
         return subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

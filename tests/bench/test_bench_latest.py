@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tools/bench/latest.py: the combinations of the nodes' latest saved
-models that tools/bench-e2e's wall-clock measure evaluates (no root, no
+models that tools/bench/bench-e2e's wall-clock measure evaluates (no root, no
 torch: suite 'unit')."""
 import os
 import sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Smoke test of tools/bench-scale (suite 'bench-smoke'): 4 daemons in a
+"""Smoke test of tools/bench/bench-scale (suite 'bench-smoke'): 4 daemons in a
 ring, 30 SYNC rounds of PowerGossip between test trainers, a few
 seconds.  Checks the properties the benchmark stands on, from its CSVs:
 the consensus error falls at every checkpoint and ends well below the
@@ -19,7 +19,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-TOOL = os.path.join(ROOT, "tools", "bench-scale")
+TOOL = os.path.join(ROOT, "tools", "bench", "bench-scale")
 BUILD = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
 PYTHON = "/usr/bin/python3"
 ARGS = ["--nodes", "4", "--topology", "ring", "--rounds", "30",

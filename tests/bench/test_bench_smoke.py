@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Smoke test of tools/bench-e2e (suite 'bench-smoke'): 2 nodes in their
+"""Smoke test of tools/bench/bench-e2e (suite 'bench-smoke'): 2 nodes in their
 own network namespaces, egress shaped to 100 Mbit/s, a few steps of
 gossipd PowerGossip rank 1 and of DDP all-reduce.  Checks that the
 interfaces counted bytes and that they match the payload the system must
@@ -24,7 +24,7 @@ import time
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-TOOL = os.path.join(ROOT, "tools", "bench-e2e")
+TOOL = os.path.join(ROOT, "tools", "bench", "bench-e2e")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from bench import netns  # noqa: E402
 

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for gossip-train's --layers parser
- * (gsp_mlp_parse_sizes in tools/mlp.c): any text is refused with -EINVAL
+ * (gsp_mlp_parse_sizes in examples/mlp.c): any text is refused with -EINVAL
  * and nothing else, or gives 2..GSP_MLP_MAX_LAYERS + 1 sizes of 1..65536
  * whose decimal forms, joined with '-', are the text again (modulo
  * leading zeros, which the comparison strips).

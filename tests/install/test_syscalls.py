@@ -96,9 +96,9 @@ def main():
         # A build tree whose gossipd runs under strace with the filter.
         fake = os.path.join(tmp, "build")
         os.makedirs(os.path.join(fake, "daemon"))
-        os.makedirs(os.path.join(fake, "tools"))
-        os.symlink(os.path.join(build, "tools", "gossip-testtrainer"),
-                   os.path.join(fake, "tools", "gossip-testtrainer"))
+        os.makedirs(os.path.join(fake, "tests", "harness"))
+        os.symlink(os.path.join(build, "tests", "harness", "gossip-testtrainer"),
+                   os.path.join(fake, "tests", "harness", "gossip-testtrainer"))
         wrapper = os.path.join(fake, "daemon", "gossipd")
         with open(wrapper, "w") as f:
             f.write('#!/bin/sh\nexec strace -f -qq -o "%s/strace.$$" -e trace=%s '
@@ -144,7 +144,7 @@ def main():
         bench = subprocess.run(
             ["strace", "-f", "-qq", "-o", os.path.join(tmp, "strace.bench"),
              "-e", "trace=" + traced, "-e", "inject=%s:error=EPERM" % denied,
-             os.path.join(build, "tools", "gossip-bench"), "compute", "--shapes",
+             os.path.join(build, "tools", "bench", "gossip-bench"), "compute", "--shapes",
              shapes, "--threads", "2", "--edges", "1,4", "--ranks", "4",
              "--repeat", "2"], capture_output=True, text=True, timeout=300)
         if bench.returncode != 0:

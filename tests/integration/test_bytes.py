@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The status document's traffic counters are right (suite 'integration'):
-a 3-ring of real daemons with tools/faultproxy.py (no resets) on every
+a 3-ring of real daemons with tests/harness/faultproxy.py (no resets) on every
 link, pure-gossip trainers (gossip-testtrainer), every STEP on the
 thread pool and slowed (GSP_OFFLOAD_FLOATS=0, GSP_TEST_STEP_DELAY_MS),
 so that a STATUS often comes while the engine is busy.
@@ -32,6 +32,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "harness"))
 import faultproxy  # noqa: E402
 import gossipcluster as cluster  # noqa: E402
 

@@ -342,7 +342,7 @@ class Daemon(unittest.TestCase):
 
         def run(steps):
             procs = [subprocess.Popen(
-                [c.bin("tools", "gossip-testtrainer"), "--socket", c.sockets[i],
+                [c.bin("tests", "harness", "gossip-testtrainer"), "--socket", c.sockets[i],
                  "--node-index", str(i), "--data", "random:50x50", "--steps", str(steps),
                  "--sync", "--wait-edges", "1"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]

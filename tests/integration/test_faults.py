@@ -3,7 +3,7 @@
 loopback, pure-gossip trainers (gossip-testtrainer never changes its
 parameters itself), one fault per test:
 
-- connection resets: tools/faultproxy.py between every pair of
+- connection resets: tests/harness/faultproxy.py between every pair of
   neighbours, an RST about once every 50 frames, inside a frame or
   between two (and, as a control, the proxy without resets);
 - a neighbour removed from a config and put back, with SIGHUP, while
@@ -57,6 +57,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "harness"))
 import faultproxy  # noqa: E402
 import gossipcluster as cluster  # noqa: E402
 

@@ -3,7 +3,7 @@
 HS_INIT replayed to its responder after that responder restarted, and
 HS_INITs from senders that do not know the responder's key (mac1).
 
-The attack of issue 13: node 0 dials node 1 (through tools/faultproxy.py,
+The attack of issue 13: node 0 dials node 1 (through tests/harness/faultproxy.py,
 which forwards unchanged and keeps each connection's first frame, the
 HS_INIT).  Then node 0 stops dialing (a reload without the Endpoint) and
 node 1 restarts and dials node 0 itself, so the live session is one whose
@@ -23,6 +23,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "harness"))
 import faultproxy  # noqa: E402
 import gossipcluster as cluster  # noqa: E402
 

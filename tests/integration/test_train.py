@@ -38,7 +38,7 @@ def relative_consensus(models):
 
 
 def train_bin():
-    return os.path.join(BUILD, "tools", "gossip-train")
+    return os.path.join(BUILD, "examples", "gossip-train")
 
 
 @unittest.skipUnless(os.path.exists(os.path.join(FMNIST, "t10k-labels-idx1-ubyte.gz")),

@@ -1,5 +1,5 @@
 """The baselines someone training over a slow network would pick, for
-tools/bench-e2e: each rank steps its own optimizer (no DDP gradient
+tools/bench/bench-e2e: each rank steps its own optimizer (no DDP gradient
 all-reduce) and the ranks talk every H steps over the gloo process group
 the DDP systems use.  Named FAMILY-hH (localsgd-h16).
 
@@ -26,7 +26,7 @@ the DDP systems use.  Named FAMILY-hH (localsgd-h16).
 local SGD and DiLoCo move the parameters only (torch's averager and the
 paper do); BatchNorm statistics stay each rank's own.  Every family ends
 with final_average(): one all-reduce of the whole state to its mean,
-the model tools/bench-e2e evaluates as the nodes' average.
+the model tools/bench/bench-e2e evaluates as the nodes' average.
 
 torch is imported by the classes only: the harness needs parse() and
 pairs() without it."""

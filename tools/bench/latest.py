@@ -1,5 +1,5 @@
 """The nodes' latest models: which saved models a user could have averaged
-at a moment of the run, for tools/bench-e2e's wall-clock measure.
+at a moment of the run, for tools/bench/bench-e2e's wall-clock measure.
 
 Every node saves its model at every evaluation step and reports when it
 got there (seconds since "go").  An evaluation at step k averages every

@@ -1,6 +1,6 @@
 """The fewest bytes a system must send per node per training step: the
 message payloads alone, no framing, no TCP/IP headers, no handshakes.
-tools/bench-e2e divides the bytes the interfaces counted by these.
+tools/bench/bench-e2e divides the bytes the interfaces counted by these.
 
 - PowerGossip (docs/ALGORITHM.md section 3): per edge and round, each end
   sends X V (m x r) on odd rounds and X^T U (k x r) on even ones for every

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""One node's trainer for tools/bench-e2e, run inside the node's network
+"""One node's trainer for tools/bench/bench-e2e, run inside the node's network
 namespace.  usage: worker.py CONFIG.json NODE
 
 Talks to the harness with JSON lines: it prints {"event": ...} on stdout

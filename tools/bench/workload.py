@@ -1,4 +1,4 @@
-"""The workload every system of tools/bench-e2e trains: Fashion-MNIST, one
+"""The workload every system of tools/bench/bench-e2e trains: Fashion-MNIST, one
 shard per node, the same seeds, batches and initial model for every
 system.  PyTorch and NumPy only."""
 import gzip

@@ -1,8 +1,8 @@
 /*
- * Unit tests for gossip-train's building blocks: the MLP (tools/mlp.c:
+ * Unit tests for gossip-train's building blocks: the MLP (examples/mlp.c:
  * layout, initialisation, backpropagation against finite differences,
- * learning a tiny problem), momentum SGD (tools/sgd.c), the random stream
- * (tools/rng.c) and Fashion-MNIST shards (tools/trainset.c, on the real
+ * learning a tiny problem), momentum SGD (examples/sgd.c), the random stream
+ * (examples/rng.c) and Fashion-MNIST shards (examples/trainset.c, on the real
  * data set when the Debian package is installed).
  */
 #include <check.h>

@@ -54,7 +54,7 @@ Two more faults, each on demand:
 gossipcluster.Cluster(..., proxy=proxy) points every Endpoint at the
 proxy.  As a program (manual experiments, e.g. with tools/gossip-cluster):
 
-    tools/faultproxy.py --seed 1 --mean-frames 50 --max-resets 100 \\
+    tests/harness/faultproxy.py --seed 1 --mean-frames 50 --max-resets 100 \\
         7100:7001 7101:7000        # listen on 7100, forward to 7001, ...
 """
 import argparse

@@ -1,4 +1,4 @@
-"""tools/hostile.py: a hostile client for the soak (tools/soak), run in
+"""tests/harness/hostile.py: a hostile client for the soak (tests/harness/soak), run in
 a thread of its own against a cluster's daemons, on loopback only.
 
 In a loop, at most `rate` attempts a second (and a small sleep after

@@ -3,8 +3,8 @@
  * network (or alone, --standalone, as a baseline).
  *
  * This program owns the training loop and its command line.  The network
- * is tools/mlp.c, the optimizer tools/sgd.c, the data shards
- * tools/trainset.c and the report lines tools/train_report.c.
+ * is examples/mlp.c, the optimizer examples/sgd.c, the data shards
+ * examples/trainset.c and the report lines examples/train_report.c.
  *
  * Each step follows docs/ALGORITHM.md section 5 (D-PSGD): the gradient of a
  * batch of this node's shard at the current model, then a gossip STEP
