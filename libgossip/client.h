@@ -13,7 +13,7 @@
  * same buffer again; meanwhile steps return at once, offline.  No call
  * waits longer than a timeout (60 s by default).
  *
- * Example (error handling shortened; tools/examples/client-example.c is a
+ * Example (error handling shortened; examples/client-example.c is a
  * complete program):
  *
  *	gsp_client *c;
