@@ -9,6 +9,7 @@
 
 static void begin_detach(core *c);
 static void finish_detach(core *c);
+static void changes_now(core *c);
 
 void core_init(core *c, edge_set *edges, const core_ops *ops, void *ctx,
 	       unsigned max_staleness, unsigned max_wait_ms)
@@ -226,9 +227,7 @@ static void drain_advance(core *c)
 {
 	/* Applying only once everything is in keeps the order of the sums
 	 * the same as a synchronous run's; a neighbour's early round is the
-	 * exception, since answering it needs the edge applied first.
-	 * Callbacks of the edges meanwhile must not re-enter. */
-	c->state = STEP_RUN;
+	 * exception, since answering it needs the edge applied first. */
 	core__write_if_needed(c);
 	int r = edges_answer_early(c->edges);
 	if (r >= 0 && edges_drain_waits(c->edges, c->sync)) {
@@ -335,15 +334,20 @@ static void takeback_now(core *c)
 {
 	if (!core__registered(c) || !c->edges->takeback_waiting || !waits(c))
 		return;
-	step_state was = c->state;
-	c->state = STEP_RUN;          /* the edges' callbacks wait meanwhile */
 	core_write_begin(c, false);
 	core_write_end(c);
-	c->state = was;
-	core_edges_changed(c);
+	changes_now(c);
 }
 
 void core_edges_changed(core *c)
+{
+	if (!c->ops->timer_active(c->ctx, CORE_TIMER_CHANGED))
+		core__timer_start(c, CORE_TIMER_CHANGED, 0);
+}
+
+/* The edges changed since the last look: the records, then whatever
+ * waited for the change. */
+static void changes_now(core *c)
 {
 	core_persist(c);
 	if (!core__registered(c) || c->halted)
@@ -484,6 +488,9 @@ void core_detach(core *c, void *client, step_detach_cb cb)
 void core_timer_fired(core *c, core_timer t)
 {
 	switch (t) {
+	case CORE_TIMER_CHANGED:
+		changes_now(c);
+		break;
 	case CORE_TIMER_REPLY:
 		reply_now(c);
 		break;

@@ -41,10 +41,13 @@ typedef enum step_state {
 	STEP_REPLY,              /* done: the reply is on its way */
 } step_state;
 
-/* The core's timers.  REPLY fires on the loop's next turn: a reply is
- * never given from inside a call into the core. */
+/* The core's timers.  CHANGED and REPLY fire on the loop's next turn: a
+ * reply is never given from inside a call into the core, and the edges'
+ * changes are looked at once their own call is over (nng's rule: a
+ * lower layer never calls back into the one above it). */
 typedef enum core_timer {
-	CORE_TIMER_REPLY = 0,
+	CORE_TIMER_CHANGED = 0,  /* the edges changed: the core looks */
+	CORE_TIMER_REPLY,
 	CORE_TIMER_WAIT,         /* MaxWait, DrainWait */
 	CORE_TIMER_AVERAGE,      /* an AVERAGE's time limit */
 	CORE_TIMER_DETACH,       /* DetachWait, or the model goes next turn */
@@ -149,8 +152,10 @@ void core_detach(core *c, void *client, step_detach_cb cb);
 bool core_busy(const core *c);
 
 /* From below: the edges changed (rounds moved, a generation started or
- * ended): the records first, then the request goes on.  A timer fired.
- * The engine step off the loop ended with result r. */
+ * ended).  Only noted: on the loop's next turn (CORE_TIMER_CHANGED) the
+ * records are saved first, then the request goes on, so no edge call is
+ * ever re-entered.  A timer fired.  The engine step off the loop ended
+ * with result r. */
 void core_edges_changed(core *c);
 void core_timer_fired(core *c, core_timer t);
 void core_work_done(core *c, int r);

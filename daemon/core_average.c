@@ -17,9 +17,6 @@ static void finish(core *c)
 	core__timer_stop(c, CORE_TIMER_AVERAGE);
 	core__timer_stop(c, CORE_TIMER_WAIT);
 	edges_avg_release(c->edges);
-	/* The edges' callbacks meanwhile (a generation that ends or starts)
-	 * must not run the AVERAGE on from inside its end. */
-	c->state = STEP_RUN;
 	core__write_if_needed(c);
 	int r = gsp_node_apply(c->edges->model.node);
 	edges_finish(c->edges);
@@ -121,7 +118,6 @@ static bool goes_on(core *c, int r)
  * False if the AVERAGE failed (replied). */
 static bool land(core *c)
 {
-	c->state = STEP_RUN;          /* the edges' callbacks wait meanwhile */
 	core__write_if_needed(c);
 	int r = gsp_node_apply(c->edges->model.node);
 	edges_finish(c->edges);

@@ -279,6 +279,17 @@ static inline void ep_fire(ep_end *x, core_timer t)
 	core_timer_fired(&x->core, t);
 }
 
+/* The loop's next turn at x: the core looks at the edges' changes (the
+ * records, then the frames they keep).  Never from inside an edge's
+ * call. */
+static inline void ep_turn(ep_end *x)
+{
+	for (int n = 0; x->armed[CORE_TIMER_CHANGED]; n++) {
+		ck_assert_msg(n < 100, "the core's changes never settle");
+		ep_fire(x, CORE_TIMER_CHANGED);
+	}
+}
+
 static inline void ep_drop_queue(ep_end *x)
 {
 	for (unsigned i = 0; i < x->n_out; i++)
@@ -351,6 +362,7 @@ static inline void ep_register_again(ep_end *x, const gsp_config *cfg)
 	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
 	x->later.node = x->node;
 	ck_assert_int_eq(edges_attach(&x->set, &x->later), 0);
+	ep_turn(x);
 }
 
 /* The trainer detaches and registers the same parameters again: a new
@@ -413,6 +425,7 @@ static inline void ep_restart_from(ep_end *x, const gsp_config *cfg, const ep_fi
 		ck_assert_int_eq(edge_restore(x->e, &r[0]), 0);
 		free(r);
 	}
+	ep_turn(x);
 }
 
 /* Killed and restarted with its newest records (records), or none; a
@@ -428,6 +441,7 @@ static inline void ep_restart(ep_end *x, const gsp_config *cfg, bool records,
 static inline void ep_attach(ep_end *x)
 {
 	ck_assert_int_eq(edges_attach(&x->set, &x->later), 0);
+	ep_turn(x);
 }
 
 static inline void ep_init(edgepair *p, const char *spec, const gsp_config *cfg)
@@ -465,6 +479,8 @@ static inline void ep_session_up(edgepair *p, uint8_t seed_byte)
 	p->a.session = p->b.session = true;
 	edge_session_up(p->a.e, seed);
 	edge_session_up(p->b.e, seed);
+	ep_turn(&p->a);
+	ep_turn(&p->b);
 }
 
 /* Delivers x's oldest queued frame to the other end; returns what
@@ -480,6 +496,7 @@ static inline int ep_deliver_one(ep_end *x)
 	if (f.persists > x->delivered)
 		x->delivered = f.persists;
 	int err = edge_frame(x->other->e, f.data, f.len);
+	ep_turn(x->other);
 	if (err < 0 && getenv("EP_DEBUG"))
 		fprintf(stderr, "refused frame type %u (%zu bytes) in state %d: %d\n",
 			f.data[0], f.len, ep_view(x->other->e).state, err);
@@ -492,7 +509,11 @@ static inline int ep_deliver_one(ep_end *x)
 /* Delivers everything queued, both ways, until both queues are empty. */
 static inline void ep_pump(edgepair *p)
 {
-	while (p->a.n_out || p->b.n_out) {
+	for (;;) {
+		ep_turn(&p->a);
+		ep_turn(&p->b);
+		if (!p->a.n_out && !p->b.n_out)
+			break;
 		if (p->a.n_out)
 			ck_assert_int_eq(ep_deliver_one(&p->a), 0);
 		if (p->b.n_out)
@@ -523,8 +544,8 @@ static inline void ep_on_step(void *client, const step_result *r)
  * its reply; 0 or the error it replied. */
 static inline int ep_step(ep_end *x)
 {
-	static const core_timer order[] = {CORE_TIMER_TAKEBACK, CORE_TIMER_WAIT,
-					   CORE_TIMER_REPLY};
+	static const core_timer order[] = {CORE_TIMER_CHANGED, CORE_TIMER_TAKEBACK,
+					   CORE_TIMER_WAIT, CORE_TIMER_REPLY};
 	x->replied = false;
 	int err = core_step(&x->core, x, 0, ep_on_step);
 	if (err)

@@ -16,7 +16,11 @@
  * its edge ended (modelgoes: a session may come up meanwhile, and no
  * generation may be agreed with it), a daemon killed and restarted with or
  * without its edges' records (with newbuffer, its trainer may register
- * another buffer then, which the records do not describe), a SIGHUP that changes one end's Weight for
+ * another buffer then, which the records do not describe; a power loss
+ * is such a kill: the records are synced before the frames they promise
+ * leave, daemon/slotfile.c, so the disk then holds a version the restart
+ * may pick), a daemon stopped by SIGTERM and started again (sigterm: its
+ * generations continue), a SIGHUP that changes one end's Weight for
  * the peer or its degree (weight), and a session that ends at one end
  * first (halfclose: its GOODBYE, a reload, a dead timeout, a kill): a
  * random prefix of the frames it had written still reaches the peer,
@@ -52,7 +56,7 @@
  * usage: test-daemon-sim [--seeds N] [--seed S] [--steps N]
  *                        [--faults none|all|reset,detach,remove,timeout,restart,crash,
  *                                  newbuffer,weight,halfclose,upbusy,average,avgdetach,
- *                                  modelgoes,leavewait,finite,skip,swarm]
+ *                                  modelgoes,leavewait,finite,skip,sigterm,swarm]
  *                        [--method exact|powergossip] [--min-windows W F]
  *                        [--expect-violations] [--sabotage] [--trace]
  * With --min-windows the sweep also fails unless its schedules opened at
@@ -79,7 +83,7 @@ enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
        FAULT_HALFCLOSE = 128, FAULT_UPBUSY = 256, FAULT_AVERAGE = 512,
        FAULT_AVGDETACH = 1024, FAULT_MODELGOES = 2048, FAULT_LEAVEWAIT = 4096,
        FAULT_FINITE = 8192, FAULT_SKIP = 16384, FAULT_SWARM = 32768,
-       FAULT_NEWBUFFER = 65536 };
+       FAULT_NEWBUFFER = 65536, FAULT_SIGTERM = 131072 };
 
 /* --faults swarm (swarm testing: TigerBeetle's VOPR draws its fault
  * probabilities per seed): each schedule draws, for each fault it lists,
@@ -89,7 +93,7 @@ enum { FAULT_RESET = 1, FAULT_DETACH = 2, FAULT_REMOVE = 4, FAULT_CRASH = 8,
  * agree over several actions with none of them); a schedule whose resets
  * are rare but whose restarts are frequent opens windows and has faults
  * land inside them. */
-#define SIM_FAULT_KINDS 17      /* bit 15, swarm itself, draws none */
+#define SIM_FAULT_KINDS 18      /* bit 15, swarm itself, draws none */
 static const unsigned swarm_odds[4] = {0, 64, 8, 1};
 
 /* The degrees a SIGHUP may list (FAULT_WEIGHT): the set's max_degree
@@ -126,6 +130,7 @@ typedef struct sim_stats {
 	unsigned long long avg_next[5];  /* the trainer's request after (NEXT_*) */
 	unsigned long long stalled;      /* schedules where nothing could happen */
 	unsigned long long leave_expired; /* LeaveWaits that passed (leavewait) */
+	unsigned long long sigterms;     /* daemons stopped by SIGTERM (sigterm) */
 	unsigned long long unwritten;    /* DETACHes whose write (begin_detach's)
 					  * ended before the model went */
 } sim_stats;
@@ -641,14 +646,17 @@ static void register_again(sim *s, int i)
 	ep_register_again(x, &s->cfg);
 }
 
-/* The loop's next turn at i: a timer of 0 ms fires (a take-back in a
- * write of its own, a reply, the model that goes), or the trainer makes
+/* The loop's next turn at i: a timer of 0 ms fires (the core looks at
+ * the edges' changes, a take-back in a write of its own, a reply, the
+ * model that goes), or the trainer makes
  * the call a reply asked for.  False if nothing did. */
 static bool next_turn(sim *s, int i)
 {
 	ep_end *x = end_of(s, i);
 	sim_trainer *t = &s->tr[i];
-	if (x->armed[CORE_TIMER_TAKEBACK]) {
+	if (x->armed[CORE_TIMER_CHANGED]) {
+		ep_fire(x, CORE_TIMER_CHANGED);
+	} else if (x->armed[CORE_TIMER_TAKEBACK]) {
 		if (s->trace)
 			printf("       (a round taken back at %c in a write of its own: its "
 			       "request waits)\n", i ? 'b' : 'a');
@@ -999,6 +1007,37 @@ static void registers(sim *s, int i)
 		ep_end_session(end_of(s, i));
 }
 
+/* --faults sigterm: the daemon at i stops on SIGTERM (systemctl restart,
+ * an upgrade) and starts again.  As main.c's park: the request under way
+ * ends without a reply (the trainer's client sees the connection close
+ * and registers again at the next start), no engine work and no write
+ * is under way (it waits for them), the records are saved a last time,
+ * and the peer gets GOODBYE, which ends no generation; the new daemon
+ * reads those records and continues them. */
+static void sigterm(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	say(s, "SIGTERM: the daemon saves its records, stops and starts again at", i);
+	edge_view was = ep_view(x->e);
+	trainer_killed(s, i);
+	core_halt(&x->core);
+	edges_records_changed(&x->set);
+	core_persist(&x->core);
+	s->st.sigterms++;
+	if (closes_first(s, i))
+		half_close(s, i, pick(s, x->n_out + 1));
+	else if (x->session)
+		ep_end_session(x);
+	/* Its trainer registers at once, or later. */
+	ep_restart(x, &s->cfg, true, pick(s, 2));
+	set_up(s, x);
+	s->began[i] = x->persists;
+	/* The warm start survives: a live generation continues. */
+	ck_assert_msg(!was.live || was.ending || ep_view(x->e).generation == was.generation,
+		      "seed %llu: SIGTERM ended generation %u at %c", (unsigned long long)s->seed,
+		      was.generation, i ? 'b' : 'a');
+}
+
 static void session_up(sim *s)
 {
 	say(s, "new session", -1);
@@ -1162,6 +1201,13 @@ static bool act(sim *s)
 			}
 			break;
 		case 12:
+			/* A SIGTERM or a kill: each in half the cases where
+			 * both are listed. */
+			if ((s->faults & FAULT_SIGTERM) && pick(s, 2) && free_at(s, i) &&
+			    !x->set.writing && fires(s, FAULT_SIGTERM)) {
+				sigterm(s, i);
+				return true;
+			}
 			if (free_at(s, i) && fires(s, FAULT_RESTART)) {
 				restart(s, i);
 				return true;
@@ -1358,6 +1404,7 @@ static int run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fa
 	stats->stalled += s.stalled != 0;
 	stats->unwritten += s.st.unwritten;
 	stats->leave_expired += s.st.leave_expired;
+	stats->sigterms += s.st.sigterms;
 	/* Liveness: with faults over, a clean session carries rounds. */
 	if (!rc) {
 		ep_pump(&s.p);
@@ -1462,6 +1509,9 @@ START_TEST(test_schedules)
 	if (st.unwritten)
 		printf("unwritten: %llu DETACHes lost their write before the model went (a "
 		       "take-back by subtraction then waits for DetachWait)\n", st.unwritten);
+	if (faults & FAULT_SIGTERM)
+		printf("sigterm: %llu daemons stopped by SIGTERM and started again\n",
+		       st.sigterms);
 	if (faults & FAULT_LEAVEWAIT)
 		printf("leavewait: %llu LeaveWaits passed before the removed peer answered\n",
 		       st.leave_expired);
@@ -1524,7 +1574,9 @@ END_TEST
  * may DETACH during its AVERAGE), modelgoes (with detach: the model goes
  * at a later action than the one its edge ended in), leavewait (with
  * remove: the removed peer's LeaveWait passes before it answered), skip
- * (with finite: the schedule's window has rounds the edge sits out), swarm
+ * (with finite: the schedule's window has rounds the edge sits out),
+ * sigterm (a daemon stops on SIGTERM, keeping its generations, and starts
+ * again), swarm
  * (each schedule draws its own odds for the others: FAULT_SWARM).  "all"
  * is every one but crash (its drift is allowed), avgdetach (open: see
  * docs/RELIABILITY.md) and swarm. */
@@ -1538,7 +1590,9 @@ static int parse_faults(const char *list, unsigned *ret)
 		{"average", FAULT_AVERAGE}, {"avgdetach", FAULT_AVGDETACH},
 		{"modelgoes", FAULT_MODELGOES}, {"leavewait", FAULT_LEAVEWAIT},
 		{"finite", FAULT_FINITE}, {"skip", FAULT_SKIP}, {"swarm", FAULT_SWARM},
+		{"sigterm", FAULT_SIGTERM},
 		{"all", FAULT_RESET | FAULT_DETACH | FAULT_REMOVE | FAULT_TIMEOUT | FAULT_RESTART |
+			FAULT_SIGTERM |
 			FAULT_WEIGHT | FAULT_HALFCLOSE | FAULT_UPBUSY | FAULT_AVERAGE |
 			FAULT_AVGDETACH | FAULT_MODELGOES | FAULT_LEAVEWAIT | FAULT_FINITE},
 		{"none", 0},
@@ -1629,7 +1683,7 @@ usage:
 		"[--method M] [--min-windows W F] [--expect-violations] [--sabotage] "
 		"[--trace]\n"
 		"LIST: comma-separated reset, detach, remove, timeout, restart, crash, weight, "
-		"halfclose, upbusy, average, avgdetach, modelgoes, leavewait, finite, skip, "
+		"halfclose, upbusy, average, avgdetach, modelgoes, leavewait, finite, skip, sigterm, "
 		"swarm\n", argv[0]);
 	return 2;
 }
