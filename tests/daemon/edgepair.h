@@ -51,6 +51,8 @@ struct ep_end {
 	uint64_t clock;          /* the core's clock (ms): a timer that fires
 				  * moves it to its time */
 	bool replied;            /* ep_step: the STEP's reply came */
+	bool in_edge;            /* inside an edge call (a frame, a session):
+				  * the core must not run (nng's rule) */
 	int step_err;
 	edge *e;
 	counters counters;
@@ -138,6 +140,8 @@ static inline void ep_max_frame(void *ctx, edge *e, uint32_t max_body)
  * mesh.c writes to the disk). */
 static inline void ep_save(ep_end *x)
 {
+	ck_assert_msg(!x->in_edge, "the records were saved from inside an edge's call: "
+		      "the core was re-entered");
 	edge_record r;
 	edge_record_of(x->e, &r);
 	ep_file *f = &x->files[++x->persists % EP_FILES];
@@ -477,8 +481,10 @@ static inline void ep_session_up(edgepair *p, uint8_t seed_byte)
 	uint8_t seed[GSP_SEED_BYTES];
 	memset(seed, seed_byte, sizeof(seed));
 	p->a.session = p->b.session = true;
+	p->a.in_edge = p->b.in_edge = true;
 	edge_session_up(p->a.e, seed);
 	edge_session_up(p->b.e, seed);
+	p->a.in_edge = p->b.in_edge = false;
 	ep_turn(&p->a);
 	ep_turn(&p->b);
 }
@@ -495,7 +501,9 @@ static inline int ep_deliver_one(ep_end *x)
 	x->n_out--;
 	if (f.persists > x->delivered)
 		x->delivered = f.persists;
+	x->other->in_edge = true;
 	int err = edge_frame(x->other->e, f.data, f.len);
+	x->other->in_edge = false;
 	ep_turn(x->other);
 	if (err < 0 && getenv("EP_DEBUG"))
 		fprintf(stderr, "refused frame type %u (%zu bytes) in state %d: %d\n",
