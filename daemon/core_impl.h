@@ -1,7 +1,8 @@
 /*
- * core_impl.h: what core.c (STEP, DRAIN, DETACH, the writes and the
- * records) and core_average.c (AVERAGE) share inside the core.  Not for
- * other modules: they use core.h.
+ * core_impl.h: what the core's files share: core_engine.c (the writes,
+ * the records, the engine step, a request's start and reply) below
+ * core_average.c (AVERAGE) below core.c (STEP, DRAIN, DETACH and the
+ * events).  Not for other modules: they use core.h.
  */
 #ifndef GOSSIPD_CORE_IMPL_H
 #define GOSSIPD_CORE_IMPL_H
@@ -29,8 +30,16 @@ static inline void core__timer_stop(core *c, core_timer t)
 }
 
 /* The request's reply (err 0: its result) on the loop's next turn; the
- * core is free again then. */
+ * core is free again then (core__reply_now, from the REPLY timer). */
 void core__reply(core *c, int err, const char *text);
+void core__reply_now(core *c);
+/* What a reply says of the model: steps, staleness, bytes, estimate. */
+void core__totals(core *c, gsp_api_step_ok *ret);
+/* The engine step returned r: counted and its messages sent (the write
+ * ends); fills the STEP reply.  0 or r's error. */
+int core__engine_end(core *c, int r);
+/* Whether a request waits (for rounds, or its AVERAGE's round). */
+bool core__waits(const core *c);
 const char *core__error_text(int err);
 /* A write into the buffer begins if an apply now would write it. */
 void core__write_if_needed(core *c);

@@ -29,7 +29,7 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "peers_dial.c": "peers", "peers_reload.c": "peers", "peers_impl.h": "peers",
          "api_socket.c": "api", "api_socket.h": "api",
          "edges.c": "edge", "edge_gen.c": "edge", "edge_end.c": "edge", "edge_records.c": "edge", "edge_sched.c": "edge",
-         "edge_impl.h": "edge", "edges_api.c": "edge", "core_average.c": "core", "core_impl.h": "core",
+         "edge_impl.h": "edge", "edges_api.c": "edge", "core_average.c": "core", "core_engine.c": "core", "core_impl.h": "core",
          "model_options.c": "model", "model_options.h": "model",
          "config_check.c": "config", "config_impl.h": "config",
          "api_request.c": "api", "api_client.c": "api", "api_impl.h": "api",
