@@ -78,6 +78,12 @@ extern "C" {
 
 /* ---- versions and limits ---------------------------------------------- */
 
+/* The protocol version (PROTOCOL.md section 3), written here and nowhere
+ * else: the daemon and the C client use these macros, the Python client's
+ * gossipd/_proto_version.py is generated from these two lines, and
+ * tests/python/test_protocol.py (OneVersion) checks that PROTOCOL.md and
+ * docs/journal/PROTOCOL-changelog.md's newest entry say the same.  A
+ * bump: change them, add the changelog entry, state it in PROTOCOL.md. */
 #define GSP_PROTO_VERSION_MAJOR 1
 #define GSP_PROTO_VERSION_MINOR 6
 #define GSP_PROTO_VERSION \

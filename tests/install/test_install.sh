@@ -102,11 +102,26 @@ if [ -s "$T/out" ]; then not_ok "everything is under $PREFIX"; else ok "everythi
 # The Python client (bindings/python/), in the interpreter's dist-packages
 # under the prefix; meson leaves it out when it finds no Python.
 if [ -f "$SRC/bindings/python/meson.build" ]; then
-	for f in __init__.py client.py; do
+	for f in __init__.py client.py _proto_version.py; do
 		find "$D$PREFIX" -path "*/python3*/*-packages/gossipd/$f" >"$T/out"
 		if [ -s "$T/out" ]; then ok "installed: the Python client's gossipd/$f"
 		else not_ok "installed: the Python client's gossipd/$f"; fi
 	done
+	# Its protocol version is proto.h's, from the generated module (no
+	# proto.h is installed for it to read).
+	want=$(sed -n 's/^#define GSP_PROTO_VERSION_\(MAJOR\|MINOR\) \([0-9]*\)$/\2/p' \
+		"$SRC/proto/proto.h" | paste -sd.)
+	pkgdir=$(find "$D$PREFIX" -path "*/python3*/*-packages/gossipd/protocol.py" | head -n 1)
+	if [ -n "$pkgdir" ] && (cd "$T" && PYTHONPATH=$(dirname "$(dirname "$pkgdir")") python3 -c '
+import sys
+from gossipd import protocol as P
+assert "gossipd._proto_version" in sys.modules
+print("%d.%d" % (P.VERSION_MAJOR, P.VERSION_MINOR))') >"$T/out" 2>&1 &&
+		[ "$(cat "$T/out")" = "$want" ]; then
+		ok "the installed Python client speaks proto.h's protocol $want"
+	else
+		not_ok "the installed Python client speaks proto.h's protocol $want"
+	fi
 fi
 
 # ---- the installed programs ---------------------------------------------

@@ -11,6 +11,7 @@ Standard library only.
 import errno
 import math
 import os
+import re
 import struct
 import sys
 import unittest
@@ -355,6 +356,67 @@ class Mutations(unittest.TestCase):
         # Both outcomes must actually occur, or the run proved nothing.
         self.assertGreater(refused, self.ROUNDS // 10)
         self.assertGreater(decoded, 0)
+
+
+class OneVersion(unittest.TestCase):
+    """The protocol version is written once, in proto/proto.h; the Python
+    module, the build's generated module, the specification and the
+    changelog's newest entry all say that one, so a bump that forgets one
+    of them fails here."""
+    ROOT = os.path.join(HERE, "..", "..")
+
+    def header(self):
+        from gossipd import _proto_h
+        return _proto_h.read(os.path.join(self.ROOT, "proto", "proto.h"))
+
+    def test_python_module_says_proto_h_version(self):
+        major, minor = self.header()
+        self.assertEqual((P.VERSION_MAJOR, P.VERSION_MINOR), (major, minor))
+        self.assertEqual(P.VERSION, major << 8 | minor)
+
+    def test_generated_module_says_proto_h_version(self):
+        build = os.environ.get("GSP_BUILD_ROOT")
+        if not build:
+            self.skipTest("GSP_BUILD_ROOT not set (meson test sets it)")
+        path = os.path.join(build, "bindings", "python", "_proto_version.py")
+        namespace = {}
+        with open(path, encoding="utf-8") as f:
+            exec(f.read(), namespace)
+        self.assertEqual((namespace["VERSION_MAJOR"], namespace["VERSION_MINOR"]),
+                         self.header())
+
+    def test_specification_states_proto_h_version_once(self):
+        with open(os.path.join(self.ROOT, "proto", "PROTOCOL.md"), encoding="utf-8") as f:
+            text = f.read()
+        stated = re.findall(r"specifies\s+protocol\s+version\s+\*\*(\d+)\.(\d+)\*\*\s+"
+                            r"\(`0x([0-9a-f]{4})`\)", text)
+        self.assertEqual(len(stated), 1, "PROTOCOL.md states its version once: %r" % stated)
+        major, minor = self.header()
+        self.assertEqual(stated[0], (str(major), str(minor), "%04x" % (major << 8 | minor)))
+        title = text.split("\n", 1)[0]
+        self.assertIsNone(re.search(r"\d+\.\d+", title), "the title names no version")
+
+    def test_changelog_newest_entry_is_proto_h_version(self):
+        path = os.path.join(self.ROOT, "docs", "journal", "PROTOCOL-changelog.md")
+        with open(path, encoding="utf-8") as f:
+            entries = re.findall(r"^## (\d+)\.(\d+)\b", f.read(), re.MULTILINE)
+        self.assertTrue(entries, "the changelog has entries '## MAJOR.MINOR'")
+        major, minor = self.header()
+        self.assertEqual(entries[0], (str(major), str(minor)))
+        versions = [(int(a), int(b)) for a, b in entries]
+        self.assertEqual(versions, sorted(versions, reverse=True), "newest first")
+
+    def test_reader_refuses_a_header_without_exactly_one_of_each(self):
+        import tempfile
+        from gossipd import _proto_h
+        for body in ("#define GSP_PROTO_VERSION_MAJOR 1\n",
+                     "#define GSP_PROTO_VERSION_MAJOR 1\n#define GSP_PROTO_VERSION_MINOR 6\n"
+                     "#define GSP_PROTO_VERSION_MINOR 7\n"):
+            with tempfile.NamedTemporaryFile("w", suffix=".h") as f:
+                f.write(body)
+                f.flush()
+                with self.assertRaises(ValueError):
+                    _proto_h.read(f.name)
 
 if __name__ == "__main__":
     unittest.main()

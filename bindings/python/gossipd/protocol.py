@@ -19,8 +19,12 @@ from collections import namedtuple
 
 from .errors import InvalidArgument, ProtocolError
 
-VERSION_MAJOR = 1
-VERSION_MINOR = 6
+# The protocol version: proto/proto.h's, never copied by hand (_proto_h.py).
+try:    # an installed package: written from proto.h by the build
+    from ._proto_version import VERSION_MAJOR, VERSION_MINOR
+except ModuleNotFoundError:     # the source tree: proto.h itself
+    from ._proto_h import checkout_version
+    VERSION_MAJOR, VERSION_MINOR = checkout_version()
 VERSION = VERSION_MAJOR << 8 | VERSION_MINOR
 
 FRAME_HEADER = 4
