@@ -285,6 +285,7 @@ void sim_sigterm(sim *s, int i);
 /* sim_trainer.c */
 void sim_sabotage_plan(sim *s, uint64_t seed);
 void sim_note_detach(sim *s, int i);
+void sim_drain_to_end(sim *s, int i);
 void sim_request_step(sim *s, int i, bool off);
 void sim_work_ends(sim *s, int i);
 void sim_detach_begin(sim *s, int i);

@@ -33,9 +33,9 @@ static void sim_edges_changed(ep_end *x)
 }
 
 
-/* Faults over: steps end, a clean session comes up, and every frame is
- * delivered and every completed update applied (what a STEP's apply
- * does, without projecting more), until nothing changes. */
+/* Faults over: steps end, a clean session comes up, every frame is
+ * delivered and each trainer DRAINs (every completed update applied,
+ * nothing more projected), until nothing changes. */
 void sim_settle(sim *s)
 {
 	s->settling = true;
@@ -68,12 +68,10 @@ void sim_settle(sim *s)
 			if (s->p.b.n_out)
 				sim_deliver_one(s, &s->p.b);
 		}
-		for (int i = 0; i < 2; i++) {
-			ep_write_begin(end_of(s, i));
-			ck_assert_int_ge(gsp_node_apply(end_of(s, i)->node), 0);
-			edges_finish(&end_of(s, i)->set);
-			ep_write_end(end_of(s, i));
-		}
+		/* Each trainer DRAINs (through its core: what the edges
+		 * completed lands; a round left in flight waits DrainWait). */
+		for (int i = 0; i < 2; i++)
+			sim_drain_to_end(s, i);
 		sim_after_action(s);
 	}
 	/* A last look at each other: ends that disagree report it. */

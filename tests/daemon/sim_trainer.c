@@ -188,6 +188,24 @@ void sim_request_step(sim *s, int i, bool off)
 }
 
 
+/* The trainer at i DRAINs as the checker settles the run, if it can make
+ * a request: the loop turns (DrainWait passing) until the reply. */
+void sim_drain_to_end(sim *s, int i)
+{
+	ep_end *x = end_of(s, i);
+	if (!sim_trainer_free(s, i))
+		return;
+	s->tr[i].off_next = false;
+	s->tr[i].waits = true;
+	ck_assert_int_eq(core_step(&x->core, x, GSP_STEP_DRAIN, on_reply), 0);
+	for (int n = 0; s->tr[i].waits; n++) {
+		ck_assert_msg(n < 100, "seed %llu: a DRAIN never replied",
+			      (unsigned long long)s->seed);
+		if (!sim_next_turn(s, i) && x->armed[CORE_TIMER_WAIT])
+			ep_fire(x, CORE_TIMER_WAIT);
+	}
+}
+
 /* The engine step off the loop at i ends (libuv's work_done). */
 void sim_work_ends(sim *s, int i)
 {
