@@ -107,6 +107,26 @@ if [ -f "$SRC/bindings/python/meson.build" ]; then
 		if [ -s "$T/out" ]; then ok "installed: the Python client's gossipd/$f"
 		else not_ok "installed: the Python client's gossipd/$f"; fi
 	done
+	# It looks for libgossip in the prefix's libdir, and loads it.
+	f=$(find "$D$PREFIX" -path "*/python3*/*-packages/gossipd/_installed.py" | head -n 1)
+	if [ -n "$f" ] && grep -qxF "LIBDIR = \"$(abs "$LIBDIR")\"" "$f"; then
+		ok "the installed Python client knows the prefix's libdir"
+	else
+		not_ok "the installed Python client knows the prefix's libdir"
+	fi
+	if [ -n "$f" ] && GOSSIPD_LIBGOSSIP="$D$(abs "$LIBDIR")/libgossip.so.0" \
+		PYTHONPATH="$(dirname "$(dirname "$f")")" python3 -c '
+import sys, gossipd
+try:
+    gossipd.Client("/nonexistent/gossipd.sock")
+except gossipd.DaemonNotRunning:
+    sys.exit(0)
+sys.exit(1)' >"$T/out" 2>&1; then
+		ok "the installed Python client runs on the installed libgossip"
+	else
+		not_ok "the installed Python client runs on the installed libgossip"
+		cat "$T/out" >&2
+	fi
 fi
 
 # ---- the installed programs ---------------------------------------------
