@@ -2,7 +2,8 @@
  * socket, requests encoded and replies decoded with proto/, the parameter
  * buffer in a sealed memfd passed with SCM_RIGHTS at REGISTER and kept, with
  * the REGISTER frame, to register again after the daemon restarted.  Every
- * wait polls against the call's deadline. */
+ * wait polls against the call's deadline and an eventfd that
+ * gsp_client_interrupt() signals from another thread. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -49,6 +51,7 @@ _Static_assert(GSP_CLIENT_STEP_SYNC == GSP_STEP_SYNC &&
 
 struct gsp_client {
 	int fd;                 /* -1 while offline (the daemon is away) */
+	int wake_fd;            /* gsp_client_interrupt()'s eventfd, or -1 */
 	bool broken;            /* unusable: every call is -ENOTCONN */
 	bool reconnect;         /* reconnect when the daemon is away */
 	bool attempt;           /* inside a reconnect attempt */
@@ -56,6 +59,8 @@ struct gsp_client {
 	int64_t deadline;       /* of the current call, monotonic ms */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char name[GSP_API_NAME_MAX + 1];
+	char daemon_name[GSP_API_NAME_MAX + 1];  /* HELLO_OK's, last connect */
+	uint16_t daemon_version;
 	float *params;          /* the registered buffer, or NULL */
 	size_t params_bytes;    /* with the undo section, if any */
 	uint64_t n_floats;
@@ -168,7 +173,7 @@ static void close_socket(gsp_client *c)
  * and records err at stage. */
 static int broken(gsp_client *c, gsp_client_stage stage, int err)
 {
-	if (stage == GSP_CLIENT_IO && err == -ETIMEDOUT)
+	if (stage == GSP_CLIENT_IO && (err == -ETIMEDOUT || err == -ECANCELED))
 		await_release(c);
 	if (stage == GSP_CLIENT_IO)
 		undo_lost_write(c);
@@ -206,11 +211,13 @@ static int io_failed(gsp_client *c, int err)
 	return broken(c, GSP_CLIENT_IO, err);
 }
 
-/* Waits until the socket is ready for events or the call's deadline
- * passed (-ETIMEDOUT).  Bounded by the deadline; EINTR restarts. */
+/* Waits until the socket is ready for events, the call's deadline
+ * passed (-ETIMEDOUT) or gsp_client_interrupt() was called (-ECANCELED).
+ * Bounded by the deadline; EINTR restarts. */
 static int wait_socket(gsp_client *c, short events)
 {
-	struct pollfd p = {.fd = c->fd, .events = events};
+	struct pollfd p[2] = {{.fd = c->fd, .events = events},
+			      {.fd = c->wake_fd, .events = POLLIN}};
 
 	for (;;) {
 		int wait = -1, n;
@@ -221,7 +228,9 @@ static int wait_socket(gsp_client *c, short events)
 				return -ETIMEDOUT;
 			wait = left > INT_MAX ? INT_MAX : (int)left;
 		}
-		n = poll(&p, 1, wait);
+		n = poll(p, 2, wait);
+		if (n > 0 && p[1].revents)
+			return -ECANCELED;
 		if (n > 0)
 			return 0;     /* errors and hangups: the next I/O says */
 		if (n < 0 && errno != EINTR)
@@ -559,6 +568,9 @@ static int open_socket(gsp_client *c, int64_t wait_ms)
 	if (c->daemon_pidfd >= 0)
 		close(c->daemon_pidfd);
 	c->daemon_pidfd = gsp_undo_pidfd(c->fd);
+	memcpy(c->daemon_name, hello.name, hello.name_len);
+	c->daemon_name[hello.name_len] = '\0';
+	c->daemon_version = hello.version;
 	return 0;
 }
 
@@ -634,9 +646,7 @@ static int open_client(gsp_client *c, const char *socket_path,
 	if (strlen(name) > GSP_API_NAME_MAX)
 		return local(c, -EINVAL);
 	memcpy(c->name, name, strlen(name) + 1);
-	c->timeout_ms = opts->timeout_ms == 0 ? GSP_CLIENT_TIMEOUT_MS :
-			opts->timeout_ms == GSP_CLIENT_NO_TIMEOUT ? NO_DEADLINE :
-			opts->timeout_ms;
+	(void)gsp_client_set_timeout(c, opts->timeout_ms);
 	c->reconnect = !(opts->flags & GSP_CLIENT_NO_RECONNECT);
 	c->backoff_ms = BACKOFF_FIRST_MS;
 	c->last.consensus_estimate = NAN;
@@ -645,6 +655,9 @@ static int open_client(gsp_client *c, const char *socket_path,
 	c->rx = malloc(c->rx_cap);
 	if (!c->rx)
 		return local(c, -ENOMEM);
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->wake_fd < 0)
+		return local(c, -errno);
 	if (open_socket(c, c->timeout_ms) < 0)
 		return c->failure.code;
 	begin(c);
@@ -677,6 +690,7 @@ int gsp_client_connect_opts(const char *socket_path,
 		return -ENOMEM;
 	}
 	c->fd = -1;
+	c->wake_fd = -1;
 	c->mem_fd = -1;
 	c->daemon_pidfd = -1;
 	c->undo = !(opts && (opts->flags & GSP_CLIENT_NO_UNDO));
@@ -1089,6 +1103,49 @@ void gsp_client_close(gsp_client *c)
 	release(c);
 	if (c->daemon_pidfd >= 0)
 		close(c->daemon_pidfd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
 	free(c->rx);
 	free(c);
+}
+
+int gsp_client_set_timeout(gsp_client *c, uint32_t timeout_ms)
+{
+	if (!c)
+		return -EINVAL;
+	c->timeout_ms = timeout_ms == 0 ? GSP_CLIENT_TIMEOUT_MS :
+			timeout_ms == GSP_CLIENT_NO_TIMEOUT ? NO_DEADLINE :
+			timeout_ms;
+	return 0;
+}
+
+void gsp_client_interrupt(gsp_client *c)
+{
+	uint64_t one = 1;
+
+	if (c && c->wake_fd >= 0)
+		(void)!write(c->wake_fd, &one, sizeof(one));
+}
+
+gsp_client_state gsp_client_state_of(const gsp_client *c)
+{
+	if (!c || c->broken)
+		return GSP_CLIENT_UNUSABLE;
+	return c->fd < 0 ? GSP_CLIENT_OFFLINE : GSP_CLIENT_CONNECTED;
+}
+
+const char *gsp_client_daemon(const gsp_client *c, uint16_t *ret_version)
+{
+	if (!c)
+		return "";
+	if (ret_version)
+		*ret_version = c->daemon_version;
+	return c->daemon_name;
+}
+
+int gsp_client_buffer_fd(const gsp_client *c)
+{
+	if (!c)
+		return -EINVAL;
+	return c->params ? c->mem_fd : -ENOENT;
 }

@@ -142,6 +142,7 @@
  *   gives -EPIPE rather than SIGPIPE.
  *
  * Threads: a gsp_client is not thread-safe; use one per thread or lock.
+ * The one exception is gsp_client_interrupt().
  */
 #ifndef GOSSIP_CLIENT_H
 #define GOSSIP_CLIENT_H
@@ -454,6 +455,47 @@ GSP_EXPORT const char *gsp_client_last_error(const gsp_client *c);
  */
 GSP_EXPORT const gsp_client_failure *
 gsp_client_last_failure(const gsp_client *c);
+
+/* Where the client's connection stands (gsp_client_state_of()). */
+typedef enum gsp_client_state {
+	GSP_CLIENT_CONNECTED = 0,    /* connected to the daemon */
+	GSP_CLIENT_OFFLINE,          /* the daemon is away; the client
+					reconnects (see Restarts) */
+	GSP_CLIENT_UNUSABLE,         /* every call returns -ENOTCONN */
+} gsp_client_state;
+
+/* The connection's state now.  Accepts NULL (GSP_CLIENT_UNUSABLE). */
+GSP_EXPORT gsp_client_state gsp_client_state_of(const gsp_client *c);
+
+/* The daemon's version text from its HELLO_OK at the last connect (such
+ * as "gossipd 0.1.0"), and its protocol version (major << 8 | minor) in
+ * *ret_version if not NULL.  Valid until the next call on c.  Accepts
+ * NULL (returns ""). */
+GSP_EXPORT const char *gsp_client_daemon(const gsp_client *c,
+					 uint16_t *ret_version);
+
+/* The registered buffer's memfd (the parameters, then the undo section),
+ * for a caller that maps the buffer itself, so that its own mapping may
+ * outlive gsp_client_detach() (the Python package's arrays).  The file
+ * descriptor stays the client's: valid until a successful
+ * gsp_client_detach() or gsp_client_close(); dup() it to keep it.
+ * -ENOENT when nothing is registered, -EINVAL for NULL. */
+GSP_EXPORT int gsp_client_buffer_fd(const gsp_client *c);
+
+/* Changes the client's timeout (gsp_client_options.timeout_ms: 0 the
+ * default, GSP_CLIENT_NO_TIMEOUT none) for the calls that follow.
+ * -EINVAL for NULL. */
+GSP_EXPORT int gsp_client_set_timeout(gsp_client *c, uint32_t timeout_ms);
+
+/* The one call that another thread may make while a call on c is in
+ * progress (and the only one safe from a signal handler): the call
+ * waiting on the daemon (or the next one that waits, if none is) returns
+ * -ECANCELED, at stage GSP_CLIENT_IO, and the client is unusable.  With a
+ * model registered it first waits for the daemon to let go of the buffer,
+ * as after a timeout (see Timeouts).  Meant for shutting down (the Python
+ * client's close() from another thread): gsp_client_close() follows,
+ * once the interrupted call returned. */
+GSP_EXPORT void gsp_client_interrupt(gsp_client *c);
 
 /* Closes the connection (the daemon then detaches implicitly), unmaps the
  * parameter buffer and frees c.  Accepts NULL. */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@
 
 #include "client.h"
 #include "proto.h"
+
+static unsigned long mapping_inode(const void *addr);
 
 /* ---- fake daemon ---------------------------------------------------------- */
 
@@ -315,6 +318,13 @@ START_TEST(test_hello_status)
 	server_start(&s, script_status, 0);
 	ck_assert_int_eq(gsp_client_connect(s.path, "unit-test", &c), 0);
 	ck_assert_str_eq(gsp_client_last_error(c), "");
+	uint16_t version = 0;
+	ck_assert_str_eq(gsp_client_daemon(c, &version), "gossipd-fake 0.0");
+	ck_assert_uint_eq(version, GSP_PROTO_VERSION);
+	ck_assert_int_eq(gsp_client_state_of(c), GSP_CLIENT_CONNECTED);
+	ck_assert_int_eq(gsp_client_buffer_fd(c), -ENOENT);
+	ck_assert_int_eq(gsp_client_state_of(NULL), GSP_CLIENT_UNUSABLE);
+	ck_assert_str_eq(gsp_client_daemon(NULL, NULL), "");
 	ck_assert_int_eq(gsp_client_status(c, &json), 0);
 	ck_assert_str_eq(json, status_json);
 	free(json);
@@ -466,6 +476,11 @@ START_TEST(test_register_shared_memory)
 	ck_assert_int_eq(gsp_client_connect(s.path, "reg", &c), 0);
 	ck_assert_int_eq(gsp_client_register(c, t, 2, &p), 0);
 	ck_assert_ptr_nonnull(p);
+	/* The memfd, for a caller's own mapping of the same buffer. */
+	struct stat mst;
+	ck_assert_int_eq(fstat(gsp_client_buffer_fd(c), &mst), 0);
+	ck_assert_int_eq(mst.st_size, gsp_undo_bytes(100 * 100 + 100));
+	ck_assert_uint_eq(mst.st_ino, mapping_inode(p));
 	ck_assert_float_eq(p[0], 0.0f);                /* zero-filled */
 	ck_assert_float_eq(p[100 * 100 + 99], 0.0f);   /* last float */
 	/* One registration per client. */
@@ -1024,10 +1039,15 @@ START_TEST(test_timeout)
 		ck_assert_ptr_null(c);
 		ck_assert_int_eq(f.stage, GSP_CLIENT_IO);
 	} else {
+		if (_i == 2)            /* set later, from a longer one */
+			o.timeout_ms = 60000;
 		ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, &f), 0);
+		if (_i == 2)
+			ck_assert_int_eq(gsp_client_set_timeout(c, 200), 0);
 		ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ETIMEDOUT);
 		ck_assert_int_eq(gsp_client_last_failure(c)->stage, GSP_CLIENT_IO);
 		/* The reply may still come: the stream is given up. */
+		ck_assert_int_eq(gsp_client_state_of(c), GSP_CLIENT_UNUSABLE);
 		ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ENOTCONN);
 		gsp_client_close(c);
 	}
@@ -1037,6 +1057,57 @@ START_TEST(test_timeout)
 	waited = (double)(t1.tv_sec - t0.tv_sec) +
 		 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	ck_assert_msg(waited >= 0.19 && waited < 5.0, "waited %.3f s", waited);
+}
+END_TEST
+
+/* ---- interrupt -------------------------------------------------------------- */
+
+/* Interrupts the client once the silent daemon has read its STEP. */
+struct interrupter {
+	server *s;
+	gsp_client *c;
+};
+
+static void *interrupt_main(void *arg)
+{
+	struct interrupter *it = arg;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct pollfd none;
+		(void)poll(&none, 0, 1);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (__atomic_load_n(&it->s->requests, __ATOMIC_SEQ_CST) < 1 &&
+		 t.tv_sec - t0.tv_sec < 5);
+	gsp_client_interrupt(it->c);
+	return NULL;
+}
+
+/* Another thread wakes a call that would wait for ever: -ECANCELED, and
+ * the client is unusable. */
+START_TEST(test_interrupt)
+{
+	gsp_client_options o = {.client_name = "stuck",
+				.timeout_ms = GSP_CLIENT_NO_TIMEOUT};
+	struct interrupter it;
+	pthread_t th;
+	server s;
+	gsp_client *c;
+
+	server_start(&s, script_silent, 1);
+	ck_assert_int_eq(gsp_client_connect_opts(s.path, &o, &c, NULL), 0);
+	it.s = &s;
+	it.c = c;
+	ck_assert_int_eq(pthread_create(&th, NULL, interrupt_main, &it), 0);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ECANCELED);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(gsp_client_last_failure(c)->stage, GSP_CLIENT_IO);
+	ck_assert_int_eq(gsp_client_state_of(c), GSP_CLIENT_UNUSABLE);
+	ck_assert_int_eq(gsp_client_step(c, 0, NULL), -ENOTCONN);
+	gsp_client_close(c);
+	server_stop(&s);
+	ck_assert(s.ok);
 }
 END_TEST
 
@@ -1317,6 +1388,7 @@ START_TEST(test_restart_reconnects)
 	ck_assert_uint_eq(st.reconnects, 0);
 	ck_assert_uint_eq(st.step, 1);           /* the last gossiped step */
 	ck_assert_uint_eq(st.edges_applied, 0);
+	ck_assert_int_eq(gsp_client_state_of(c), GSP_CLIENT_OFFLINE);
 	f = gsp_client_last_failure(c);          /* why: no socket */
 	ck_assert_int_eq(f->stage, GSP_CLIENT_CONNECT);
 	ck_assert_int_eq(f->code, -ENOENT);
@@ -1337,6 +1409,7 @@ START_TEST(test_restart_reconnects)
 	ck_assert_msg(!st.offline, "not back after %.3f s", since(&t0));
 	ck_assert_msg(since(&t0) < 1.5, "back after %.3f s", since(&t0));
 	ck_assert_uint_eq(st.reconnects, 1);
+	ck_assert_int_eq(gsp_client_state_of(c), GSP_CLIENT_CONNECTED);
 	ck_assert_uint_eq(st.step, 1);           /* the new daemon's first */
 	ck_assert_float_eq(p[1], 8.0f);          /* it works on our buffer */
 	ck_assert_float_eq(p[0], 3.0f);          /* which kept its values */
@@ -1600,8 +1673,9 @@ static Suite *client_suite(bool slow)
 	tcase_add_loop_test(tc, test_hangup, 0, 2);
 	tcase_add_loop_test(tc, test_malformed_failure, 0, BAD_COUNT);
 	tcase_add_loop_test(tc, test_connect_failure, 0, 2);
-	tcase_add_loop_test(tc, test_timeout, 0, 2);
+	tcase_add_loop_test(tc, test_timeout, 0, 3);
 	tcase_add_test(tc, test_eintr);
+	tcase_add_test(tc, test_interrupt);
 	tcase_add_test(tc, test_no_daemon);
 	tcase_add_test(tc, test_restart_reconnects);
 	tcase_add_test(tc, test_reconnect_rate_limited);

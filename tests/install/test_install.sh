@@ -122,6 +122,26 @@ print("%d.%d" % (P.VERSION_MAJOR, P.VERSION_MINOR))') >"$T/out" 2>&1 &&
 	else
 		not_ok "the installed Python client speaks proto.h's protocol $want"
 	fi
+	# It looks for libgossip in the prefix's libdir, and loads it.
+	f=$(find "$D$PREFIX" -path "*/python3*/*-packages/gossipd/_installed.py" | head -n 1)
+	if [ -n "$f" ] && grep -qxF "LIBDIR = \"$(abs "$LIBDIR")\"" "$f"; then
+		ok "the installed Python client knows the prefix's libdir"
+	else
+		not_ok "the installed Python client knows the prefix's libdir"
+	fi
+	if [ -n "$f" ] && GOSSIPD_LIBGOSSIP="$D$(abs "$LIBDIR")/libgossip.so.0" \
+		PYTHONPATH="$(dirname "$(dirname "$f")")" python3 -c '
+import sys, gossipd
+try:
+    gossipd.Client("/nonexistent/gossipd.sock")
+except gossipd.DaemonNotRunning:
+    sys.exit(0)
+sys.exit(1)' >"$T/out" 2>&1; then
+		ok "the installed Python client runs on the installed libgossip"
+	else
+		not_ok "the installed Python client runs on the installed libgossip"
+		cat "$T/out" >&2
+	fi
 fi
 
 # ---- the installed programs ---------------------------------------------

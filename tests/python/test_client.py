@@ -10,7 +10,10 @@ import json
 import os
 import shutil
 import socket
+import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -28,7 +31,6 @@ except ImportError:
     sys.exit(77)
 
 import gossipd  # noqa: E402
-from gossipd import undo  # noqa: E402
 
 TENSORS = [("w", (3, 4)), ("b", (4,)), ("s", ())]
 
@@ -58,7 +60,7 @@ class Requests(Base):
         c.detach()
         raw = [r[2] for r in self.fake.requests]
         self.assertEqual(raw, [
-            P.encode_hello("unit"), P.encode_register(undo.nbytes(17), TENSORS),
+            P.encode_hello("unit"), P.encode_register(P.undo_nbytes(17), TENSORS),
             bytes([0x42, 0, 0, 0, 0]), bytes([0x42, 1, 0, 0, 0]),
             bytes([0x42, 2, 0, 0, 0]), P.encode_average(1e-4, 500, 7),
             bytes([0x44]), bytes([0x45])])
@@ -152,8 +154,8 @@ class SharedBuffer(Base):
         want = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
         self.assertEqual(self.fake.seals & want, want)
         # The parameters, then the undo section (PROTOCOL.md 5.4).
-        self.assertEqual(self.fake.fd_size, undo.nbytes(17))
-        self.assertEqual(self.fake.buffer[undo.offset(17):undo.offset(17) + 8], b"gsp-undo")
+        self.assertEqual(self.fake.fd_size, P.undo_nbytes(17))
+        self.assertEqual(self.fake.buffer[P.undo_offset(17):P.undo_offset(17) + 8], P.UNDO_MAGIC)
 
     def test_without_undo_section(self):
         c = self.client(undo_section=False)
@@ -517,8 +519,13 @@ class Restarts(Base):
                 self.assertIn("%d step" % n, str(cm.exception))
         self.assertTrue(c.offline and not c.closed, "still reconnects")
         fake = self.restart()
-        c._next_attempt = 0.0                  # the backoff has passed
-        self.assertFalse(c.step().offline)
+        deadline = time.monotonic() + 5       # the backoff passes
+        while True:
+            try:
+                self.assertFalse(c.step().offline)
+                break
+            except gossipd.OfflineError:
+                self.assertLess(time.monotonic(), deadline, "not back after 5 s")
         self.assertEqual(fake.types(), [P.HELLO, P.REGISTER, P.STEP])
 
     def test_detach_offline_releases_locally(self):
@@ -612,53 +619,76 @@ class LocalValidation(Base):
         self.assertEqual((a.shape, b.shape), ((2, 3), (5,)))
 
 
-class UndoSection(unittest.TestCase):
-    """undo.recover(): a write the daemon was killed inside is undone once
-    its process is gone, and only then."""
+class KilledInsideAWrite(unittest.TestCase):
+    """A daemon killed inside its write into the parameters (dyingdaemon.py,
+    a process of its own): libgossip's client, under the Python one,
+    puts the parameters back as they were before the write and keeps what
+    the write added in the undo section (PROTOCOL.md 5.4); the step is
+    offline and the model trains on."""
 
-    N = 21
+    def test_the_write_is_undone_and_its_delta_kept(self):
+        d = tempfile.mkdtemp(prefix="gossipd-dying-")
+        self.addCleanup(shutil.rmtree, d, True)
+        path = os.path.join(d, "api.sock")
+        proc = subprocess.Popen([sys.executable, os.path.join(HERE, "dyingdaemon.py"),
+                                 path])
+        self.addCleanup(proc.kill)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(path):
+            self.assertIsNone(proc.poll(), "dyingdaemon.py exited")
+            self.assertLess(time.monotonic(), deadline, "no socket after 10 s")
+            time.sleep(0.01)
+        c = gossipd.Client(path, "dying", timeout=10)
+        self.addCleanup(c.close)
+        w, = c.register([("w", (5,))])
+        w[...] = np.arange(1, 6)
+        self.assertFalse(c.step().offline)
+        np.testing.assert_array_equal(w, np.arange(2, 7))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gossipd.OfflineWarning)
+            st = c.step()                  # the daemon dies inside its write
+        self.assertTrue(st.offline)
+        self.assertEqual(proc.wait(10), -9)
+        np.testing.assert_array_equal(w, np.arange(2, 7), "the write was undone")
+        at = P.undo_offset(5)
+        self.assertEqual(struct.unpack_from("=I", c._mm, at + P.UNDO_STATE_AT)[0],
+                         P.UNDO_UNDONE)
+        delta = np.frombuffer(c._mm, dtype=np.float32, count=5, offset=at + P.UNDO_HEADER)
+        np.testing.assert_array_equal(delta, [100, 100, 0, 0, 0],
+                                      "the copy keeps what the write added")
+        del delta
 
-    def marked(self):
-        fd, mm = gossipd.client.shared_buffer(undo.nbytes(self.N))
-        self.addCleanup(os.close, fd)
-        undo.init(mm, self.N)
-        x = np.frombuffer(mm, dtype=np.float32, count=self.N)
-        copy = np.frombuffer(mm, dtype=np.float32, count=self.N,
-                             offset=undo.offset(self.N) + undo.HEADER)
-        x[:] = np.arange(self.N)
-        copy[:] = x                       # the daemon's copy, then its write
-        x += 1.5
-        mm[undo.offset(self.N) + 16:undo.offset(self.N) + 20] = \
-            undo.WRITING.to_bytes(4, sys.byteorder)
-        return mm, x, copy
 
-    @staticmethod
-    def dead_pidfd():
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0)
-        fd = os.pidfd_open(pid)
-        os.waitpid(pid, 0)
-        return fd
+class LibraryLoading(unittest.TestCase):
+    """Without libgossip the package says what it tried and how to point
+    it at the library; it never falls back to something else."""
 
-    def test_dead_daemon_is_undone(self):
-        mm, x, copy = self.marked()
-        fd = self.dead_pidfd()
-        self.addCleanup(os.close, fd)
-        self.assertTrue(undo.recover(mm, self.N, fd, np))
-        self.assertTrue(np.array_equal(x, np.arange(self.N, dtype=np.float32)))
-        self.assertTrue(np.all(copy == 1.5), "the copy keeps what the write added")
-        self.assertEqual(undo._state(mm, self.N), undo.UNDONE)
-        self.assertFalse(undo.recover(mm, self.N, fd, np), "nothing marked any more")
+    def test_a_missing_library_is_refused_clearly(self):
+        env = dict(os.environ, GOSSIPD_LIBGOSSIP="/nonexistent/libgossip.so")
+        code = ("import gossipd\n"
+                "try:\n"
+                "    gossipd.Client('/nonexistent/gossipd.sock')\n"
+                "except ImportError as e:\n"
+                "    print(type(e).__name__, e)\n")
+        out = subprocess.run([sys.executable, "-c", code], env=env, timeout=60,
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertTrue(out.stdout.startswith("LibraryNotFound "), out.stdout)
+        for words in ("$GOSSIPD_LIBGOSSIP: /nonexistent/libgossip.so (no such file)",
+                      "GOSSIPD_LIBGOSSIP=/path/to/libgossip.so"):
+            self.assertIn(words, out.stdout)
+        self.assertTrue(issubclass(gossipd.LibraryNotFound, ImportError))
 
-    def test_live_daemon_or_no_pidfd_is_left_alone(self):
-        mm, x, _ = self.marked()
-        fd = os.pidfd_open(os.getpid())
-        self.addCleanup(os.close, fd)
-        self.assertFalse(undo.recover(mm, self.N, fd, np, wait=0.03))
-        self.assertFalse(undo.recover(mm, self.N, None, np))
-        self.assertEqual(undo._state(mm, self.N), undo.WRITING)
-        self.assertTrue(np.all(x == np.arange(self.N) + 1.5))
+    def test_the_source_tree_finds_its_build(self):
+        built = os.path.join(HERE, "..", "..", "build", "libgossip", "libgossip.so")
+        if not os.path.exists(built):
+            self.skipTest("no build/ in this source tree")
+        env = {k: v for k, v in os.environ.items() if k != "GOSSIPD_LIBGOSSIP"}
+        out = subprocess.run([sys.executable, "-c",
+                              "from gossipd import _lib; print(_lib.load()._name)"],
+                             env=env, timeout=60, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertTrue(os.path.samefile(out.stdout.strip(), built), out.stdout)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,17 @@ section 5), for trainers that gossip their model with PowerGossip.
     with gossipd.Client(path, "numpy-trainer") as c:              # NumPy
         w, b = c.register([("w", (100, 100)), ("b", (100,))])
 
-Modules: protocol (the byte layout), errors (the exception classes),
-client (Client: connection, shared buffer, NumPy views), pytorch
-(attach).  Importing the package needs only the standard library; NumPy
-is imported by Client.register(), PyTorch by attach().  Reference:
+Modules: client (Client: a layer over libgossip's C client, through
+ctypes), checks (the arguments' rules), errors (the exception classes),
+pytorch (attach), protocol (the byte layout in Python, for the tests'
+fake daemon only).  Importing the package needs only the standard
+library; libgossip is loaded when the first Client is made (where it is
+looked for: gossipd._lib, and LibraryNotFound when it is not found),
+NumPy by Client.register(), PyTorch by attach().  Reference:
 bindings/python/README.md.
 """
+from ._lib import LibraryNotFound
+from .checks import STEP_DRAIN, STEP_SYNC, AverageResult, StepStats
 from .client import (Client, DEFAULT_SOCKET, DEFAULT_TIMEOUT, FinishResult,
                      StepResult, default_socket)
 from .errors import (Busy, ClientClosed, ConnectFailed, ConnectionLost,
@@ -24,8 +29,8 @@ from .errors import (Busy, ClientClosed, ConnectFailed, ConnectionLost,
                      OptionsRefused, ParameterMoved, ProtocolError,
                      ShapeRefused, Timeout,
                      VersionMismatch)
-from .protocol import STEP_DRAIN, STEP_SYNC, AverageResult, StepStats
 from .pytorch import Attachment, attach
+from . import protocol  # noqa: F401,E402  (the tests' codec: gossipd.protocol)
 
 __version__ = "0.1.0"
 
@@ -38,5 +43,5 @@ __all__ = [
     "VersionMismatch", "DaemonError", "Busy", "NotRegistered", "NotOwner",
     "ShapeRefused", "OptionsRefused", "NonFiniteParameters", "OfflineError",
     "OfflineWarning",
-    "ParameterMoved",
+    "ParameterMoved", "LibraryNotFound",
 ]

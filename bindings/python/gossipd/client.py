@@ -1,24 +1,27 @@
-"""gossipd.client: the trainer's side of gossipd's local API in Python,
-the counterpart of libgossip/client.c.
+"""gossipd.client: the trainer's side of gossipd's local API in Python, a
+layer over libgossip's C client (libgossip/client.h) through ctypes.
 
-This module owns the connection (one AF_UNIX stream socket, one request
-at a time, serialized by a lock, every wait bounded by a timeout), the
-shared parameter buffer (a sealed memfd mapped MAP_SHARED, passed with
-SCM_RIGHTS at REGISTER, and kept to register it again with a restarted
-daemon) and the NumPy views into it.  Encoding and decoding are
-gossipd.protocol's; the exception classes are gossipd.errors'.  NumPy is
-imported only by register().  Nothing is printed: losing and regaining
-the daemon is logged at INFO on the "gossipd" logger.
+The C client owns the connection and everything that keeps a model
+consistent across failures: the framing, the timeouts, going offline and
+reconnecting with backoff, registering the same buffer again, undoing a
+write the daemon was killed inside, and waiting for the daemon to let go
+of the buffer before it is touched again.  This module owns what is
+Python's: checking arguments with messages that name them
+(gossipd.checks), the exceptions (gossipd.errors) made from the C
+client's failure record, the NumPy views of the buffer (its own mapping
+of the C client's memfd, so that views held after detach() stay valid),
+OfflineWarning and strict mode, finish() and wait_edges().  NumPy is
+imported only by register(), libgossip (gossipd._lib) when the first
+Client is made.  Nothing is printed: losing and regaining the daemon is
+logged at INFO on the "gossipd" logger.
 """
+import ctypes
 import errno
-import fcntl
 import json
 import logging
 import math
 import mmap
-import operator
 import os
-import socket
 import stat
 import sys
 import threading
@@ -26,7 +29,8 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from . import errors, protocol as P, undo
+from . import _lib, checks, errors
+from .checks import STEP_DRAIN, STEP_SYNC, AverageResult, StepStats
 from .errors import (ClientClosed, ConnectFailed, ConnectionLost,
                      DaemonNotRunning, GossipdError, InvalidArgument,
                      OfflineError, OfflineWarning, ProtocolError, Timeout,
@@ -34,17 +38,13 @@ from .errors import (ClientClosed, ConnectFailed, ConnectionLost,
 
 DEFAULT_SOCKET = "/run/gossipd/gossipd.sock"
 DEFAULT_TIMEOUT = 60.0         # seconds: connecting, and each request's reply
-RECONNECT_WAIT = 1.0           # the longest wait of one reconnect attempt
-BACKOFF_FIRST, BACKOFF_MAX = 0.1, 0.5   # between reconnect attempts
-RELEASE_WAIT = 10.0           # the longest wait for the daemon to let go of the buffer
-OFFLINE_WARN_INTERVAL = 60.0  # seconds between two OfflineWarnings
-FINISH_TIME_LIMIT_MS = 30000  # finish()'s AVERAGE, by default
+OFFLINE_WARN_INTERVAL = 60.0   # seconds between two OfflineWarnings
+FINISH_TIME_LIMIT_MS = 30000   # finish()'s AVERAGE, by default
 _SUN_PATH_MAX = 107            # sizeof(sockaddr_un.sun_path) - 1
-_AWAY = (errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN)   # the daemon went
 _log = logging.getLogger("gossipd")
 
 
-class StepResult(P.StepStats):
+class StepResult(StepStats):
     """What step() returns: the daemon's StepStats (a tuple of its 8
     fields), plus what the client adds as attributes:
 
@@ -145,23 +145,6 @@ def _numpy():
     return numpy
 
 
-def shared_buffer(nbytes):
-    """A memfd of nbytes zero bytes, sealed so that it can never shrink or
-    grow (the daemon's mapping can never hit SIGBUS), and its MAP_SHARED
-    read-write mapping: (fd, mmap)."""
-    fd = os.memfd_create("gossip-params", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    try:
-        os.ftruncate(fd, nbytes)
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
-                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-        mm = mmap.mmap(fd, nbytes, mmap.MAP_SHARED,
-                       mmap.PROT_READ | mmap.PROT_WRITE)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, mm
-
-
 _STATE_WHY = {
     "idle": "linked, but the neighbour has no trainer attached (no model "
             "registered there)",
@@ -194,6 +177,16 @@ def _is_socket(path):
         return False
 
 
+def _timeout_ms(timeout):
+    """Client's timeout (seconds, None: no limit) as gsp_client_options'."""
+    if timeout is None:
+        return _lib.NO_TIMEOUT
+    if not timeout >= 0:
+        raise InvalidArgument("timeout must be >= 0 seconds or None, not %r"
+                              % (timeout,))
+    return max(1, min(math.ceil(timeout * 1000), _lib.NO_TIMEOUT - 1))
+
+
 class Client:
     """A connection to gossipd's API socket.
 
@@ -218,8 +211,8 @@ class Client:
 
     undo_section: the buffer carries a copy of the parameters after them,
     so that a daemon killed inside a write into them (a step) is undone
-    or redone whole (undo.py, PROTOCOL.md 5.4).  False halves the
-    buffer's memory; such a kill may then land a round at one end only.
+    or redone whole (PROTOCOL.md 5.4).  False halves the buffer's memory;
+    such a kill may then land a round at one end only.
 
     strict: a step that finds the daemon away raises OfflineError instead
     of returning an offline StepResult (which warns with OfflineWarning
@@ -236,245 +229,129 @@ class Client:
                                   % (path, _SUN_PATH_MAX), -errno.ENAMETOOLONG)
         if name is None:
             name = "python-%d" % os.getpid()
-        self._hello = P.encode_hello(name)     # validates the name first
+        name_bytes = checks.text_bytes(name, checks.NAME_MAX, "name")
+        opts = _lib.Options(name_bytes, _timeout_ms(timeout),
+                            (0 if reconnect else _lib.NO_RECONNECT) |
+                            (0 if undo_section else _lib.NO_UNDO))
+        self._lib = _lib.load()
         self.socket_path = path
         self.name = name
-        self.timeout = timeout
+        self._timeout = timeout
         self.reconnect = reconnect
-        self.undo_section = undo_section       # see undo.py
+        self.undo_section = undo_section
         self.strict = strict
-        self._away = None                      # why the daemon is away
         self._warned_at = None                 # the last OfflineWarning
-        self._pidfd = None                     # the daemon last connected to
+        self._lock = threading.Lock()          # one call on the C client at a time
+        self._handle_lock = threading.Lock()   # _c against its free (close())
+        self._c = None                         # the gsp_client, while open
+        self._mm = None                        # our mapping of its memfd
         self._floats = 0
-        self.offline_steps = 0
-        self.reconnects = 0
-        self._lock = threading.Lock()
-        self._broken = None                    # why the client is unusable
-        self._closing = False
-        self._attempt = False                  # in a reconnect attempt
-        self._sock = None                      # None while offline
-        self._next_attempt = 0.0
-        self._backoff = BACKOFF_FIRST
-        self._mm = None
-        self._memfd = None                     # kept to register again
-        self._reg_body = None
-        self._last = P.StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
         self._arrays = None
         self._flat = None
-        h = self._open(timeout)
-        self.daemon_version = h.name           # e.g. "gossipd 0.1.0"
-        self.protocol_version = h.version
+        self._last = StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
+        self.offline_steps = 0
+        self.reconnects = 0
+        handle, failure = ctypes.c_void_p(), _lib.Failure()
+        r = self._lib.gsp_client_connect_opts(os.fsencode(path), ctypes.byref(opts),
+                                              ctypes.byref(handle), ctypes.byref(failure))
+        if r < 0:
+            raise self._error("HELLO", r, failure, connecting=True)
+        self._c = handle
+        version = ctypes.c_uint16()
+        self.daemon_version = self._lib.gsp_client_daemon(
+            handle, ctypes.byref(version)).decode("utf-8", "surrogateescape")
+        self.protocol_version = version.value
 
-    def _open(self, wait):
-        """Connects and says HELLO, each within wait seconds; the socket
-        is self._sock afterwards, or closed when this raises."""
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.settimeout(wait)
-            self._connect(self.socket_path)
-            h = P.decode_hello_ok(self._exchange("HELLO", self._hello, wait=wait))
-            undo.close(self._pidfd)
-            self._pidfd = undo.daemon_pidfd(self._sock)
-            return h
-        except ProtocolError as e:
-            self._close_socket()
-            if e.code == -errno.EPROTONOSUPPORT:
-                raise VersionMismatch("gossipd at %s: %s" % (self.socket_path, e),
-                                      e.code, e.text) from None
-            raise
-        except BaseException:
-            self._close_socket()
-            raise
+    # ---- failures --------------------------------------------------------
 
-    def _connect(self, path):
-        try:
-            self._sock.connect(path)
-        except socket.timeout:
-            raise Timeout("connecting to %s timed out" % path, -errno.ETIMEDOUT) from None
-        except OSError as e:
-            code = -(e.errno or errno.EIO)
-            if e.errno in (errno.ENOENT, errno.EAGAIN):
-                raise DaemonNotRunning("gossipd is not running: no socket at %s"
-                                       % path if e.errno == errno.ENOENT else
-                                       "gossipd at %s accepts no connection"
-                                       % path, code) from None
-            if e.errno == errno.ECONNREFUSED and _is_socket(path):
-                raise DaemonNotRunning("gossipd is not running: %s is a stale "
-                                       "socket" % path, code) from None
-            if e.errno == errno.EACCES:
-                raise ConnectFailed("no permission on %s: is this user in the "
-                                    "socket's group?" % path, code) from None
-            why = e.strerror if _is_socket(path) or not os.path.exists(path) \
-                else "not a socket"
-            raise ConnectFailed("cannot connect to %s: %s" % (path, why),
-                                code) from None
+    def _error(self, request, code, failure, connecting=False, wait=None):
+        """The exception for a call that returned code, with the C
+        client's failure record."""
+        stage, path = failure.stage, self.socket_path
+        text = failure.text.decode("utf-8", "surrogateescape")
+        if stage == _lib.STAGE_DAEMON:
+            return errors.from_reply(request, code, text)
+        if stage == _lib.STAGE_VERSION:
+            v = failure.version
+            return VersionMismatch("gossipd at %s speaks protocol version %d.%d, "
+                                   "another major version than libgossip's client"
+                                   % (path, v >> 8, v & 0xFF), code)
+        if stage in (_lib.STAGE_FRAME, _lib.STAGE_REPLY):
+            what = ("a frame of length %d" % failure.frame_len
+                    if stage == _lib.STAGE_FRAME else
+                    "a reply of type 0x%02x" % failure.reply_type
+                    if failure.unexpected_type else
+                    "a reply that does not decode (type 0x%02x)" % failure.reply_type)
+            return ProtocolError("%s: unexpected reply from gossipd: %s"
+                                 % (request, what), code)
+        if stage == _lib.STAGE_CONNECT or (connecting and code == -errno.ETIMEDOUT):
+            return self._connect_error(code)
+        if stage == _lib.STAGE_LOCAL:
+            if code == -errno.ENOTCONN:
+                return ClientClosed("gossipd client unusable: %s" % (
+                    self._broken_why or "closed"), code)
+            if code in (-errno.EINVAL, -errno.EMSGSIZE, -errno.EOVERFLOW):
+                return InvalidArgument("%s refused locally: %s"
+                                       % (request, errors.strerror(code)), code)
+            return GossipdError("%s: %s" % (request, errors.strerror(code)), code)
+        if code == -errno.ETIMEDOUT:
+            return Timeout("%s: no reply within %gs" % (request, wait), code)
+        if code == -errno.ECANCELED:
+            return ConnectionLost("%s: the client was closed meanwhile" % request, code)
+        return ConnectionLost("%s: connection to gossipd lost: %s"
+                              % (request, errors.strerror(code)), code)
 
-    # ---- one request, one reply ------------------------------------------
+    def _connect_error(self, code):
+        path = self.socket_path
+        if code == -errno.ETIMEDOUT:
+            return Timeout("connecting to %s timed out" % path, code)
+        if code in (-errno.ENOENT, -errno.EAGAIN):
+            return DaemonNotRunning("gossipd is not running: no socket at %s" % path
+                                    if code == -errno.ENOENT else
+                                    "gossipd at %s accepts no connection" % path, code)
+        if code == -errno.ECONNREFUSED and _is_socket(path):
+            return DaemonNotRunning("gossipd is not running: %s is a stale socket"
+                                    % path, code)
+        if code == -errno.EACCES:
+            return ConnectFailed("no permission on %s: is this user in the "
+                                 "socket's group?" % path, code)
+        why = errors.strerror(code) if _is_socket(path) or not os.path.exists(path) \
+            else "not a socket"
+        return ConnectFailed("cannot connect to %s: %s" % (path, why), code)
 
-    def _undo_lost_write(self):
-        """The connection is lost: a write the daemon was killed inside is
-        undone (undo.py)."""
-        if self._mm is not None and self.undo_section:
-            undo.recover(self._mm, self._floats, self._pidfd, _numpy())
+    _broken_why = None
 
-    def _close_socket(self):
-        if self._sock is not None:
-            self._sock.close()
-        self._sock = None
-
-    def _await_release(self):
-        """Before closing a live connection with a model registered (a
-        timeout, or close() without detach()): ends our side and reads to
-        the daemon's EOF, at most RELEASE_WAIT seconds.  The daemon keeps
-        the connection open until its implicit DETACH has let go of the
-        buffer (a step still running, the neighbours' answers), so after
-        the EOF only this process writes it (PROTOCOL.md 5.3)."""
-        sock = self._sock
-        if sock is None or self._mm is None:
-            return
-        deadline = time.monotonic() + RELEASE_WAIT
-        try:
-            sock.shutdown(socket.SHUT_WR)
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                sock.settimeout(left)
-                if not sock.recv(4096):
-                    return
-        except OSError:       # socket.timeout included: give up waiting
-            return
-
-    def _fail(self, exc):
-        """Marks the client unusable, closes its socket (the daemon then
-        detaches) and returns exc to raise."""
-        self._broken = str(exc)
-        if isinstance(exc, Timeout):
-            self._await_release()
-        self._undo_lost_write()
-        self._close_socket()
+    def _failed(self, request, code, wait=None):
+        """The exception for the call on the C client that returned code;
+        remembers why the client broke, if it did."""
+        failure = self._lib.gsp_client_last_failure(self._c).contents
+        exc = self._error(request, code, failure, wait=wait)
+        if self._state() == _lib.UNUSABLE and self._broken_why is None:
+            self._broken_why = str(exc)
         return exc
 
-    def _lost(self, exc):
-        """The daemon went away: offline, the next step tries again."""
-        self._undo_lost_write()
-        self._close_socket()
-        self._away = exc
-        if not self._attempt:
-            _log.info("gossipd at %s: %s; offline until it is back",
-                      self.socket_path, exc)
-            self._next_attempt = time.monotonic()
-            self._backoff = BACKOFF_FIRST
-        return exc
+    @property
+    def timeout(self):
+        """The longest wait of connecting and of each request, in seconds
+        (None: no limit); may be changed for the calls that follow."""
+        return self._timeout
 
-    def _left(self, deadline):
-        """Sets the socket's timeout to what is left until deadline."""
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise socket.timeout()
-            self._sock.settimeout(left)
+    @timeout.setter
+    def timeout(self, value):
+        ms = _timeout_ms(value)
+        with self._lock:
+            if self._c is not None:
+                self._lib.gsp_client_set_timeout(self._c, ms)
+        self._timeout = value
 
-    def _recv_exact(self, n, deadline):
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        while got < n:
-            self._left(deadline)
-            k = self._sock.recv_into(view[got:])
-            if k == 0:
-                raise ConnectionResetError(errno.ECONNRESET, "end of stream")
-            got += k
-        return bytes(buf)
-
-    def _exchange(self, request, body, fd=None, wait=None):
-        """Sends one request (with fd as SCM_RIGHTS) and returns the reply
-        body, all within wait seconds (None: no limit); the daemon's
-        ERROR becomes its DaemonError.  The lock is held (or the client
-        is being built)."""
-        deadline = None if wait is None else time.monotonic() + wait
-        data = P.frame(body)
-        try:
-            if fd is not None:
-                self._left(deadline)
-                sent = socket.send_fds(self._sock, [data], [fd], socket.MSG_NOSIGNAL)
-                data = data[sent:]
-            if data:
-                self._left(deadline)
-                self._sock.sendall(data, socket.MSG_NOSIGNAL)
-            reply = self._recv_exact(P.frame_length(self._recv_exact(P.FRAME_HEADER, deadline)),
-                                     deadline)
-        except socket.timeout:
-            exc = Timeout("%s: no reply within %gs" % (request, wait), -errno.ETIMEDOUT)
-            raise (self._lost(exc) if self._attempt else self._fail(exc)) from None
-        except ProtocolError as e:
-            raise self._fail(e) from None
-        except OSError as e:
-            exc = ConnectionLost("%s: connection to gossipd lost: %s"
-                                 % (request, e.strerror or e), -(e.errno or errno.EIO))
-            away = e.errno in _AWAY and self.reconnect and not self._closing
-            raise (self._lost(exc) if away else self._fail(exc)) from None
-        if reply[0] == P.ERROR:
-            try:
-                err = P.decode_error(reply)
-            except ProtocolError as e:
-                raise self._fail(e) from None
-            raise errors.from_reply(request, err.code, err.text)
-        return reply
-
-    def _reconnect(self):
-        """One attempt to reach the daemon again: connect, HELLO and, with
-        a model registered, REGISTER of the same memfd and tensors.
-        Returns None, or the exception saying why the daemon is still
-        away (the next attempt is then scheduled with backoff).  Raises
-        what waiting cannot cure (an ERROR to HELLO or REGISTER, another
-        protocol version), which leaves the client unusable."""
-        wait = RECONNECT_WAIT if self.timeout is None else min(self.timeout, RECONNECT_WAIT)
-        self._attempt = True
-        try:
-            self._open(wait)
-            if self._memfd is not None:
-                self._decode(lambda b: P.decode_empty(b, P.OK),
-                             self._exchange("REGISTER", self._reg_body, self._memfd, wait))
-        except (DaemonNotRunning, ConnectionLost, Timeout) as e:
-            if self._broken is not None:
-                raise
-            self._close_socket()
-            self._away = e
-            self._next_attempt = time.monotonic() + self._backoff
-            self._backoff = min(2 * self._backoff, BACKOFF_MAX)
-            return e
-        except GossipdError as e:
-            raise self._fail(e) from None
-        finally:
-            self._attempt = False
-        self.reconnects += 1
-        self._backoff = BACKOFF_FIRST
-        _log.info("gossipd at %s: connected again%s", self.socket_path,
-                  " and registered the model" if self._memfd is not None else "")
-        return None
+    def _state(self):
+        with self._handle_lock:
+            return self._lib.gsp_client_state_of(self._c) if self._c else _lib.UNUSABLE
 
     def _usable(self):
-        if self._broken is not None:
-            raise ClientClosed("gossipd client unusable: %s" % self._broken,
-                               -errno.ENOTCONN)
-
-    def _call(self, request, body, fd=None, wait=None):
-        """_exchange() under the lock, reconnecting first if the daemon
-        was away (raising why if it still is)."""
-        with self._lock:
-            self._usable()
-            if self._sock is None:
-                away = self._reconnect()
-                if away is not None:
-                    raise away
-            return self._exchange(request, body, fd, wait)
-
-    def _decode(self, decoder, reply):
-        try:
-            return decoder(reply)
-        except ProtocolError as e:
-            raise self._fail(ProtocolError("unexpected reply: %s" % e, -errno.EBADMSG)) from None
+        if self._c is None:
+            raise ClientClosed("gossipd client unusable: %s"
+                               % (self._broken_why or "closed"), -errno.ENOTCONN)
 
     # ---- the model -------------------------------------------------------
 
@@ -496,28 +373,39 @@ class Client:
         of different settings, naming both.  Refusals: InvalidArgument
         (locally), DaemonError with code -ERANGE (beyond the daemon's
         limits) or -EOPNOTSUPP (not implemented) and the daemon's reason."""
-        ts, floats = P.tensor_list(tensors)
-        opts = P.register_options(method, rank, gamma, power_iterations, precision)
-        nbytes = undo.nbytes(floats) if self.undo_section else 4 * floats
-        body = P.encode_register(nbytes, ts, opts)   # size checks before any fd
+        ts, floats = checks.tensor_list(tensors)
+        o = checks.register_options(method, rank, gamma, power_iterations, precision)
         np = _numpy()
         if self._mm is not None:
             raise errors.Busy("this client already registered a model: "
                               "detach() first", -errno.EBUSY)
-        fd, mm = shared_buffer(nbytes)
-        if self.undo_section:
-            undo.init(mm, floats)
-        try:
-            self._decode(lambda b: P.decode_empty(b, P.OK),
-                         self._call("REGISTER", body, fd, self.timeout))
-        except BaseException:
-            mm.close()
-            os.close(fd)
-            raise
-        self._mm, self._memfd, self._reg_body = mm, fd, body
+        arr = (_lib.Tensor * len(ts))()
+        for t, src in zip(arr, ts):
+            t.name = checks.text_bytes(src.name, checks.WIRE_NAME_MAX, "name")
+            t.ndim = len(src.shape)
+            for d, n in enumerate(src.shape):
+                t.shape[d] = n
+        copts = None
+        if o is not None:
+            copts = _lib.RegisterOptions(
+                o.method.encode() if o.method else None, o.rank or 0, o.gamma or 0.0,
+                o.power_iterations or 0,
+                checks.PRECISIONS.index(o.precision) + 1 if o.precision else 0)
+        params = ctypes.POINTER(ctypes.c_float)()
+        with self._lock:
+            self._usable()
+            r = self._lib.gsp_client_register_opts(
+                self._c, arr, len(ts), ctypes.byref(copts) if copts else None,
+                ctypes.byref(params))
+            if r < 0:
+                raise self._failed("REGISTER", r, self.timeout)
+            fd = self._lib.gsp_client_buffer_fd(self._c)
+            size = os.fstat(fd).st_size
+            self._mm = mmap.mmap(fd, size, mmap.MAP_SHARED,
+                                 mmap.PROT_READ | mmap.PROT_WRITE)
         self._floats = floats
-        self._last = P.StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
-        self._flat = np.frombuffer(mm, dtype=np.float32, count=floats)
+        self._last = StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
+        self._flat = np.frombuffer(self._mm, dtype=np.float32, count=floats)
         self._arrays, off = [], 0
         for t in ts:
             n = math.prod(t.shape)
@@ -537,7 +425,7 @@ class Client:
 
     @property
     def buffer_range(self):
-        """(address, nbytes) of the mapping, or None."""
+        """(address, nbytes) of the parameters' mapping, or None."""
         if self._flat is None:
             return None
         return self._flat.ctypes.data, self._flat.nbytes
@@ -554,25 +442,20 @@ class Client:
         return self._release()
 
     def _detach_model(self):
-        """DETACH, leaving the buffer mapped (Attachment copies the
-        parameters out of it between this and _release())."""
-        if not (self.offline and self._mm is not None):
-            try:
-                self._decode(lambda b: P.decode_empty(b, P.OK),
-                             self._call("DETACH", P.encode_detach(), wait=self.timeout))
-            except ConnectionLost:
-                if not self.offline or self._mm is None:
-                    raise      # a daemon that lost us detached the model
+        """DETACH, leaving this module's mapping in place (Attachment
+        copies the parameters out of it between this and _release())."""
+        with self._lock:
+            self._usable()
+            r = self._lib.gsp_client_detach(self._c)
+            if r < 0:
+                raise self._failed("DETACH", r, self.timeout)
 
     def _release(self):
-        """Drops this client's views, its memfd and unmaps; returns False
+        """Drops this client's views and unmaps its mapping; returns False
         when arrays held elsewhere keep the mapping alive (it then goes
         with them)."""
         mm, self._mm = self._mm, None
-        fd, self._memfd, self._reg_body = self._memfd, None, None
         self._flat = self._arrays = None
-        if fd is not None:
-            os.close(fd)
         if mm is None:
             return True
         try:
@@ -583,26 +466,27 @@ class Client:
 
     # ---- gossip ----------------------------------------------------------
 
-    def _offline_step(self):
+    def _offline_step(self, res):
         """A step without gossip while the daemon is away: OfflineError
         when strict, else an offline StepResult and, the first time and
         then at most every OFFLINE_WARN_INTERVAL s, an OfflineWarning."""
-        self.offline_steps += 1
-        why = "gossipd at %s is away (%s): %d step%s without gossip so far" % (
-            self.socket_path, self._away or "connection lost", self.offline_steps,
-            "" if self.offline_steps == 1 else "s")
+        why = self._lib.gsp_client_last_failure(self._c).contents
+        away = self._error("STEP", why.code, why) if why.code else "connection lost"
+        msg = "gossipd at %s is away (%s): %d step%s without gossip so far" % (
+            self.socket_path, away, res.offline_steps,
+            "" if res.offline_steps == 1 else "s")
         if self.strict:
-            raise OfflineError(why + "; nothing was gossiped (strict=True)",
+            raise OfflineError(msg + "; nothing was gossiped (strict=True)",
                                -errno.ENOTCONN)
         now = time.monotonic()
         if self._warned_at is None or now - self._warned_at >= OFFLINE_WARN_INTERVAL:
             self._warned_at = now
-            warnings.warn(why + "; training goes on alone and the client "
+            warnings.warn(msg + "; training goes on alone and the client "
                           "reconnects (strict=True makes this an error)",
                           OfflineWarning, stacklevel=_caller_level())
         return StepResult(self._last._replace(edges_applied=0, edges_projected=0,
                                               edges_skipped=0),
-                          True, self.offline_steps, self.reconnects)
+                          True, res.offline_steps, res.reconnects)
 
     def step(self, flags=0, *, sync=False):
         """One gossip step, after each optimizer step: completed edge
@@ -617,36 +501,39 @@ class Client:
         daemon's ERROR to HELLO or REGISTER, such as Busy when another
         trainer registered meanwhile; VersionMismatch), Timeout, or a
         DaemonError answering the STEP itself."""
-        body = P.encode_step(flags)            # validates flags
-        if sync:
-            body = P.encode_step(operator.index(flags) | P.STEP_SYNC)
-        drain = bool(operator.index(flags) & P.STEP_DRAIN)
+        flags = checks.step_flags(flags) | (STEP_SYNC if sync else 0)
+        drain = bool(flags & STEP_DRAIN)
         request = ("DRAIN" if drain else "STEP") + (" (sync)" if sync else "")
+        res = _lib.StepResult()
         with self._lock:
             self._usable()
-            if self._sock is None and not drain:
-                if time.monotonic() < self._next_attempt or self._reconnect() is not None:
-                    return self._offline_step()
-            if self._sock is None:
-                away = self._reconnect()
-                if away is not None:
-                    raise away
-            try:
-                reply = self._exchange(request, body, wait=self.timeout)
-            except Timeout as e:
-                if not sync:
-                    raise
-                raise Timeout("%s: sync=True waits for every neighbour's round "
-                              "in flight, and one did not end (a neighbour "
-                              "paused at a barrier or in evaluation, or gone); "
-                              "drain() without sync waits at most the daemon's "
-                              "DrainWait" % e, e.code) from None
-            except ConnectionLost:
-                if drain or self._broken is not None:
-                    raise
-                return self._offline_step()    # it went away just now
-            self._last = self._decode(P.decode_step_ok, reply)
-            return StepResult(self._last, False, self.offline_steps, self.reconnects)
+            was = self._state()
+            r = self._lib.gsp_client_step(self._c, flags, ctypes.byref(res))
+            if r < 0:
+                if was == _lib.OFFLINE and self._state() == _lib.UNUSABLE:
+                    request = "REGISTER (reconnecting)"
+                exc = self._failed(request, r, self.timeout)
+                if isinstance(exc, Timeout) and sync:
+                    exc = Timeout("%s: sync=True waits for every neighbour's round "
+                                  "in flight, and one did not end (a neighbour "
+                                  "paused at a barrier or in evaluation, or gone); "
+                                  "drain() without sync waits at most the daemon's "
+                                  "DrainWait" % exc, exc.code)
+                raise exc
+            self.offline_steps, self.reconnects = res.offline_steps, res.reconnects
+            if res.offline:
+                if was != _lib.OFFLINE:
+                    _log.info("gossipd at %s: connection lost; offline until it "
+                              "is back", self.socket_path)
+                return self._offline_step(res)
+            if was == _lib.OFFLINE:
+                _log.info("gossipd at %s: connected again and registered the "
+                          "model", self.socket_path)
+            self._last = StepStats(res.step, res.edges_applied, res.edges_projected,
+                                   res.edges_skipped, res.max_staleness,
+                                   res.bytes_sent, res.bytes_received,
+                                   res.consensus_estimate)
+            return StepResult(self._last, False, res.offline_steps, res.reconnects)
 
     def drain(self, *, sync=False):
         """STEP with DRAIN, once at the end of a run: answers the rounds
@@ -659,7 +546,7 @@ class Client:
         StepResult.  While the daemon is away it raises why
         (DaemonNotRunning, ConnectionLost, Timeout) after one reconnect
         attempt; the client stays offline."""
-        return self.step(P.STEP_DRAIN, sync=sync)
+        return self.step(STEP_DRAIN, sync=sync)
 
     def average(self, target, time_limit_ms=0, max_rounds=0):
         """Gossip-only rounds until the consensus estimate is <= target,
@@ -667,15 +554,31 @@ class Client:
         Every trainer should call it.  Returns AverageResult (not reaching
         the target is not an error).  Waits the timeout longer than
         time_limit_ms.  Offline: as drain()."""
-        body = P.encode_average(target, time_limit_ms, max_rounds)
+        target, time_limit_ms, max_rounds = checks.average_args(
+            target, time_limit_ms, max_rounds)
+        res = _lib.AverageResult()
         wait = None if self.timeout is None else self.timeout + time_limit_ms / 1000.0
-        return self._decode(P.decode_average_ok, self._call("AVERAGE", body, wait=wait))
+        with self._lock:
+            self._usable()
+            r = self._lib.gsp_client_average(self._c, target, time_limit_ms,
+                                             max_rounds, ctypes.byref(res))
+            if r < 0:
+                raise self._failed("AVERAGE", r, wait)
+        return AverageResult(res.rounds, res.estimate, bool(res.reached))
 
     def status(self):
         """The daemon's status document (docs/DAEMON.md) as a dict.
         Offline: as drain()."""
-        text = self._decode(P.decode_status_ok,
-                            self._call("STATUS", P.encode_status(), wait=self.timeout))
+        out = ctypes.c_void_p()
+        with self._lock:
+            self._usable()
+            r = self._lib.gsp_client_status(self._c, ctypes.byref(out))
+            if r < 0:
+                raise self._failed("STATUS", r, self.timeout)
+        try:
+            text = ctypes.string_at(out).decode("utf-8", "surrogateescape")
+        finally:
+            _libc_free(out)
         try:
             return json.loads(text)
         except ValueError as e:
@@ -711,38 +614,45 @@ class Client:
     # ---- lifetime --------------------------------------------------------
 
     def close(self):
-        """Closes the connection (the daemon detaches implicitly) and
-        unmaps the buffer as detach() does.  Idempotent."""
-        self._closing = True
-        sock = self._sock
-        try:
-            # Wakes a call blocked in another thread (ConnectionLost): at
-            # once with no model, else with the daemon's EOF, once it let
-            # go of the buffer.
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR if self._mm is None else socket.SHUT_WR)
-        except OSError:
-            pass
+        """Closes the connection (the daemon detaches implicitly, and the
+        C client waits until it let go of the buffer) and unmaps the
+        buffer as detach() does.  A call blocked in another thread
+        returns at once with ConnectionLost.  Idempotent."""
+        with self._handle_lock:
+            if self._c is not None:
+                self._lib.gsp_client_interrupt(self._c)
         with self._lock:
-            if self._broken is None:
-                self._await_release()
-            self._broken = "closed"
-            self._close_socket()
-            undo.close(self._pidfd)
-            self._pidfd = None
+            with self._handle_lock:
+                c, self._c = self._c, None
+            if c is not None:
+                self._lib.gsp_client_close(c)
         return self._release()
 
     @property
     def closed(self):
-        return self._broken is not None
+        return self._state() == _lib.UNUSABLE
 
     @property
     def offline(self):
         """True while the daemon is away and the client will reconnect."""
-        return self._broken is None and self._sock is None
+        return self._state() == _lib.OFFLINE
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+    def __del__(self):
+        if getattr(self, "_c", None) is not None:
+            self._lib.gsp_client_close(self._c)
+            self._c = None
+
+
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [ctypes.c_void_p]
+_libc.free.restype = None
+
+
+def _libc_free(p):
+    _libc.free(p)

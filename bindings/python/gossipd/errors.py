@@ -31,20 +31,14 @@ none), `text` the daemon's own explanation when it sent one.
                                             steps without gossip, daemon away
 """
 import errno
-import os
 
-# libgossip's own codes (libgossip/gossip.h), below -4096.
+# libgossip's own codes (libgossip/gossip.h), below -4096; the test
+# py-c-client checks them against the header.
 GSP_ENONFINITE = -4097
 GSP_ESTATE = -4098
 GSP_ESHAPE = -4099
 GSP_EROUND = -4100
 
-_GSP_TEXT = {
-    GSP_ENONFINITE: "non-finite value (NaN or infinity)",
-    GSP_ESTATE: "operation not valid in the edge's current state",
-    GSP_ESHAPE: "shape or message size mismatch",
-    GSP_EROUND: "message for a round the edge is not in",
-}
 _GSP_NAME = {
     GSP_ENONFINITE: "GSP_ENONFINITE",
     GSP_ESTATE: "GSP_ESTATE",
@@ -54,14 +48,12 @@ _GSP_NAME = {
 
 
 def strerror(code):
-    """Text for a negative errno or GSP_E* code, as gsp_strerror()."""
-    if code == 0:
-        return "success"
-    if code in _GSP_TEXT:
-        return _GSP_TEXT[code]
-    if code is not None and -4096 < code < 0:
-        return os.strerror(-code)
-    return "unknown error"
+    """Text for a negative errno or GSP_E* code: libgossip's
+    gsp_strerror()."""
+    from . import _lib
+    if code is None:
+        return "unknown error"
+    return _lib.load().gsp_strerror(code).decode()
 
 
 def code_name(code):

@@ -1,22 +1,33 @@
 """gossipd.protocol: the byte layout of the local API (proto/PROTOCOL.md
-sections 2, 5 and 6), mirrored from proto/api.c, the reference codec.
+sections 2, 5 and 6) in pure Python, for the tests only: the fake daemon
+(tests/python/fakedaemon.py), the hostile API client of the integration
+tests and their raw registrations.  The package's client does not use it:
+gossipd.Client is libgossip's C client (proto/api.c encodes and decodes
+its messages).  test_protocol checks this codec against the C corpus, and
+py-c-client runs the C client against it.
 
-This module owns the constants, the limits, the frame header and an
-encoder and a decoder for every API request and reply.  Pure functions
-over bytes: no I/O.  Encoders raise InvalidArgument for values outside a
-field's rules (nothing is produced); decoders accept exactly what the C
-decoders accept and raise ProtocolError with the C code otherwise
-(-EBADMSG truncated / trailing bytes / field out of range, -ENOMSG wrong
-type byte, -EPROTONOSUPPORT another major).  Encoding is canonical:
-decode then encode gives back the same bytes.  Text fields are str,
-carried as UTF-8 with surrogateescape so any byte string round-trips.
+This module owns the message types, the frame header and an encoder and
+a decoder for every API request and reply; the argument rules are
+gossipd.checks'.  Pure functions over bytes: no I/O.  Encoders raise
+InvalidArgument for values outside a field's rules (nothing is
+produced); decoders accept exactly what the C decoders accept and raise
+ProtocolError with the C code otherwise (-EBADMSG truncated / trailing
+bytes / field out of range, -ENOMSG wrong type byte, -EPROTONOSUPPORT
+another major).  Encoding is canonical: decode then encode gives back
+the same bytes.  Text fields are str, carried as UTF-8 with
+surrogateescape so any byte string round-trips.
 """
 import errno
 import math
-import operator
 import struct
 from collections import namedtuple
 
+from .checks import (API_MAX_FRAME, MAX_TENSORS, METHODS, NAME_MAX,  # noqa: F401
+                     PRECISIONS, STEP_DRAIN, STEP_FLAGS_KNOWN, STEP_SYNC,
+                     U32_MAX, U64_MAX, WIRE_MAX_DIMS, WIRE_NAME_MAX,
+                     AverageResult, RegisterOptions, StepStats, Tensor,
+                     average_args, average_ok, register_options, step_flags,
+                     tensor_list, text_bytes, uint as _uint)
 from .errors import InvalidArgument, ProtocolError
 
 # The protocol version: proto/proto.h's, never copied by hand (_proto_h.py).
@@ -28,15 +39,8 @@ except ModuleNotFoundError:     # the source tree: proto.h itself
 VERSION = VERSION_MAJOR << 8 | VERSION_MINOR
 
 FRAME_HEADER = 4
-API_MAX_FRAME = 1 << 20
-NAME_MAX = 128                 # HELLO client name, HELLO_OK version
 ERROR_TEXT_MAX = 1024
-WIRE_NAME_MAX = 63             # tensor name, bytes
-WIRE_MAX_DIMS = 8
-MAX_TENSORS = 65536
 STATUS_JSON_MAX = API_MAX_FRAME - 5
-U32_MAX = (1 << 32) - 1
-U64_MAX = (1 << 64) - 1
 
 HELLO, REGISTER, STEP, AVERAGE, STATUS, DETACH = 0x40, 0x41, 0x42, 0x43, 0x44, 0x45
 HELLO_OK, OK, STEP_OK, AVERAGE_OK, STATUS_OK, ERROR = 0xC0, 0xC1, 0xC2, 0xC3, 0xC4, 0xFF
@@ -45,24 +49,11 @@ NAMES = {HELLO: "HELLO", REGISTER: "REGISTER", STEP: "STEP", AVERAGE: "AVERAGE",
          STEP_OK: "STEP_OK", AVERAGE_OK: "AVERAGE_OK", STATUS_OK: "STATUS_OK",
          ERROR: "ERROR"}
 
-STEP_SYNC = 0x1                # wait until every connected edge completed
-STEP_DRAIN = 0x2               # settle every edge, start no new round
-STEP_FLAGS_KNOWN = STEP_SYNC | STEP_DRAIN
-
 Hello = namedtuple("Hello", "version name")
-Tensor = namedtuple("Tensor", "name shape")
 # options: the RegisterOptions it carries, or None (the daemon's settings).
 Register = namedtuple("Register", "buffer_bytes tensors n_floats options",
                       defaults=(None,))
-# REGISTER's options: each None when not asked (the daemon's config's).
-RegisterOptions = namedtuple("RegisterOptions",
-                             "method rank gamma power_iterations precision",
-                             defaults=(None,) * 5)
-StepStats = namedtuple("StepStats", "step edges_applied edges_projected "
-                       "edges_skipped max_staleness bytes_sent bytes_received "
-                       "consensus_estimate")
 Average = namedtuple("Average", "target time_limit_ms max_rounds")
-AverageResult = namedtuple("AverageResult", "rounds estimate reached")
 ErrorReply = namedtuple("ErrorReply", "code text")
 
 _STEP = struct.Struct("<BI")                 # 5 bytes
@@ -75,8 +66,24 @@ _REGISTER_OPTS = struct.Struct("<BBHfHB")    # 11 bytes, after the tensors
 # (GSP_WIRE_METHOD_*) and the wire precisions (GSP_WIRE_PRECISION_*).
 REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION = 1, 2, 4, 8, 16
 REG_KNOWN = 0x1F
-METHODS = ("powergossip", "exact", "choco-topk", "choco-randk", "choco-sign")
-PRECISIONS = ("float32", "float16", "bfloat16")
+
+# The undo section after the parameters (PROTOCOL.md 5.4; proto.h's
+# gsp_undo_*): its header's magic, size and states.  The C client makes
+# the buffer: the tests check its size and magic with these.
+UNDO_MAGIC = b"gsp-undo"
+UNDO_HEADER = 64
+UNDO_STATE_AT = 16                         # u32, host order
+UNDO_IDLE, UNDO_WRITING, UNDO_UNDONE = 0, 1, 2
+
+
+def undo_offset(n_floats):
+    """Offset of the undo header after n_floats parameters (64-aligned)."""
+    return (4 * n_floats + 63) & ~63
+
+
+def undo_nbytes(n_floats):
+    """The buffer's size with the undo section."""
+    return undo_offset(n_floats) + UNDO_HEADER + 4 * n_floats
 
 
 def _bad(what):
@@ -85,39 +92,9 @@ def _bad(what):
 
 # ---- text and numbers --------------------------------------------------
 
-def text_bytes(s, cap, what):
-    """s (str or bytes) as the bytes of a text field of at most cap bytes,
-    no NUL; InvalidArgument otherwise."""
-    b = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
-    if len(b) > cap:
-        raise InvalidArgument("%s is %d bytes long; the limit is %d"
-                              % (what, len(b), cap))
-    if b"\0" in b:
-        raise InvalidArgument("%s contains a NUL byte" % what)
-    return b
-
-
 def _text16(s, cap, what):
     b = text_bytes(s, cap, what)
     return struct.pack("<H", len(b)) + b
-
-
-def _int(v):
-    """v as an int (int, NumPy integer...), or None; bools are not."""
-    if isinstance(v, bool):
-        return None
-    try:
-        return operator.index(v)
-    except TypeError:
-        return None
-
-
-def _uint(v, top, what):
-    i = _int(v)
-    if i is None or not 0 <= i <= top:
-        raise InvalidArgument("%s must be an integer in 0..%d, not %r"
-                              % (what, top, v))
-    return i
 
 
 class _Reader:
@@ -233,83 +210,6 @@ def decode_hello_ok(body):
 
 # ---- REGISTER ----------------------------------------------------------
 
-def tensor_list(tensors):
-    """Validates (name, shape) pairs (or a {name: shape} mapping) against
-    the REGISTER rules; returns [Tensor(name, shape tuple)] and the total
-    float count.  Errors name the offending tensor."""
-    items = list(tensors.items() if hasattr(tensors, "items") else tensors)
-    if not 1 <= len(items) <= MAX_TENSORS:
-        raise InvalidArgument("a model has 1..%d tensors, not %d"
-                              % (MAX_TENSORS, len(items)))
-    out, floats = [], 0
-    for i, item in enumerate(items):
-        try:
-            name, shape = item
-        except (TypeError, ValueError):
-            raise InvalidArgument("tensor %d: expected a (name, shape) pair, "
-                                  "got %r" % (i, item)) from None
-        label = "tensor %d (%r)" % (i, name)
-        text_bytes(name, WIRE_NAME_MAX, label + ": name")
-        try:
-            dims = (shape,) if _int(shape) is not None else tuple(shape)
-        except TypeError:
-            dims = (None,)
-        if len(dims) > WIRE_MAX_DIMS:
-            raise InvalidArgument("%s: %d dimensions; the limit is %d"
-                                  % (label, len(dims), WIRE_MAX_DIMS))
-        dims = tuple(_int(d) for d in dims)
-        if None in dims or any(d < 1 for d in dims):
-            raise InvalidArgument("%s: every dimension must be an integer "
-                                  ">= 1, shape is %r" % (label, shape))
-        shape = dims
-        numel = math.prod(shape)
-        floats += numel
-        if numel > U64_MAX or floats > U64_MAX // 4:
-            raise InvalidArgument("%s: the model's size overflows 64 bits"
-                                  % label, -errno.EOVERFLOW)
-        out.append(Tensor(name, shape))
-    return out, floats
-
-
-def _f32(x):
-    """x as the float32 the wire carries, or None if it does not fit."""
-    try:
-        return struct.unpack("<f", struct.pack("<f", x))[0]
-    except (OverflowError, struct.error):
-        return None
-
-
-def register_options(method=None, rank=None, gamma=None,
-                     power_iterations=None, precision=None):
-    """Checks REGISTER's options (None: the daemon's) and returns them as
-    RegisterOptions, or None when none is asked.  The daemon checks its own
-    limits (MaxRank) and what it implements (one power iteration per step,
-    float32 on the wire)."""
-    if method is not None and method not in METHODS:
-        raise InvalidArgument("unknown method %r (%s)" % (method, ", ".join(METHODS)))
-    if rank is not None:
-        rank = _uint(rank, 0xFFFF, "rank")
-        if rank < 1:
-            raise InvalidArgument("rank must be >= 1, not %d" % rank)
-    if power_iterations is not None:
-        power_iterations = _uint(power_iterations, 0xFFFF, "power_iterations")
-        if power_iterations < 1:
-            raise InvalidArgument("power_iterations must be >= 1, not %d"
-                                  % power_iterations)
-    if gamma is not None:
-        g = _f32(gamma) if isinstance(gamma, (int, float)) and \
-            not isinstance(gamma, bool) else None
-        if g is None or not math.isfinite(g) or g <= 0:
-            raise InvalidArgument("gamma must be a finite number > 0 (as a "
-                                  "float32), not %r" % (gamma,))
-        gamma = g
-    if precision is not None and precision not in PRECISIONS:
-        raise InvalidArgument("unknown wire precision %r (%s)"
-                              % (precision, ", ".join(PRECISIONS)))
-    opts = RegisterOptions(method, rank, gamma, power_iterations, precision)
-    return None if opts == RegisterOptions() else opts
-
-
 def _encode_register_opts(o):
     o = register_options(*o)
     if o is None:
@@ -422,11 +322,7 @@ def decode_empty(body, t):
 # ---- STEP / STEP_OK ----------------------------------------------------
 
 def encode_step(flags=0):
-    flags = _uint(flags, U32_MAX, "flags")
-    if flags & ~STEP_FLAGS_KNOWN:
-        raise InvalidArgument("unknown STEP flags 0x%x (known: SYNC 0x1, "
-                              "DRAIN 0x2)" % (flags & ~STEP_FLAGS_KNOWN))
-    return _STEP.pack(STEP, flags)
+    return _STEP.pack(STEP, step_flags(flags))
 
 
 def decode_step(body):
@@ -448,28 +344,13 @@ def decode_step_ok(body):
 
 # ---- AVERAGE / AVERAGE_OK ----------------------------------------------
 
-def _average_ok(target, time_limit_ms, max_rounds):
-    return (math.isfinite(target) and target >= 0 and
-            (time_limit_ms != 0 or max_rounds != 0))
-
-
 def encode_average(target, time_limit_ms=0, max_rounds=0):
-    time_limit_ms = _uint(time_limit_ms, U32_MAX, "time_limit_ms")
-    max_rounds = _uint(max_rounds, U32_MAX, "max_rounds")
-    try:
-        target = float(target)
-    except (TypeError, ValueError):
-        raise InvalidArgument("target must be a number, not %r" % (target,)) from None
-    if not _average_ok(target, time_limit_ms, max_rounds):
-        raise InvalidArgument("AVERAGE needs a finite target >= 0 (got %r) and "
-                              "a time limit or a round limit (0 = none, not "
-                              "both 0)" % target)
-    return _AVERAGE.pack(AVERAGE, target, time_limit_ms, max_rounds)
+    return _AVERAGE.pack(AVERAGE, *average_args(target, time_limit_ms, max_rounds))
 
 
 def decode_average(body):
     a = Average(*_fixed(body, AVERAGE, _AVERAGE))
-    if not _average_ok(*a):
+    if not average_ok(*a):
         raise _bad("AVERAGE limits")
     return a
 

@@ -18,7 +18,7 @@ import hashlib
 
 from .client import DEFAULT_TIMEOUT, FINISH_TIME_LIMIT_MS, Client, finish_run
 from .errors import InvalidArgument, ParameterMoved
-from .protocol import WIRE_NAME_MAX
+from .checks import WIRE_NAME_MAX
 
 
 def _torch():
