@@ -12,7 +12,7 @@
  * off the loop, the buffer's undo section, saving the records and
  * letting the model go are core_ops, which the daemon implements over
  * libuv (daemon/step.c, mesh.c, model.c) and the simulation over its
- * scheduler (tests/daemon/sim.h): both run this code.
+ * scheduler (tests/daemon/edgesim.h): both run this code.
  *
  * Rules (libuv's): a request's callback is never called when its start
  * returned an error, and never from inside the start; it is called

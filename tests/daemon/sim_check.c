@@ -1,5 +1,5 @@
 /* sim_check.c: the checker: one schedule run, settled, and its invariant and liveness. */
-#include "sim.h"
+#include "edgesim.h"
 
 
 

@@ -1,7 +1,7 @@
 /* sim_faults.c: the daemons' faults (kills, restarts, SIGTERM, reloads, removals) and their odds. */
-#include "sim.h"
+#include "edgesim.h"
 
-/* --faults swarm: the odds a fault draws (sim.h). */
+/* --faults swarm: the odds a fault draws (edgesim.h). */
 static const unsigned swarm_odds[4] = {0, 64, 8, 1};
 
 

@@ -1,6 +1,6 @@
 /* sim_main.c: the command line, the sweep of schedules and its summary
- * (the simulation: sim.h). */
-#include "sim.h"
+ * (the simulation: edgesim.h). */
+#include "edgesim.h"
 
 
 static unsigned long long seeds = 1000, first = 1, steps = 200;

@@ -1,5 +1,5 @@
 /* sim_net.c: the network between the two daemons and its faults. */
-#include "sim.h"
+#include "edgesim.h"
 
 
 /* x's oldest frame to the peer, whose session must be up: a frame never

@@ -1,5 +1,5 @@
 /* sim_sched.c: the scheduler: one random action that is possible now, and the loop turns after it. */
-#include "sim.h"
+#include "edgesim.h"
 
 
 void sim_say(sim *s, const char *what, int i)

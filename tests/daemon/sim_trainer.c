@@ -1,5 +1,5 @@
 /* sim_trainer.c: each end's trainer and the daemon around its node core (the core's ops). */
-#include "sim.h"
+#include "edgesim.h"
 
 
 /* --sabotage, the checker's own test.  The bug is planned from the seed

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The simulation's own test (tests/daemon/sim.h): a failing seed
+"""The simulation's own test (tests/daemon/edgesim.h): a failing seed
 prints a replay command, and that command replays the failure.
 
 The bug is planted with --sabotage: in one schedule in 8, chosen from the

@@ -75,8 +75,8 @@
  * crash, when such schedules do move the average: the checker's own
  * test), else 1.
  */
-#ifndef GSP_TEST_SIM_H
-#define GSP_TEST_SIM_H
+#ifndef GSP_TEST_EDGESIM_H
+#define GSP_TEST_EDGESIM_H
 
 #include <check.h>
 #include <inttypes.h>
