@@ -198,11 +198,7 @@ static int complete(edge *e, uint64_t round, uint16_t degree, uint8_t flags,
 	/* Both ends weigh round t by the degrees its two messages carried,
 	 * so a degree that changes meanwhile (a reload) changes it at
 	 * neither; a configured Weight holds for the whole generation. */
-	float w = e->weight;
-	if (w <= 0.0f) {
-		uint16_t deg = sent_degree(e, round);
-		w = 1.0f / (1.0f + (float)(deg > degree ? deg : degree));
-	}
+	float w = gsp_mixing_edge_weight(e->weight, sent_degree(e, round), degree);
 	if (gsp_node_edge_set_weight(node, e->index, w) != 0)
 		return -EINVAL;
 	if (!edges_measure_estimate(s)) {

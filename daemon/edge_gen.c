@@ -148,7 +148,9 @@ static void start_generation(edge *e)
 		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
 	}
 	e->weight = e->next_weight;
-	float w = e->weight > 0 ? e->weight : 1.0f / (1.0f + s->ops->degree(s->ctx));
+	/* Our degree alone until the first round's two messages weigh it. */
+	uint16_t degree = s->ops->degree(s->ctx);
+	float w = gsp_mixing_edge_weight(e->weight, degree, degree);
 	int err = gsp_node_edge_reset(s->model.node, e->index, w, role, seed, sizeof(seed));
 	if (err) {
 		s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot start the edge");
@@ -329,9 +331,9 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 static float agree_weight(edge *e, float theirs)
 {
 	float ours = e->offered_weight;
+	float w = gsp_mixing_agree_weight(ours, theirs);
 	if (ours == theirs)
-		return ours;
-	float w = ours > 0 && (theirs == 0 || ours < theirs) ? ours : theirs;
+		return w;
 	gsp_warn("peer %s: Weight differs (ours %g, theirs %g): the next generation "
 		 "uses %g at both ends", e->name, (double)ours, (double)theirs, (double)w);
 	return w;
