@@ -1,7 +1,8 @@
 /* edges: the set of a daemon's edges over the registered model's node
- * (edge.h): attaching and detaching the model, steps, queries. */
+ * (edge.h): attaching and detaching the model, steps, queries.  Calls
+ * edge_core, edge_sched, edge_end, edge and edge_records (the module's
+ * order: edge_core.c). */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -470,41 +471,6 @@ void edges_avg_release(edge_set *s)
 		e->avg_held = false;
 	}
 	edges_sched_end(s);
-}
-
-static double estimate_of(const edge_set *s, bool going_only)
-{
-	double est = NAN;
-	for (size_t i = 0; i < s->n; i++) {
-		const edge *e = &s->edge[i];
-		/* An AVERAGE runs no more rounds on an edge it holds, nor on one
-		 * whose generation ended (the neighbour left) or ends here: a
-		 * last measurement there must not keep this end from saying it
-		 * reached on the edges that go on (their rounds would then never
-		 * end).  A live edge whose session is down still counts: its
-		 * rounds resume. */
-		if (going_only && (e->avg_held || !e->live || e->ending_self))
-			continue;
-		/* The last measurement stands after a neighbour leaves. */
-		if (e->rounds_completed && !(e->diff_norm <= est))
-			est = e->diff_norm;
-	}
-	return est;
-}
-
-bool edges_measure_estimate(const edge_set *s)
-{
-	return s->model.method <= GSP_METHOD_EXACT;
-}
-
-double edges_estimate(const edge_set *s)
-{
-	return estimate_of(s, false);
-}
-
-double edges_estimate_going(const edge_set *s)
-{
-	return estimate_of(s, true);
 }
 
 uint64_t edge_staleness(const edge *e)
