@@ -7,7 +7,8 @@
  * The edge module's files call one way, each only the files before it
  * (tests/daemon/test_layers.py checks it):
  *   edge_core <- edge_estimate <- edge_sched <- edge_resync <- edge_end
- *   <- edge_gen <- edge <- edge_records <- edges <- edges_api */
+ *   <- edge_gen <- edge <- edge_records <- edges_pace <- edges
+ *   <- edges_api */
 #include <stdlib.h>
 
 #include "edge_impl.h"

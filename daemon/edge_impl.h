@@ -1,8 +1,9 @@
 /*
- * edge internals shared by the edge module's files (edge.c: sessions,
- * MODEL, ROUND; edge_gen.c, edge_end.c, edge_records.c, edge_sched.c:
- * generations; edges.c and edges_api.c: the set): struct edge and the
- * types only it needs, and the functions they call of each other.  Not
+ * edge internals shared by the edge module's files (edge_core.c,
+ * edge_estimate.c, edge_sched.c, edge_resync.c, edge_end.c, edge_gen.c,
+ * edge.c, edge_records.c: one edge; edges_pace.c, edges.c, edges_api.c:
+ * the set): struct edge and the types only it needs, and the functions
+ * they call of each other, grouped by the file that defines them.  Not
  * used outside the edge module, tests included.
  */
 #ifndef GOSSIPD_EDGE_IMPL_H
@@ -145,7 +146,8 @@ struct edge {
 
 /* The files call one way, each only those before it (edge_core.c):
  *   edge_core <- edge_estimate <- edge_sched <- edge_resync <- edge_end
- *   <- edge_gen <- edge <- edge_records <- edges <- edges_api */
+ *   <- edge_gen <- edge <- edge_records <- edges_pace <- edges
+ *   <- edges_api */
 
 /* ---- edge_core.c ---- */
 /* Frames go out unless the edge is "quiet": it is using frames of a

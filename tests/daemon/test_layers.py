@@ -44,8 +44,8 @@ FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link
          "api_socket.c": "api", "api_socket.h": "api",
          "edge_core.c": "edge", "edge_estimate.c": "edge", "edge_sched.c": "edge",
          "edge_resync.c": "edge", "edge_end.c": "edge", "edge_gen.c": "edge",
-         "edge_records.c": "edge", "edges.c": "edge", "edges_api.c": "edge",
-         "edge_impl.h": "edge",
+         "edge_records.c": "edge", "edges_pace.c": "edge", "edges.c": "edge",
+         "edges_api.c": "edge", "edge_impl.h": "edge",
          "core_average.c": "core", "core_engine.c": "core", "core_impl.h": "core",
          "model_options.c": "model", "model_options.h": "model",
          "config_check.c": "config", "config_impl.h": "config",
@@ -99,8 +99,8 @@ EDGE_MODULE = "edge"
 # The edge module's files, bottom to top: each calls only those before it
 # (the order edge_core.c and edge_impl.h state).
 EDGE_ORDER = ["edge_core.c", "edge_estimate.c", "edge_sched.c", "edge_resync.c",
-              "edge_end.c", "edge_gen.c", "edge.c", "edge_records.c", "edges.c",
-              "edges_api.c"]
+              "edge_end.c", "edge_gen.c", "edge.c", "edge_records.c", "edges_pace.c",
+              "edges.c", "edges_api.c"]
 
 C_KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "else", "do"}
 DEFINITION = re.compile(r"^([A-Za-z_][\w \t*]*?)\b(\w+)\s*\("
