@@ -1,9 +1,10 @@
 /* edge: one edge's sessions and rounds (edge.h); its generations are
  * edge_gen.c, the set of edges edges.c.  PROTOCOL.md 4.6 is the design:
  * our messages are kept until the peer cannot need them, so a round a
- * session lost is completed from them after the next one. */
+ * session lost is completed from them after the next one.  Calls
+ * edge_core, edge_estimate, edge_sched, edge_resync, edge_end and
+ * edge_gen only (the module's order: edge_core.c). */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,41 +14,6 @@
 #include "log.h"
 
 static int on_round(edge *e, const uint8_t *pt, size_t len);
-
-void edge__changed(edge *e)
-{
-	e->set->ops->changed(e->set->ctx);
-}
-
-/* Using an ended session's frames (edge_after_busy).  The loop is one
- * thread: one flag serves every edge. */
-static bool quiet;
-
-bool edge__quiet(void)
-{
-	return quiet;
-}
-
-int edge__send(edge *e, const uint8_t *pt, size_t len)
-{
-	if (quiet || e->state == EDGE_DOWN)
-		return 0;
-	return e->set->ops->send(e->set->ctx, e, pt, len);
-}
-
-void edge__msg_free(edge_msg *m)
-{
-	free(m->buf);
-	*m = (edge_msg){0};
-}
-
-uint64_t edge__applied(const edge *e)
-{
-	gsp_edge_info info;
-	if (!e->live || gsp_node_edge_info(e->set->model.node, e->index, &info) != 0)
-		return 0;
-	return info.state == GSP_EDGE_COMPLETED ? info.round - 1 : e->completed;
-}
 
 /* ---- sessions --------------------------------------------------------- */
 
@@ -144,47 +110,11 @@ static int keep_round(edge *e)
 	return 0;
 }
 
-int edge__kept(const edge *e, uint64_t round)
-{
-	for (int k = 0; k < 2; k++)
-		if (round && e->sent[k].buf && e->sent[k].round == round)
-			return k;
-	return -1;
-}
-
 /* The degree our message for `round` carried. */
 static uint16_t sent_degree(const edge *e, uint64_t round)
 {
 	int k = edge__kept(e, round);
 	return k >= 0 ? e->sent[k].degree : e->set->ops->degree(e->set->ctx);
-}
-
-/* ||peer - mine||^2 and ||mine||^2, for float messages. */
-static void diff_norms(const void *mine, const uint8_t *peer, size_t len,
-		       double *ret_num, double *ret_den)
-{
-	const float *a = mine;
-	double num = 0.0, den = 0.0;
-	for (size_t i = 0; i + 4 <= len; i += 4) {
-		float b;
-		memcpy(&b, peer + i, 4);
-		double dv = (double)b - a[i / 4];
-		num += dv * dv;
-		den += (double)a[i / 4] * a[i / 4];
-	}
-	*ret_num = num;
-	*ret_den = den;
-}
-
-/* Whether a peer's float message stays within MaxRoundChange of ours
- * (in units of our norm, or of sqrt(length) when that is larger, so a
- * model of zeros still takes an honest neighbour's round). */
-static bool within_bound(const edge_set *s, double num, double den, size_t len)
-{
-	if (!(s->max_round_change > 0))
-		return true;
-	double unit = sqrt(den) > sqrt((double)len / 4) ? sqrt(den) : sqrt((double)len / 4);
-	return sqrt(num) <= (double)s->max_round_change * unit;
 }
 
 /* Completes the in-flight round with the peer's message. */
@@ -193,34 +123,14 @@ static int complete(edge *e, uint64_t round, uint16_t degree, uint8_t flags,
 {
 	edge_set *s = e->set;
 	gsp_node *node = s->model.node;
-	const void *mine;
-	size_t mlen;
 	/* Both ends weigh round t by the degrees its two messages carried,
 	 * so a degree that changes meanwhile (a reload) changes it at
 	 * neither; a configured Weight holds for the whole generation. */
-	float w = e->weight;
-	if (w <= 0.0f) {
-		uint16_t deg = sent_degree(e, round);
-		w = 1.0f / (1.0f + (float)(deg > degree ? deg : degree));
-	}
+	float w = gsp_mixing_edge_weight(e->weight, sent_degree(e, round), degree);
 	if (gsp_node_edge_set_weight(node, e->index, w) != 0)
 		return -EINVAL;
-	if (!edges_measure_estimate(s)) {
-		e->diff_norm = NAN;
-	} else if (gsp_node_message(node, e->index, &mine, &mlen, NULL) == 0 && mlen == len) {
-		double num, den;
-		diff_norms(mine, payload, len, &num, &den);
-		if (!within_bound(s, num, den, len)) {
-			s->counters->rounds_refused++;
-			gsp_err("peer %s: round %llu refused: it differs from ours by "
-				"%.3g times our norm (MaxRoundChange %g)", e->name,
-				(unsigned long long)round, sqrt(num / (den > 0 ? den : 1)),
-				(double)s->max_round_change);
-			s->ops->error(s->ctx, e, "a ROUND over MaxRoundChange was refused");
-			return -EACCES;
-		}
-		e->diff_norm = den > 0 ? sqrt(num / den) : sqrt(num);
-	}
+	if (edge__measure_round(e, round, payload, len) != 0)
+		return -EACCES;
 	/* The engine wants 4-byte alignment; payloads sit at offset 16 of a
 	 * decrypted buffer, but copy when they do not. */
 	int err;
@@ -239,7 +149,8 @@ static int complete(edge *e, uint64_t round, uint16_t degree, uint8_t flags,
 	e->completed = round;
 	e->rounds_completed++;
 	e->rounds_total++;
-	edge__finite_check(e, round, flags);
+	if (edge__finite_check(e, round, flags) != 0)
+		(void)edge_end_begin(e, END_RESTART);
 	if (e->ending != TARGET_NONE)
 		edge__settle(e);
 	edge__changed(e);
@@ -467,13 +378,13 @@ static int defer(edge *e, const uint8_t *pt, size_t len)
 static int dispatch(edge *e, uint8_t type, const uint8_t *pt, size_t len)
 {
 	/* An ended session's MODEL says nothing any more. */
-	if (quiet && type == GSP_MSG_MODEL)
+	if (edge__quiet() && type == GSP_MSG_MODEL)
 		return 0;
 	/* MODEL first and only then; rounds follow the RESYNC (an ended
 	 * session's frames excepted). */
-	if (!quiet && (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
+	if (!edge__quiet() && (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
 		return -EBADMSG;
-	if (!quiet && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
+	if (!edge__quiet() && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
 		return -EBADMSG;
 	switch (type) {
 	case GSP_MSG_MODEL:
@@ -527,13 +438,13 @@ void edge_after_busy(edge *e)
 		/* An ended session's frames still count (a ROUND completes,
 		 * a RESYNC tells how the peer ended a generation), but
 		 * nothing is answered. */
-		quiet = kept_session[k] != e->session_no || e->state == EDGE_DOWN;
+		edge__set_quiet(kept_session[k] != e->session_no || e->state == EDGE_DOWN);
 		uint8_t type = 0;
 		int err = gsp_msg_type(kept[k], kept_len[k], &type);
 		if (!err)
 			err = dispatch(e, type, kept[k], kept_len[k]);
-		bool was_quiet = quiet;
-		quiet = false;
+		bool was_quiet = edge__quiet();
+		edge__set_quiet(false);
 		free(kept[k]);
 		if (err && !was_quiet && e->state != EDGE_DOWN) {
 			s->counters->rx_malformed++;

@@ -2,7 +2,9 @@
  * applied (PROTOCOL.md 4.6): at the peer's final count (a round completed
  * here beyond it taken back, one completed but not applied landing at the
  * next STEP), at this end's offer (edge_end_begin), or without the peer's
- * answer once LeaveWait passed (edge_end_alone). */
+ * answer once LeaveWait passed (edge__leave_target; edge_gen.c's
+ * edge_end_alone settles it).  Calls edge_core, edge_sched and
+ * edge_resync only (the module's order: edge_core.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,21 +206,4 @@ bool edge_end_begin(edge *e, edge_end_why why)
 		(void)edge__send_resync(e, true);
 	}
 	return false;
-}
-
-/* ---- a peer that does not answer (LeaveWait) -------------------------- */
-
-bool edge_end_alone(edge *e)
-{
-	if (!e->live)
-		return true;
-	if (!e->ending_self)
-		return false;
-	if (!e->leave_expired)
-		gsp_warn("peer %s: no answer within LeaveWait: generation %u ends here "
-			 "without it, at round %llu at most", e->name, e->generation,
-			 (unsigned long long)e->end_count);
-	e->leave_expired = true;
-	edge__settle(e);   /* busy: after the step (edges_finish) */
-	return !e->live;
 }

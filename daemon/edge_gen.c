@@ -1,6 +1,9 @@
-/* edge_gen: one edge's generations (edge.h, PROTOCOL.md 4.6): what RESYNC
- * says and decides, continuing a generation across sessions, ending one
- * at the round both ends applied, and starting the next. */
+/* edge_gen: one edge's generations (edge.h, PROTOCOL.md 4.6): what the
+ * peer's RESYNC decides, continuing a generation across sessions,
+ * settling one that ends (edge_end.c ends it at the round both ends
+ * applied, also without the peer's answer once LeaveWait passed:
+ * edge_end_alone), and starting the next.  Calls edge_core, edge_sched,
+ * edge_resync and edge_end only (the module's order: edge_core.c). */
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -11,75 +14,6 @@
 #include "edge_impl.h"
 #include "log.h"
 #include "sim.h"
-
-/* tag = BLAKE2b-128(key = seed, "gossipd generation tag" || LE32(gen)). */
-static void gen_tag(const uint8_t seed[GSP_SEED_BYTES], uint32_t gen,
-		    uint8_t out[GSP_GEN_TAG_BYTES])
-{
-	static const char label[] = "gossipd generation tag";
-	uint8_t in[sizeof(label) - 1 + 4];
-	memcpy(in, label, sizeof(label) - 1);
-	for (int b = 0; b < 4; b++)
-		in[sizeof(label) - 1 + b] = (uint8_t)(gen >> (8 * b));
-	crypto_generichash(out, GSP_GEN_TAG_BYTES, in, sizeof(in), seed, GSP_SEED_BYTES);
-}
-
-void edge_generation_tag(const edge *e, uint8_t out[GSP_GEN_TAG_BYTES])
-{
-	memset(out, 0, GSP_GEN_TAG_BYTES);
-	if (e->generation)
-		gen_tag(e->gen_seed, e->generation, out);
-}
-
-/* Where this end stands, as its RESYNC says it (ENDING only when
- * `ending`: not in a session's first RESYNC, see edge_end_begin). */
-static void fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
-{
-	*m = (gsp_msg_resync){.generation = e->generation,
-			      .ended_generation = e->ended_generation,
-			      .ended_applied = e->ended_applied};
-	if (e->generation) {
-		m->last_completed = e->completed;
-		m->last_sent = e->sent_round;
-	}
-	edge_generation_tag(e, m->gen_tag);
-	/* A generation of before a restart that continues once the model
-	 * is attached (edge_restore) is live meanwhile, at the records'
-	 * counts: the peer keeps it (no model here: the edge is idle). */
-	bool resuming = !e->live && e->resume && e->resume_live;
-	if (resuming) {
-		m->ended_generation = e->resume_ended_generation;
-		m->ended_applied = e->resume_ended_applied;
-	}
-	if (e->live || resuming)
-		m->flags |= GSP_RESYNC_LIVE;
-	if (e->live && e->ending_self && ending) {
-		m->flags |= GSP_RESYNC_ENDING;
-		m->ending_applied = e->end_count;
-	}
-	if (e->no_history)
-		m->flags |= GSP_RESYNC_NO_HISTORY;
-	if (e->ending_self || e->set->detaching)
-		m->flags |= GSP_RESYNC_NO_START;
-	m->weight = e->cfg->weight;
-	m->schedule = edge__sched_id(e);
-}
-
-int edge__send_resync(edge *e, bool ending)
-{
-	gsp_msg_resync m;
-	fill_resync(e, &m, ending);
-	/* The session's first RESYNC (none goes out before the peer's came,
-	 * see edge__decided()) is the one the peer decides on. */
-	if (e->state == EDGE_WAIT_RESYNC) {
-		e->offered_weight = m.weight;
-		e->offered_no_start = m.flags & GSP_RESYNC_NO_START;
-	}
-	uint8_t buf[96];
-	size_t n;
-	int err = gsp_msg_resync_encode(&m, buf, sizeof(buf), &n);
-	return err ? err : edge__send(e, buf, n);
-}
 
 /* An end's final count for generation g, as its RESYNC says it: its
  * record, or none applied when g is its last generation and ended with
@@ -113,7 +47,7 @@ static bool final_of(const gsp_msg_resync *m, uint32_t g, uint64_t *ret)
 static void check_agreement(edge *e, const gsp_msg_resync *m)
 {
 	gsp_msg_resync mine;
-	fill_resync(e, &mine, true);
+	edge__fill_resync(e, &mine, true);
 	uint32_t gens[4] = {mine.ended_generation, m->ended_generation,
 			    mine.generation, m->generation};
 	for (int k = 0; k < 4; k++) {
@@ -148,7 +82,9 @@ static void start_generation(edge *e)
 		role = me < them ? GSP_ROLE_LO : GSP_ROLE_HI;
 	}
 	e->weight = e->next_weight;
-	float w = e->weight > 0 ? e->weight : 1.0f / (1.0f + s->ops->degree(s->ctx));
+	/* Our degree alone until the first round's two messages weigh it. */
+	uint16_t degree = s->ops->degree(s->ctx);
+	float w = gsp_mixing_edge_weight(e->weight, degree, degree);
 	int err = gsp_node_edge_reset(s->model.node, e->index, w, role, seed, sizeof(seed));
 	if (err) {
 		s->ops->close(s->ctx, e, GSP_BYE_INTERNAL, "cannot start the edge");
@@ -184,16 +120,6 @@ static void start_agreed(edge *e)
 	    info.state == GSP_EDGE_COMPLETED)
 		return;
 	start_generation(e);
-}
-
-/* Whether this session's RESYNCs have been exchanged: a RESYNC we send
- * after our first one says where we stand after deciding (decide), so
- * none goes out before.  The peer, which has decided already, would
- * read one of before as being about the generation it agreed to (and
- * ends that one, at no rounds). */
-bool edge__decided(const edge *e)
-{
-	return e->state == EDGE_UP || e->state == EDGE_IDLE;
 }
 
 void edge__settle(edge *e)
@@ -232,7 +158,7 @@ static bool same_live(const edge *e, const gsp_msg_resync *m)
 	uint8_t tag[GSP_GEN_TAG_BYTES];
 	if (!e->live || !(m->flags & GSP_RESYNC_LIVE) || m->generation != e->generation)
 		return false;
-	gen_tag(e->gen_seed, e->generation, tag);
+	edge__gen_tag(e->gen_seed, e->generation, tag);
 	return sodium_memcmp(tag, m->gen_tag, sizeof(tag)) == 0;
 }
 
@@ -329,9 +255,9 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 static float agree_weight(edge *e, float theirs)
 {
 	float ours = e->offered_weight;
+	float w = gsp_mixing_agree_weight(ours, theirs);
 	if (ours == theirs)
-		return ours;
-	float w = ours > 0 && (theirs == 0 || ours < theirs) ? ours : theirs;
+		return w;
 	gsp_warn("peer %s: Weight differs (ours %g, theirs %g): the next generation "
 		 "uses %g at both ends", e->name, (double)ours, (double)theirs, (double)w);
 	return w;
@@ -405,4 +331,21 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	    (m.flags & GSP_RESYNC_ENDING) && e->state != EDGE_DOWN)
 		(void)edge__send_resync(e, true);
 	return 0;
+}
+
+/* ---- a peer that does not answer (LeaveWait) -------------------------- */
+
+bool edge_end_alone(edge *e)
+{
+	if (!e->live)
+		return true;
+	if (!e->ending_self)
+		return false;
+	if (!e->leave_expired)
+		gsp_warn("peer %s: no answer within LeaveWait: generation %u ends here "
+			 "without it, at round %llu at most", e->name, e->generation,
+			 (unsigned long long)e->end_count);
+	e->leave_expired = true;
+	edge__settle(e);   /* busy: after the step (edges_finish) */
+	return !e->live;
 }

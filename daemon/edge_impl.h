@@ -1,8 +1,9 @@
 /*
- * edge internals shared by the edge module's files (edge.c: sessions,
- * MODEL, ROUND; edge_gen.c, edge_end.c, edge_records.c, edge_sched.c:
- * generations; edges.c and edges_api.c: the set): struct edge and the
- * types only it needs, and the functions they call of each other.  Not
+ * edge internals shared by the edge module's files (edge_core.c,
+ * edge_estimate.c, edge_sched.c, edge_resync.c, edge_end.c, edge_gen.c,
+ * edge.c, edge_records.c: one edge; edges_pace.c, edges.c, edges_api.c:
+ * the set): struct edge and the types only it needs, and the functions
+ * they call of each other, grouped by the file that defines them.  Not
  * used outside the edge module, tests included.
  */
 #ifndef GOSSIPD_EDGE_IMPL_H
@@ -143,19 +144,50 @@ struct edge {
 };
 
 
+/* The files call one way, each only those before it (edge_core.c):
+ *   edge_core <- edge_estimate <- edge_sched <- edge_resync <- edge_end
+ *   <- edge_gen <- edge <- edge_records <- edges_pace <- edges
+ *   <- edges_api */
+
+/* ---- edge_core.c ---- */
 /* Frames go out unless the edge is "quiet": it is using frames of a
  * session that has ended (kept while the engine was busy), whose answers
- * would land on the wrong session. */
+ * would land on the wrong session (edge_after_busy sets it). */
 int edge__send(edge *e, const uint8_t *pt, size_t len);
 bool edge__quiet(void);
+void edge__set_quiet(bool quiet);
 void edge__changed(edge *e);
+void edge__msg_free(edge_msg *m);
+/* Which of e->sent holds our message of `round`, or -1. */
+int edge__kept(const edge *e, uint64_t round);
+/* Rounds applied on a live edge: those completed, less one waiting for
+ * the next apply. */
+uint64_t edge__applied(const edge *e);
 
-/* RESYNC of e's session (0, or the session is closed). */
+/* ---- edge_estimate.c ---- */
+/* Measures the peer's message of `round` against ours (e->diff_norm);
+ * -EACCES, reported, when it is over MaxRoundChange. */
+int edge__measure_round(edge *e, uint64_t round, const uint8_t *payload, size_t len);
+
+/* ---- edge_resync.c ---- */
+/* A generation's tag: BLAKE2b-128(key = seed, "gossipd generation tag"
+ * || LE32(gen)). */
+void edge__gen_tag(const uint8_t seed[GSP_SEED_BYTES], uint32_t gen,
+		   uint8_t out[GSP_GEN_TAG_BYTES]);
+/* Where this end stands, as its RESYNC says it (ENDING only when
+ * `ending`); RESYNC of e's session (0, or the session is closed). */
+void edge__fill_resync(const edge *e, gsp_msg_resync *m, bool ending);
 int edge__send_resync(edge *e, bool ending);
+/* This session's RESYNCs have been exchanged. */
+bool edge__decided(const edge *e);
+
+/* ---- edge_gen.c ---- */
 int edge__on_resync(edge *e, const uint8_t *pt, size_t len);
 /* Ends the live generation if it is ending and can, then starts an
  * agreed new one if it can (not while busy). */
 void edge__settle(edge *e);
+
+/* ---- edge_end.c ---- */
 /* The live generation ends here with `applied` rounds completed, each
  * applied or to be at the next apply (the engine edge is disabled; our
  * message of that round is kept). */
@@ -174,19 +206,11 @@ bool edge__end_live(edge *e);
 void edge__leave_target(edge *e);
 /* No later than the end the peer's ENDING told, if it told one. */
 uint64_t edge__below_told_end(const edge *e, uint64_t count);
-/* This session's RESYNCs have been exchanged (edge_gen.c). */
-bool edge__decided(const edge *e);
 
+/* ---- edge_records.c ---- */
 /* The generation edge_restore kept continues on the attached model's
  * engine edge (or, if its state does not fit, stays ended). */
 void edge__resume(edge *e, bool ours);
-
-void edge__msg_free(edge_msg *m);
-/* Which of e->sent holds our message of `round`, or -1. */
-int edge__kept(const edge *e, uint64_t round);
-/* Rounds applied on a live edge: those completed, less one waiting for
- * the next apply. */
-uint64_t edge__applied(const edge *e);
 
 /* An AVERAGE may run rounds on e: its generation is live here, its
  * session works, and this end is not ending it. */
@@ -195,11 +219,13 @@ static inline bool edge__avg_runs(const edge *e)
 	return e->live && e->state == EDGE_UP && !e->ending_self;
 }
 
-/* The finite-time schedule (edge_sched.c): FINITE or 0 for our next
- * ROUND; after round `round` completed with the peer's flags, the
- * window opens if both said FINITE; a new or ended generation has none. */
+/* ---- edge_sched.c ---- */
+/* The finite-time schedule: FINITE or 0 for our next ROUND; after round
+ * `round` completed with the peer's flags, the window opens if both said
+ * FINITE (a negative errno, logged, when it cannot: the caller ends the
+ * generation); a new or ended generation has none. */
 uint8_t edge__finite_flag(const edge *e);
-void edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags);
+int edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags);
 void edge__sched_reset(edge *e);
 
 #endif

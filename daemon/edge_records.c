@@ -1,7 +1,8 @@
 /* edge_records: what an edge keeps in the edges' records (edgestate.h)
  * and how a restarted daemon takes it back (PROTOCOL.md 4.6): a record of
  * where each generation stood, and a live generation's whole state, which
- * continues it when the buffer the records name registers again. */
+ * continues it when the buffer the records name registers again.  Calls
+ * edge_core and edge_end only (the module's order: edge_core.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,8 +2,9 @@
  * PROTOCOL.md 4.4 FINITE): the schedule the set offers and its id, the
  * FINITE flag of our ROUNDs, opening the window at both ends after the
  * same round, and letting a node's windows go only once all are open, so
- * that the node starts the schedule from its model after all its
- * ordinary rounds. */
+ * that the node starts the schedule from its model after all its ordinary
+ * rounds.  Calls edge_core only (the module's order: edge_core.c): a
+ * window that cannot open is reported, and edge.c ends the generation. */
 #include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -134,11 +135,11 @@ static int window_open(edge *e, uint64_t round)
 	return gsp_node_edge_exact_rounds(s->model.node, e->index, round, steps, s->sched_n);
 }
 
-void edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags)
+int edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags)
 {
 	edge_set *s = e->set;
 	if (!(peer_flags & GSP_ROUND_FINITE) || !(sent_flags(e, round) & GSP_ROUND_FINITE))
-		return;
+		return 0;
 	/* Both ends said FINITE in round `round`: both open the window after
 	 * it, and an AVERAGE holds the edge until the node's other windows are
 	 * open.  (One that ended meanwhile, at its time limit, holds nothing:
@@ -147,18 +148,19 @@ void edge__finite_check(edge *e, uint64_t round, uint8_t peer_flags)
 	if (!err && s->averaging)
 		err = gsp_node_edge_hold(s->model.node, e->index, true);
 	if (err) {
-		/* The peer opens it: end the generation with it (at the count
-		 * both applied, no window round among them), then a new one. */
+		/* The peer opens it: the caller ends the generation with it (at
+		 * the count both applied, no window round among them), then a
+		 * new one starts. */
 		gsp_err("peer %s: cannot open the schedule's window after round %llu "
 			"(%s): the generation ends", e->name, (unsigned long long)round,
 			gsp_strerror(err));
-		(void)edge_end_begin(e, END_RESTART);
-		return;
+		return err;
 	}
 	e->sched = s->averaging ? SCHED_WAIT : SCHED_RUN;
 	gsp_debug("peer %s: schedule window after round %llu, %zu rounds", e->name,
 		  (unsigned long long)round, s->sched_n);
 	edge__changed(e);
+	return 0;
 }
 
 void edge__sched_reset(edge *e)

@@ -1,6 +1,7 @@
-/* edges_api: what the layers above the edge module (and tests) see of
- * the edge set and tell it (edge.h): an edge by index and its view, and
- * the set's events they report. */
+/* edges_api: what the layers above the edge module (and tests) see of the
+ * edge set and tell it (edge.h): an edge by index and its view, and the
+ * set's events they report.  Calls edges only (the module's order:
+ * edge_core.c). */
 #include "edge_impl.h"
 
 edge *edges_at(edge_set *s, size_t i)

@@ -312,9 +312,24 @@ GSP_EXPORT size_t gsp_graph_edge_count(const gsp_graph *graph);
 GSP_EXPORT int gsp_graph_edge(const gsp_graph *graph, size_t e, unsigned *ret_lo,
 			      unsigned *ret_hi);
 GSP_EXPORT unsigned gsp_graph_degree(const gsp_graph *graph, unsigned i);
-/* Metropolis-Hastings weight w_ij = 1/(1+max(deg_i,deg_j)) for an edge,
- * or the self weight w_ii = 1 - sum_j w_ij when i == j; 0 for non-edges. */
+/* Metropolis-Hastings weight w_ij = 1/(1+max(deg_i,deg_j)) for an edge
+ * (gsp_mixing_weight), or the self weight w_ii = 1 - sum_j w_ij when
+ * i == j; 0 for non-edges. */
 GSP_EXPORT double gsp_graph_weight(const gsp_graph *graph, unsigned i, unsigned j);
+
+/* The mixing rule itself (mixing.c), for a graph nobody holds whole (the
+ * daemon knows its own degree and the one a neighbour's message carried).
+ * Each is symmetric in its two ends.
+ * gsp_mixing_weight: 1 / (1 + max(deg_i, deg_j)).
+ * gsp_mixing_edge_weight: an edge's weight for a round: `configured` when
+ * it is > 0, else gsp_mixing_weight of the two degrees, as a float.
+ * gsp_mixing_agree_weight: the Weight two ends use from their offers in
+ * [0, 1] (0: none): the same offer stands, else the smaller one offered,
+ * so a Weight configured or changed at one end only never mixes the two
+ * ends by different weights. */
+GSP_EXPORT double gsp_mixing_weight(unsigned deg_i, unsigned deg_j);
+GSP_EXPORT float gsp_mixing_edge_weight(float configured, unsigned deg_i, unsigned deg_j);
+GSP_EXPORT float gsp_mixing_agree_weight(float ours, float theirs);
 /* Eigenvalues of I - W: lambda_2 (smallest non-zero) and lambda_max
  * (LAPACK dsyev).  Fails with -EINVAL for a disconnected graph. */
 GSP_EXPORT int gsp_graph_spectrum(const gsp_graph *graph, double *ret_lambda2,

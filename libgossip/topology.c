@@ -3,11 +3,11 @@
  *
  * This module owns gsp_graph: an undirected simple graph on n nodes built
  * from a named topology (ring, torus, complete, exponential) or parsed from
- * an edge list, its Metropolis-Hastings mixing weights, and the spectrum of
- * I - W that fixes the best consensus step and the finite-time schedule
- * of steps that reaches the exact average.  Every graph it hands out has
- * n >= 2, no self loops, no duplicate edges and no isolated node; edges are
- * stored sorted by (lo, hi) with lo < hi.
+ * an edge list, its Metropolis-Hastings mixing weights (by mixing.c's
+ * rule), and the spectrum of I - W that fixes the best consensus step and
+ * the finite-time schedule of steps that reaches the exact average.
+ * Every graph it hands out has n >= 2, no self loops, no duplicate edges
+ * and no isolated node; edges are stored sorted by (lo, hi) with lo < hi.
  */
 #include <errno.h>
 #include <limits.h>
@@ -360,9 +360,7 @@ static bool has_edge(const gsp_graph *g, unsigned i, unsigned j)
 
 static double mh_weight(const gsp_graph *g, unsigned i, unsigned j)
 {
-	unsigned d = g->degree[i] > g->degree[j] ? g->degree[i] : g->degree[j];
-
-	return 1.0 / (1.0 + d);
+	return gsp_mixing_weight(g->degree[i], g->degree[j]);
 }
 
 /* Sum of i's off-diagonal weights, i.e. 1 - w_ii. */

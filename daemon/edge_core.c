@@ -1,0 +1,62 @@
+/* edge_core: what every other file of the edge module uses of one edge
+ * (edge_impl.h), and calls nothing of theirs: frames out (edge__send, not
+ * while reading an ended session's frames: edge__quiet), the changed
+ * signal to the set's owner, our kept ROUND messages (edge__kept,
+ * edge__msg_free) and the rounds applied on a live edge.
+ *
+ * The edge module's files call one way, each only the files before it
+ * (tests/daemon/test_layers.py checks it):
+ *   edge_core <- edge_estimate <- edge_sched <- edge_resync <- edge_end
+ *   <- edge_gen <- edge <- edge_records <- edges_pace <- edges
+ *   <- edges_api */
+#include <stdlib.h>
+
+#include "edge_impl.h"
+
+void edge__changed(edge *e)
+{
+	e->set->ops->changed(e->set->ctx);
+}
+
+/* Using an ended session's frames (edge_after_busy).  The loop is one
+ * thread: one flag serves every edge. */
+static bool quiet;
+
+bool edge__quiet(void)
+{
+	return quiet;
+}
+
+void edge__set_quiet(bool q)
+{
+	quiet = q;
+}
+
+int edge__send(edge *e, const uint8_t *pt, size_t len)
+{
+	if (quiet || e->state == EDGE_DOWN)
+		return 0;
+	return e->set->ops->send(e->set->ctx, e, pt, len);
+}
+
+void edge__msg_free(edge_msg *m)
+{
+	free(m->buf);
+	*m = (edge_msg){0};
+}
+
+uint64_t edge__applied(const edge *e)
+{
+	gsp_edge_info info;
+	if (!e->live || gsp_node_edge_info(e->set->model.node, e->index, &info) != 0)
+		return 0;
+	return info.state == GSP_EDGE_COMPLETED ? info.round - 1 : e->completed;
+}
+
+int edge__kept(const edge *e, uint64_t round)
+{
+	for (int k = 0; k < 2; k++)
+		if (round && e->sent[k].buf && e->sent[k].round == round)
+			return k;
+	return -1;
+}
