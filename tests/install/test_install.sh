@@ -227,22 +227,43 @@ else
 fi
 if need systemd-analyze; then
 	# verify wants ExecStart on this system: the same unit, pointed into D.
-	mkdir -p "$T/units"
-	sed "s|^ExecStart=$PREFIX/|ExecStart=$D$PREFIX/|" "$UNIT" >"$T/units/gossipd.service"
-	if systemd-analyze verify --man=no "$T/units/gossipd.service" >"$T/out" 2>&1 &&
-		[ ! -s "$T/out" ]; then
-		ok "systemd-analyze verify: no message"
+	# UNIT_FILE [INSTANCE]: gossipd.service, or the template as an instance.
+	check_unit() {
+		local file=$1 name=${2:-$1}
+		mkdir -p "$T/units"
+		sed "s|^ExecStart=$PREFIX/|ExecStart=$D$PREFIX/|" "$D$UNITDIR/$file" >"$T/units/$file"
+		if (cd "$T/units" && systemd-analyze verify --man=no "$name") >"$T/out" 2>&1 &&
+			[ ! -s "$T/out" ]; then
+			ok "systemd-analyze verify $name: no message"
+		else
+			not_ok "systemd-analyze verify $name: no message"
+		fi
+		systemd-analyze security --offline=true --root="$D" "$UNITDIR/$name" \
+			>"$T/security" 2>&1
+		score=$(sed -n "s/.*Overall exposure level for $name: \([0-9.]*\) .*/\1/p" "$T/security")
+		cp "$T/security" "$T/out"
+		if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+			ok "systemd-analyze security --offline $name: exposure $score <= 2.0"
+		else
+			not_ok "systemd-analyze security --offline $name: exposure '$score' <= 2.0"
+		fi
+	}
+	check_unit gossipd.service
+	# The template (gossipd@NAME: several daemons on one host) is the same
+	# unit but for the instance's own configuration, state and socket.
+	TEMPLATE=$D$UNITDIR/gossipd@.service
+	check_unit gossipd@.service gossipd@job1.service
+	sed -e 's|%i.conf|gossipd.conf|; s|gossipd/%i$|gossipd|; s| (%i)$||' \
+		-e 's|NAME.conf|gossipd.conf|; s|gossipd/NAME|gossipd|' \
+		-e 's|gossipd@.service: one gossipd per instance NAME (gossipd@NAME)|gossipd.service: one gossipd per training host|' \
+		"$TEMPLATE" >"$T/untemplated"
+	if diff "$UNIT" "$T/untemplated" >"$T/out" 2>&1 &&
+		grep -qx 'StateDirectory=gossipd/%i' "$TEMPLATE" &&
+		grep -qx 'RuntimeDirectory=gossipd/%i' "$TEMPLATE" &&
+		grep -q '^ExecStart=.*--config ${CONFIGURATION_DIRECTORY}/%i.conf$' "$TEMPLATE"; then
+		ok "gossipd@.service: gossipd.service's hardening, with the instance's config, state and socket"
 	else
-		not_ok "systemd-analyze verify: no message"
-	fi
-	systemd-analyze security --offline=true --root="$D" "$UNITDIR/gossipd.service" \
-		>"$T/security" 2>&1
-	score=$(sed -n 's/.*Overall exposure level for gossipd.service: \([0-9.]*\) .*/\1/p' "$T/security")
-	cp "$T/security" "$T/out"
-	if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
-		ok "systemd-analyze security --offline: exposure $score <= 2.0"
-	else
-		not_ok "systemd-analyze security --offline: exposure '$score' <= 2.0"
+		not_ok "gossipd@.service: gossipd.service's hardening, with the instance's config, state and socket"
 	fi
 	# The textfile collector's units: verified together (the timer's
 	# service beside it), rated like gossipd's.
