@@ -39,8 +39,10 @@ import tempfile
 LAYERS = ["rxbuf", "link", "peers", "edge", "core", "mesh", "model", "step",
           "status", "api", "metrics_http", "main"]
 # Files of a module other than <module>.c/.h.
-FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link",
-         "peers_dial.c": "peers", "peers_reload.c": "peers", "peers_impl.h": "peers",
+FILES = {"link_core.c": "link", "link_handshake.c": "link", "link_impl.h": "link",
+         "link_open.c": "link",
+         "peers_core.c": "peers", "peers_dial.c": "peers", "peers_reload.c": "peers",
+         "peers_impl.h": "peers",
          "api_socket.c": "api", "api_socket.h": "api",
          "edge_core.c": "edge", "edge_estimate.c": "edge", "edge_sched.c": "edge",
          "edge_resync.c": "edge", "edge_end.c": "edge", "edge_gen.c": "edge",
