@@ -1,7 +1,8 @@
 /* link: the handshake messages of a link (PROTOCOL.md 4.2): HS_INIT from
  * the initiator, the responder's authorization and HS_RESP, and refusals
  * of another protocol version.  Each message's clear type and version
- * bytes go into the handshake hash. */
+ * bytes go into the handshake hash.  It calls only link_core.c, below it
+ * in the module's order (link_impl.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,13 @@
 /*
- * link's insides, shared by link.c (the stream) and link_handshake.c (the
- * handshake messages).  Nothing outside the link module includes this.
+ * link's insides, shared by the link module's files.  Nothing outside the
+ * module includes this.  Its files, bottom to top, each calling only
+ * those before it (tests/daemon/test_layers.py, LINK_ORDER):
+ *   link_core.c       ending, writing frames, state changes, PING, the
+ *                     pre-auth warnings
+ *   link_handshake.c  the handshake messages
+ *   link.c            a new link, reading frames, the timer
+ *   link_open.c       connect and accept (the pre-auth caps and rate)
+ * The link tells its owner only through link_ops, registered in its env.
  */
 #ifndef GOSSIPD_LINK_IMPL_H
 #define GOSSIPD_LINK_IMPL_H
@@ -40,15 +47,24 @@ struct plink {
 	plink *next;              /* in env->links */
 };
 
-/* A new link in env's list (its handles open, its timer running). */
-plink *link__new(link_env *env, bool initiator);
+/* set, or dflt when set is 0 (the env's limits). */
+static inline unsigned link__limit(unsigned set, unsigned dflt)
+{
+	return set ? set : dflt;
+}
+
+static inline uint64_t link__now_ms(const plink *l)
+{
+	return uv_now(l->env->loop);
+}
+
+/* link_core.c */
+
 /* Closes the handles; memory goes in their close callback. */
 void link__destroy(plink *l);
 /* Ends l for a failure its owner should record (why, from fmt). */
 void link__fail(plink *l, uint16_t reason, const char *text, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* Starts reading the stream (TCP_NODELAY on). */
-void link__start_reading(plink *l);
 /* A handshake message, in the clear. */
 int link__send_clear(plink *l, const uint8_t *msg, size_t len);
 /* Session keys agreed (and, at the responder, confirmed by the
@@ -59,11 +75,21 @@ void link__preauth_warn(plink *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Sends a PING (heartbeat, RTT, and the initiator's confirmation). */
 void link__ping(plink *l);
+
+/* link_handshake.c */
+
 /* Initiator, once connected: sends HS_INIT. */
 int link__hs_initiate(plink *l);
 /* A frame before the handshake ended.  why: the reason to record, for
  * a refusal the owner should see. */
 int link__hs_frame(plink *l, const uint8_t *body, size_t len, char *why,
 		   size_t why_len);
+
+/* link.c */
+
+/* A new link in env's list (its handles open, its timer running). */
+plink *link__new(link_env *env, bool initiator);
+/* Starts reading the stream (TCP_NODELAY on). */
+void link__start_reading(plink *l);
 
 #endif

@@ -1,7 +1,7 @@
 /* link: opening links (link.h): dialing out, accepting in with the caps
- * on connections still in the handshake, and remote addresses. */
+ * on connections still in the handshake, and remote addresses.  The top
+ * of the module's order (link_impl.h): it calls the files below it. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,30 +51,6 @@ void link_addr_name(const struct sockaddr *sa, char *out, size_t cap)
 	else
 		snprintf(out, cap, "%s:%u", host,
 			 ntohs(((const struct sockaddr_in *)sa)->sin_port));
-}
-
-void link__preauth_warn(plink *l, const char *fmt, ...)
-{
-	link_env *env = l->env;
-	uint64_t now = uv_now(env->loop);
-	if (now - env->log_window_ms >= 1000) {
-		if (env->log_suppressed)
-			gsp_warn("%u more warnings about unauthenticated connections "
-				 "were not logged", env->log_suppressed);
-		env->log_window_ms = now;
-		env->log_lines = env->log_suppressed = 0;
-	}
-	if (env->log_lines >= LINK_PREAUTH_LOG_PER_S) {
-		env->log_suppressed++;
-		return;
-	}
-	env->log_lines++;
-	char line[300];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	gsp_warn("%s (from %s)", line, l->addr);
 }
 
 /* Room for one more connection in the handshake from l's address: the

@@ -1,6 +1,9 @@
-/* peers: the peer table, dialing and session choice (peers.h). */
+/* peers: the top of the peers module (peers.h; its order in
+ * peers_impl.h): the link callbacks (a handshake admitted by key and
+ * timestamp, kept in the replay file; which of two sessions is kept; a
+ * session's frames, GOODBYE and end, and the redial after it), the
+ * listener, and the table's start and stop. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,79 +15,6 @@
 #include "peers_impl.h"
 #include "replay.h"
 #include "text.h"
-
-static void peer_verror(peer *p, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
-
-static void peer_verror(peer *p, const char *fmt, va_list ap)
-{
-	vsnprintf(p->last_error, sizeof(p->last_error), fmt, ap);
-}
-
-void peers_error(peer *p, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	peer_verror(p, fmt, ap);
-	va_end(ap);
-}
-
-void peers_session_ok(peer *p)
-{
-	p->backoff_ms = PEERS_BACKOFF_MIN_MS;
-	p->last_error[0] = '\0';
-}
-
-bool peers_listed(const peer *p)
-{
-	return p->listing == PEER_LISTED;
-}
-
-bool peers_leaving(const peer *p)
-{
-	return p->listing == PEER_LEAVING || p->listing == PEER_LEAVE_EXPIRED;
-}
-
-uint16_t peers_degree(const peers *ps)
-{
-	uint16_t n = 0;
-	for (size_t i = 0; i < ps->n; i++)
-		n += peers__present(&ps->peer[i]);
-	return n ? n : 1;
-}
-
-void peers_traffic(const peers *ps, uint64_t *ret_tx, uint64_t *ret_rx)
-{
-	uint64_t tx = ps->retired_stats.tx_bytes, rx = ps->retired_stats.rx_bytes;
-	for (size_t i = 0; i < ps->n; i++) {
-		tx += ps->peer[i].stats.tx_bytes;
-		rx += ps->peer[i].stats.rx_bytes;
-	}
-	*ret_tx = tx;
-	*ret_rx = rx;
-}
-
-bool peers_we_are_lo(const peer *p)
-{
-	return memcmp(p->set->key->pub, p->cfg.public_key, GSP_KEY_BYTES) < 0;
-}
-
-const char *peers_link_state(const peer *p)
-{
-	if (p->session)
-		return NULL;
-	if (p->dialed)
-		return link_get_phase(p->dialed) == LINK_HANDSHAKE ? "handshake"
-								    : "connecting";
-	return p->resolving ? "connecting" : "down";
-}
-
-void peers__name(peer *p)
-{
-	char b64[45];
-	gsp_key_to_base64(p->cfg.public_key, b64);
-	snprintf(p->name, sizeof(p->name), "%.8s", b64);
-}
 
 /* ---- link callbacks --------------------------------------------------- */
 
@@ -420,17 +350,6 @@ void peers_stop(peers *ps)
 		uv_close((uv_handle_t *)&ps->peer[i].leave, NULL);
 	}
 	uv_close((uv_handle_t *)&ps->listener, NULL);
-}
-
-int peers_send(peer *p, const uint8_t *pt, size_t len)
-{
-	return p->session ? link_send(p->session, pt, len) : -ENOTCONN;
-}
-
-void peers_close(peer *p, uint16_t reason, const char *text)
-{
-	if (p->session)
-		link_close(p->session, reason, text);
 }
 
 void peers_stop_begin(peers *ps)

@@ -1,6 +1,7 @@
 /* peers: dialing (peers.h): a numeric Endpoint directly, a name after
  * resolving it again before every attempt, each address in turn, and
- * exponential backoff with jitter between attempts. */
+ * exponential backoff with jitter between attempts.  Above peers_core.c
+ * in the module's order (peers_impl.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

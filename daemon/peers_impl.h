@@ -1,6 +1,13 @@
 /*
- * peers' insides, shared by peers.c (the table, sessions) and
- * peers_dial.c (dialing).  Nothing outside the peers module includes it.
+ * peers' insides, shared by the peers module's files.  Nothing outside
+ * the module includes it.  Its files, bottom to top, each calling only
+ * those before it (tests/daemon/test_layers.py, PEERS_ORDER):
+ *   peers_core.c    a peer's record, what the table tells, sending and
+ *                   closing a session, retired keys' timestamps
+ *   peers_dial.c    dialing, resolving, backoff
+ *   peers_reload.c  a re-read [Peer] list and the slots
+ *   peers.c         the link callbacks, the listener, start and stop
+ * The table tells the layers above only through peers_ops.
  */
 #ifndef GOSSIPD_PEERS_IMPL_H
 #define GOSSIPD_PEERS_IMPL_H
@@ -13,6 +20,8 @@ static inline bool peers__present(const peer *p)
 	return p->listing < PEER_GONE;
 }
 
+/* peers_core.c */
+
 /* p's short name for logs, from its key. */
 void peers__name(peer *p);
 /* Keeps key's newest timestamp ts after its slot went to another peer
@@ -20,6 +29,9 @@ void peers__name(peer *p);
  * handshake. */
 void peers__retire(peers *ps, const uint8_t key[GSP_KEY_BYTES],
 		   const uint8_t ts[GSP_HS_TIMESTAMP]);
+
+/* peers_dial.c */
+
 /* Drops the addresses a name resolved to. */
 void peers__forget_addrs(peer *p);
 /* Dials again after the backoff delay (doubling, +-25% jitter). */

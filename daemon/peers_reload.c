@@ -1,6 +1,7 @@
 /* peers: applying a re-read [Peer] list (peers.h): peers found by key,
  * a removed one leaving until its edge has ended, and the slots of gone
- * peers taken by peers added later. */
+ * peers taken by peers added later.  Above peers_core.c and peers_dial.c
+ * in the module's order (peers_impl.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,21 +9,6 @@
 #include "peers_impl.h"
 
 /* ---- keys whose slot went to another peer ----------------------------- */
-
-void peers__retire(peers *ps, const uint8_t key[GSP_KEY_BYTES],
-		   const uint8_t ts[GSP_HS_TIMESTAMP])
-{
-	static const uint8_t zero[GSP_HS_TIMESTAMP];
-	if (!memcmp(ts, zero, sizeof(zero)))
-		return;          /* no handshake yet: nothing to refuse */
-	/* The oldest goes when the ring is full. */
-	peer_retired *r = &ps->retired[ps->retired_next];
-	ps->retired_next = (ps->retired_next + 1) % GSP_MAX_PEERS;
-	if (ps->n_retired < GSP_MAX_PEERS)
-		ps->n_retired++;
-	memcpy(r->key, key, GSP_KEY_BYTES);
-	memcpy(r->ts, ts, GSP_HS_TIMESTAMP);
-}
 
 /* p's key, listed again: its newest timestamp, if its slot went. */
 static void unretire(peers *ps, peer *p)

@@ -16,16 +16,19 @@ an assignment (=, +=, |= ...) or ++/--.  A field whose address is
 passed on (`&s->writes`) is not followed.
 
 And the files call one way: the call graph between daemon/*.c files has
-no cycle among the edge module's files, and elsewhere only the cycles
-ALLOWED_CYCLES names (each a strongly connected set of files, so a file
-that joins one, or a new cycle, fails).  A file uses another when it
-names (calls, or takes as a callback) a function the other defines
-without `static`, found by an approximate parse of the sources with
-comments and literals stripped: a definition is a line that starts at
-column 0 with a type and a name, then its parameters and `{`.  A
-callback registered at setup and called later adds no use to the
-callee's file.  --self-test checks the parse and the check against
-planted files (a planted cycle must fail).
+no cycle among the files of a module ORDERS lists (link, peers, edge),
+each of whose files calls only those before it in its module's order
+(LINK_ORDER, PEERS_ORDER, EDGE_ORDER: bottom to top, as the module's
+_impl.h states), and elsewhere only the cycles ALLOWED_CYCLES names
+(none now; each a strongly connected set of files, so a file that joins
+one, or a new cycle, fails).  A file uses another when it names (calls,
+or takes as a callback) a function the other defines without `static`,
+found by an approximate parse of the sources with comments and literals
+stripped: a definition is a line that starts at column 0 with a type and
+a name, then its parameters and `{`.  A callback registered at setup
+and called later adds no use to the callee's file.  --self-test checks
+the parse and the check against planted files (a planted cycle must
+fail, in the edge, link and peers modules too).
 
 usage: test_layers.py DAEMON_DIR [--graph]
        test_layers.py --self-test
@@ -39,8 +42,10 @@ import tempfile
 LAYERS = ["rxbuf", "link", "peers", "edge", "core", "mesh", "model", "step",
           "status", "api", "metrics_http", "main"]
 # Files of a module other than <module>.c/.h.
-FILES = {"link_handshake.c": "link", "link_impl.h": "link", "link_open.c": "link",
-         "peers_dial.c": "peers", "peers_reload.c": "peers", "peers_impl.h": "peers",
+FILES = {"link_core.c": "link", "link_handshake.c": "link", "link_impl.h": "link",
+         "link_open.c": "link",
+         "peers_core.c": "peers", "peers_dial.c": "peers", "peers_reload.c": "peers",
+         "peers_impl.h": "peers",
          "api_socket.c": "api", "api_socket.h": "api",
          "edge_core.c": "edge", "edge_estimate.c": "edge", "edge_sched.c": "edge",
          "edge_resync.c": "edge", "edge_end.c": "edge", "edge_gen.c": "edge",
@@ -88,18 +93,21 @@ def strip_comments(text):
 
 # The cycles of calls between files still allowed (modules not yet made
 # one-way inside), each the set of files that call each other.  None may
-# hold an edge module file.
-ALLOWED_CYCLES = [
-    {"link.c", "link_handshake.c", "link_open.c"},
-    {"peers.c", "peers_dial.c", "peers_reload.c"},
-]
-# The module whose files must call one way (no cycle, and EDGE_ORDER).
-EDGE_MODULE = "edge"
+# hold a file of a module ORDERS lists.  None is left: the mechanism
+# stays for a module split before it is made one-way.
+ALLOWED_CYCLES = []
+# The link module's files, bottom to top: each calls only those before it
+# (the order link_impl.h states).
+LINK_ORDER = ["link_core.c", "link_handshake.c", "link.c", "link_open.c"]
+# The peers module's files, bottom to top (the order peers_impl.h states).
+PEERS_ORDER = ["peers_core.c", "peers_dial.c", "peers_reload.c", "peers.c"]
 # The edge module's files, bottom to top: each calls only those before it
 # (the order edge_core.c and edge_impl.h state).
 EDGE_ORDER = ["edge_core.c", "edge_estimate.c", "edge_sched.c", "edge_resync.c",
               "edge_end.c", "edge_gen.c", "edge.c", "edge_records.c", "edges_pace.c",
               "edges.c", "edges_api.c"]
+# The modules whose files must call one way: no cycle, and their order.
+ORDERS = {"link": LINK_ORDER, "peers": PEERS_ORDER, "edge": EDGE_ORDER}
 
 C_KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "else", "do"}
 DEFINITION = re.compile(r"^([A-Za-z_][\w \t*]*?)\b(\w+)\s*\("
@@ -167,15 +175,17 @@ def cycles(graph):
 
 
 def check_cycles(graph, allowed, forbidden_in):
-    """(errors, notes): a cycle holding a file of module `forbidden_in`,
-    or one not in `allowed`, is an error; an allowed one a note."""
+    """(errors, notes): a cycle holding a file of a module in
+    `forbidden_in`, or one not in `allowed`, is an error; an allowed one
+    a note."""
     errors, notes = [], []
     for group in cycles(graph):
         names = ", ".join(sorted(group))
         path = " -> ".join(cycle_path(graph, sorted(group)))
-        if any(module_of(f) == forbidden_in for f in group):
+        ordered = sorted({module_of(f) for f in group} & set(forbidden_in))
+        if ordered:
             errors.append("the %s module's files call each other in a cycle: %s (%s)"
-                          % (forbidden_in, names, path))
+                          % (" and ".join(ordered), names, path))
         elif group not in allowed:
             errors.append("a new cycle of calls between files: %s (%s); make the "
                           "calls one way (ARCHITECTURE.md)" % (names, path))
@@ -196,7 +206,8 @@ def check_order(graph, order, module):
         if module_of(f) != module:
             continue
         if f not in order:
-            errors.append("%s: not in the %s module's order (EDGE_ORDER)" % (f, module))
+            errors.append("%s: not in the %s module's order (%s_ORDER)"
+                          % (f, module, module.upper()))
             continue
         for g in sorted(graph[f]):
             if g in order and order.index(g) > order.index(f):
@@ -224,6 +235,45 @@ def cycle_path(graph, group):
     return [start]
 
 
+def plant(d, files):
+    """files ({name: text}) written into directory d."""
+    for name, text in files.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+
+
+# An upward call planted in the link and the peers module, each making a
+# cycle with a call down: the real orders (ORDERS) must catch both.
+PLANTED_UPWARD = {
+    "link_core.c": "void link__fail(void)\n{\n\tlink__new();\n}\n",
+    "link.c": "void link__new(void)\n{\n}\n"
+              "static void on_read(void)\n{\n\tlink__fail();\n}\n",
+    "peers_core.c": "void peers_error(void)\n{\n\tpeers__dial_later();\n}\n",
+    "peers_dial.c": "void peers__dial_later(void)\n{\n\tpeers_error();\n}\n",
+}
+
+
+def self_test_orders():
+    """The link and peers modules' orders on planted upward calls."""
+    with tempfile.TemporaryDirectory() as d:
+        plant(d, PLANTED_UPWARD)
+        graph = call_graph(d)
+        errors, _ = check_cycles(graph, ALLOWED_CYCLES, ORDERS)
+        assert errors == [
+            "the link module's files call each other in a cycle: link.c, "
+            "link_core.c (link.c -> link_core.c -> link.c)",
+            "the peers module's files call each other in a cycle: peers_core.c, "
+            "peers_dial.c (peers_core.c -> peers_dial.c -> peers_core.c)"], errors
+        order = []
+        for module, files in ORDERS.items():
+            order += check_order(graph, files, module)
+        assert order == [
+            "link_core.c calls link.c, after it in the link module's order: "
+            "link__new",
+            "peers_core.c calls peers_dial.c, after it in the peers module's "
+            "order: peers__dial_later"], order
+
+
 def self_test():
     """The parse and the cycle check on planted files."""
     planted = {
@@ -246,9 +296,7 @@ def self_test():
         "api.c": "void api_b(void)\n{\n\tmesh_a();\n}\n",
     }
     with tempfile.TemporaryDirectory() as d:
-        for name, text in planted.items():
-            with open(os.path.join(d, name), "w") as f:
-                f.write(text)
+        plant(d, planted)
         graph = call_graph(d)
         want = {"edge_core.c": {"edge.c": ["edge_high"]},
                 "edge.c": {"edge_core.c": ["edge__low"]},
@@ -258,7 +306,7 @@ def self_test():
                 "api.c": {"mesh.c": ["mesh_a"]}}
         assert graph == want, graph
         errors, notes = check_cycles(graph, [{"step.c", "step_average.c"},
-                                             {"peers.c", "peers_dial.c"}], "edge")
+                                             {"peers.c", "peers_dial.c"}], ["edge"])
         assert len(errors) == 2, errors
         assert "edge module's files call each other" in errors[1], errors
         assert "edge.c, edge_core.c (edge.c -> edge_core.c -> edge.c)" in errors[1], errors
@@ -268,6 +316,7 @@ def self_test():
         order = check_order(graph, ["edge_core.c", "edge.c"], "edge")
         assert order == ["edge_core.c calls edge.c, after it in the edge module's "
                          "order: edge_high"], order
+    self_test_orders()
     print("self-test: the planted cycles fail, the allowed one passes")
     return 0
 
@@ -302,8 +351,10 @@ def main():
                 errors.append("%s writes the edge set's field %s (tell the set "
                               "through edge.h instead)" % (name, field))
     calls = call_graph(d)
-    cycle_errors, notes = check_cycles(calls, ALLOWED_CYCLES, EDGE_MODULE)
-    errors += cycle_errors + check_order(calls, EDGE_ORDER, EDGE_MODULE)
+    cycle_errors, notes = check_cycles(calls, ALLOWED_CYCLES, ORDERS)
+    errors += cycle_errors
+    for module, order in ORDERS.items():
+        errors += check_order(calls, order, module)
     if "--graph" in sys.argv:
         print("\n".join(graph))
         for f in sorted(calls):
