@@ -3,7 +3,7 @@
  *
  * This module owns their syntax and their conversion to socket addresses.
  * host is an IPv4 literal, an IPv6 literal in brackets ("[::1]:7000") or,
- * for Endpoint only, a DNS name ("node-1.gossip.svc:7000") that link.c
+ * for Endpoint only, a DNS name ("node-1.gossip.svc:7000") that peers_dial.c
  * resolves with uv_getaddrinfo before every dial.  port is 0..65535.
  */
 #ifndef GSP_DAEMON_ENDPOINT_H

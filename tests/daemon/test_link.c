@@ -70,7 +70,7 @@ START_TEST(test_frames_pass_in_order)
 END_TEST
 
 /* Model-sized frames (an exact round's): the sender seals each into the
- * memory of one already written when it can (link.c frame_done), the
+ * memory of one already written when it can (link_core.c frame_done), the
  * receiver decrypts each in its receive buffer.  Queued back to back
  * (none written yet) and one at a time (each after the last arrived),
  * of changing sizes, every frame arrives whole, in order, byte for byte. */

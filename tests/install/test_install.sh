@@ -227,6 +227,18 @@ else
 fi
 if need systemd-analyze; then
 	# verify wants ExecStart on this system: the same unit, pointed into D.
+	# NAME's exposure (systemd-analyze security, offline): at most 2.0.
+	check_exposure() {
+		systemd-analyze security --offline=true --root="$D" "$UNITDIR/$1" \
+			>"$T/security" 2>&1
+		score=$(sed -n "s/.*Overall exposure level for $1: \([0-9.]*\) .*/\1/p" "$T/security")
+		cp "$T/security" "$T/out"
+		if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+			ok "systemd-analyze security --offline $1: exposure $score <= 2.0"
+		else
+			not_ok "systemd-analyze security --offline $1: exposure '$score' <= 2.0"
+		fi
+	}
 	# UNIT_FILE [INSTANCE]: gossipd.service, or the template as an instance.
 	check_unit() {
 		local file=$1 name=${2:-$1}
@@ -238,15 +250,7 @@ if need systemd-analyze; then
 		else
 			not_ok "systemd-analyze verify $name: no message"
 		fi
-		systemd-analyze security --offline=true --root="$D" "$UNITDIR/$name" \
-			>"$T/security" 2>&1
-		score=$(sed -n "s/.*Overall exposure level for $name: \([0-9.]*\) .*/\1/p" "$T/security")
-		cp "$T/security" "$T/out"
-		if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
-			ok "systemd-analyze security --offline $name: exposure $score <= 2.0"
-		else
-			not_ok "systemd-analyze security --offline $name: exposure '$score' <= 2.0"
-		fi
+		check_exposure "$name"
 	}
 	check_unit gossipd.service
 	# The template (gossipd@NAME: several daemons on one host) is the same
@@ -279,15 +283,7 @@ if need systemd-analyze; then
 	else
 		not_ok "gossipd-metrics.service runs the installed gossipctl"
 	fi
-	systemd-analyze security --offline=true --root="$D" "$UNITDIR/gossipd-metrics.service" \
-		>"$T/security" 2>&1
-	score=$(sed -n 's/.*Overall exposure level for gossipd-metrics.service: \([0-9.]*\) .*/\1/p' "$T/security")
-	cp "$T/security" "$T/out"
-	if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
-		ok "systemd-analyze security --offline gossipd-metrics.service: exposure $score <= 2.0"
-	else
-		not_ok "systemd-analyze security --offline gossipd-metrics.service: exposure '$score' <= 2.0"
-	fi
+	check_exposure gossipd-metrics.service
 fi
 if need systemd-sysusers; then
 	mkdir -p "$T/root"
