@@ -84,7 +84,13 @@ typedef struct gsp__method_ops {
 
 struct gsp_node {
 	gsp_layout *layout;
+	/* The float32 values every method works on: the caller's buffer for
+	 * a float32 node, the node's own master copy of a 16-bit buffer
+	 * (dtype.c) otherwise. */
 	float *params;
+	void *buffer;            /* the caller's, of dtype */
+	gsp_dtype dtype;
+	bool master_owned;       /* params is the node's, freed with it */
 	gsp_config cfg;
 	const gsp__method_ops *ops;
 	gsp__edge *edges;
@@ -93,6 +99,14 @@ struct gsp_node {
 	float *scratch;          /* method scratch, grown on demand */
 	size_t scratch_len;
 };
+
+/* A 16-bit node's master copy (dtype.c; no-ops for float32): its
+ * allocation from the buffer, the trainer's changes read into it before
+ * a call that uses params, the rounded values written back after one that
+ * changed them. */
+GSP_HIDDEN int gsp__node_master_init(gsp_node *node);
+GSP_HIDDEN void gsp__node_read_in(gsp_node *node);
+GSP_HIDDEN void gsp__node_write_out(gsp_node *node);
 
 GSP_HIDDEN extern const gsp__method_ops gsp__powergossip_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__exact_ops;

@@ -1,0 +1,175 @@
+/*
+ * dtype: the element types a trainer's parameter buffer may hold
+ * (float32, IEEE float16, bfloat16), their conversions to and from
+ * float32 (round to nearest, ties to even), and a 16-bit buffer's float32
+ * master copy: the trainer's changes read into it, the rounded values
+ * written back (docs/ENGINE.md, "16-bit parameters").
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static uint32_t bits_of(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static float float_of(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+float gsp_bf16_to_float(uint16_t h)
+{
+	return float_of((uint32_t)h << 16);
+}
+
+uint16_t gsp_float_to_bf16(float f)
+{
+	uint32_t u = bits_of(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)          /* NaN: quiet, same sign */
+		return (uint16_t)((u >> 16) | 0x0040u);
+	/* Round to nearest even on the 16 bits dropped; a carry out of the
+	 * mantissa steps the exponent, up to infinity. */
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+float gsp_half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+	uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+	if (exp == 0) {                               /* zero, subnormal */
+		float v = (float)mant * 0x1p-24f;     /* exact: mant < 2^10 */
+		return float_of(bits_of(v) | sign);
+	}
+	if (exp == 0x1f)                              /* infinity, NaN */
+		return float_of(sign | 0x7f800000u | (mant << 13));
+	return float_of(sign | ((exp + 127 - 15) << 23) | (mant << 13));
+}
+
+uint16_t gsp_float_to_half(float f)
+{
+	uint32_t u = bits_of(f), ax = u & 0x7fffffffu;
+	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+	if (ax > 0x7f800000u)                         /* NaN: quiet */
+		return sign | 0x7e00u | (uint16_t)((ax >> 13) & 0x3ffu);
+	if (ax >= 0x477ff000u)      /* 65520 and up (ties to even) round to inf */
+		return sign | 0x7c00u;
+	if (ax >= 0x38800000u) {                      /* normal: 2^-14 and up */
+		uint32_t r = ax - 0x38000000u;        /* rebias 127 -> 15 */
+		return sign | (uint16_t)((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+	}
+	if (ax <= 0x33000000u)      /* up to 2^-25, the tie with 0: to 0 */
+		return sign;
+	/* Subnormal: the value in units of 2^-24, rounded to nearest even
+	 * (a result of 0x400 is the smallest normal, correctly encoded). */
+	uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
+	unsigned shift = 126 - e;                     /* 14..24 */
+	uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+	if (rem > half || (rem == half && (q & 1u)))
+		q++;
+	return sign | (uint16_t)q;
+}
+
+int gsp_dtype_parse(const char *name, gsp_dtype *ret_dtype)
+{
+	for (unsigned d = 0; d <= GSP_DTYPE_BFLOAT16; d++)
+		if (name && strcmp(name, gsp_dtype_name((gsp_dtype)d)) == 0) {
+			*ret_dtype = (gsp_dtype)d;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *gsp_dtype_name(gsp_dtype dtype)
+{
+	switch (dtype) {
+	case GSP_DTYPE_FLOAT32: return "float32";
+	case GSP_DTYPE_FLOAT16: return "float16";
+	case GSP_DTYPE_BFLOAT16: return "bfloat16";
+	}
+	return NULL;
+}
+
+size_t gsp_dtype_size(gsp_dtype dtype)
+{
+	switch (dtype) {
+	case GSP_DTYPE_FLOAT32: return 4;
+	case GSP_DTYPE_FLOAT16:
+	case GSP_DTYPE_BFLOAT16: return 2;
+	}
+	return 0;
+}
+
+/* The two passes over a 16-bit buffer, one per type so that each inlines
+ * its conversions.  master and buffer: n values each.
+ *
+ * read_in: where the buffer no longer holds what the last write_out left
+ * there (the rounded master), the trainer changed it: the master becomes
+ * the trainer's value plus the part of the master the rounding had
+ * dropped, so what gossip added below the 16-bit precision stays (none
+ * when the master rounded to an infinity or a NaN).  Bits are compared,
+ * not values: an infinity or a NaN left as it was is no change.
+ * write_out: the buffer gets the rounded master. */
+#define DTYPE_PASSES(NAME, TO16, FROM16)                                       \
+	static void read_in_##NAME(float *master, const uint16_t *buf, size_t n) \
+	{                                                                      \
+		for (size_t i = 0; i < n; i++) {                               \
+			uint16_t b = buf[i], w = TO16(master[i]);              \
+			if (b == w)                                            \
+				continue;                                      \
+			float fw = FROM16(w);                                  \
+			master[i] = FROM16(b) +                                \
+				    (isfinite(fw) ? master[i] - fw : 0.0f);    \
+		}                                                              \
+	}                                                                      \
+	static void write_out_##NAME(const float *master, uint16_t *buf, size_t n) \
+	{                                                                      \
+		for (size_t i = 0; i < n; i++)                                 \
+			buf[i] = TO16(master[i]);                              \
+	}
+DTYPE_PASSES(half, gsp_float_to_half, gsp_half_to_float)
+DTYPE_PASSES(bf16, gsp_float_to_bf16, gsp_bf16_to_float)
+
+void gsp__node_read_in(gsp_node *node)
+{
+	size_t n = node->layout->floats;
+	if (node->dtype == GSP_DTYPE_FLOAT16)
+		read_in_half(node->params, node->buffer, n);
+	else if (node->dtype == GSP_DTYPE_BFLOAT16)
+		read_in_bf16(node->params, node->buffer, n);
+}
+
+void gsp__node_write_out(gsp_node *node)
+{
+	size_t n = node->layout->floats;
+	if (node->dtype == GSP_DTYPE_FLOAT16)
+		write_out_half(node->params, node->buffer, n);
+	else if (node->dtype == GSP_DTYPE_BFLOAT16)
+		write_out_bf16(node->params, node->buffer, n);
+}
+
+/* The master of a new node of a 16-bit buffer: the buffer's values. */
+int gsp__node_master_init(gsp_node *node)
+{
+	size_t n = node->layout->floats;
+	if (node->dtype == GSP_DTYPE_FLOAT32)
+		return 0;
+	node->params = malloc(n ? n * sizeof(float) : 1);
+	if (!node->params)
+		return -ENOMEM;
+	node->master_owned = true;
+	const uint16_t *buf = node->buffer;
+	for (size_t i = 0; i < n; i++)
+		node->params[i] = node->dtype == GSP_DTYPE_FLOAT16
+					  ? gsp_half_to_float(buf[i])
+					  : gsp_bf16_to_float(buf[i]);
+	return 0;
+}
