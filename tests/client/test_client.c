@@ -659,7 +659,7 @@ START_TEST(test_register_options)
 	gsp_client_close(c);
 	server_stop(&s);
 	ck_assert(s.ok);
-	ck_assert_uint_eq(s.opts[0].set, GSP_REG_KNOWN);
+	ck_assert_uint_eq(s.opts[0].set, GSP_REG_KNOWN & ~GSP_REG_DTYPE);
 	ck_assert_uint_eq(s.opts[0].method, 0);
 	ck_assert_uint_eq(s.opts[0].rank, 9);
 	ck_assert_float_eq(s.opts[0].gamma, 0.5f);
