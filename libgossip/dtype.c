@@ -26,22 +26,25 @@ static float float_of(uint32_t u)
 	return f;
 }
 
-float gsp_bf16_to_float(uint16_t h)
+/* The conversions, static so that the passes below inline them (the
+ * exported names are interposable, so calls to them are not inlined). */
+static inline float bf16_from(uint16_t h)
 {
 	return float_of((uint32_t)h << 16);
 }
 
-uint16_t gsp_float_to_bf16(float f)
+static inline uint16_t bf16_to(float f)
 {
 	uint32_t u = bits_of(f);
-	if ((u & 0x7fffffffu) > 0x7f800000u)          /* NaN: quiet, same sign */
-		return (uint16_t)((u >> 16) | 0x0040u);
 	/* Round to nearest even on the 16 bits dropped; a carry out of the
-	 * mantissa steps the exponent, up to infinity. */
-	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+	 * mantissa steps the exponent, up to infinity.  NaN: quiet, same
+	 * sign (a select, so the loops over it vectorize). */
+	uint16_t rounded = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+	uint16_t nan = (uint16_t)((u >> 16) | 0x0040u);
+	return (u & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
 }
 
-float gsp_half_to_float(uint16_t h)
+static inline float half_from(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
 	uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
@@ -54,7 +57,7 @@ float gsp_half_to_float(uint16_t h)
 	return float_of(sign | ((exp + 127 - 15) << 23) | (mant << 13));
 }
 
-uint16_t gsp_float_to_half(float f)
+static inline uint16_t half_to(float f)
 {
 	uint32_t u = bits_of(f), ax = u & 0x7fffffffu;
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
@@ -76,6 +79,26 @@ uint16_t gsp_float_to_half(float f)
 	if (rem > half || (rem == half && (q & 1u)))
 		q++;
 	return sign | (uint16_t)q;
+}
+
+float gsp_bf16_to_float(uint16_t h)
+{
+	return bf16_from(h);
+}
+
+uint16_t gsp_float_to_bf16(float f)
+{
+	return bf16_to(f);
+}
+
+float gsp_half_to_float(uint16_t h)
+{
+	return half_from(h);
+}
+
+uint16_t gsp_float_to_half(float f)
+{
+	return half_to(f);
 }
 
 int gsp_dtype_parse(const char *name, gsp_dtype *ret_dtype)
@@ -119,41 +142,63 @@ size_t gsp_dtype_size(gsp_dtype dtype)
  * not values: an infinity or a NaN left as it was is no change.
  * write_out: the buffer gets the rounded master. */
 #define DTYPE_PASSES(NAME, TO16, FROM16)                                       \
-	static void read_in_##NAME(float *master, const uint16_t *buf, size_t n) \
+	static void read_in_##NAME(float *restrict master,                     \
+				   const uint16_t *restrict buf, size_t n)     \
 	{                                                                      \
 		for (size_t i = 0; i < n; i++) {                               \
-			uint16_t b = buf[i], w = TO16(master[i]);              \
-			if (b == w)                                            \
-				continue;                                      \
+			float m = master[i];                                   \
+			uint16_t b = buf[i], w = TO16(m);                      \
 			float fw = FROM16(w);                                  \
-			master[i] = FROM16(b) +                                \
-				    (isfinite(fw) ? master[i] - fw : 0.0f);    \
+			float kept = isfinite(fw) ? m - fw : 0.0f;             \
+			master[i] = b == w ? m : FROM16(b) + kept;             \
 		}                                                              \
 	}                                                                      \
-	static void write_out_##NAME(const float *master, uint16_t *buf, size_t n) \
+	static void write_out_##NAME(const float *restrict master,             \
+				     uint16_t *restrict buf, size_t n)         \
 	{                                                                      \
 		for (size_t i = 0; i < n; i++)                                 \
 			buf[i] = TO16(master[i]);                              \
 	}
-DTYPE_PASSES(half, gsp_float_to_half, gsp_half_to_float)
-DTYPE_PASSES(bf16, gsp_float_to_bf16, gsp_bf16_to_float)
+DTYPE_PASSES(half, half_to, half_from)
+DTYPE_PASSES(bf16, bf16_to, bf16_from)
+
+/* The vector passes (dtype_x86.c), unless GSP_KERNEL says "generic"
+ * (tests of both) or the CPU lacks them. */
+static bool vector_passes(void)
+{
+	return strcmp(gsp_kernel_name(), "generic") != 0 && gsp__dtype_x86_ok();
+}
+
+void gsp__dtype_read_in(gsp_dtype dtype, float *master, const uint16_t *buf, size_t n)
+{
+	size_t done = vector_passes() ? gsp__dtype_read_in_x86(dtype, master, buf, n) : 0;
+	if (dtype == GSP_DTYPE_FLOAT16)
+		read_in_half(master + done, buf + done, n - done);
+	else if (dtype == GSP_DTYPE_BFLOAT16)
+		read_in_bf16(master + done, buf + done, n - done);
+}
+
+void gsp__dtype_write_out(gsp_dtype dtype, const float *master, uint16_t *buf, size_t n)
+{
+	size_t done = vector_passes() ? gsp__dtype_write_out_x86(dtype, master, buf, n) : 0;
+	if (dtype == GSP_DTYPE_FLOAT16)
+		write_out_half(master + done, buf + done, n - done);
+	else if (dtype == GSP_DTYPE_BFLOAT16)
+		write_out_bf16(master + done, buf + done, n - done);
+}
 
 void gsp__node_read_in(gsp_node *node)
 {
-	size_t n = node->layout->floats;
-	if (node->dtype == GSP_DTYPE_FLOAT16)
-		read_in_half(node->params, node->buffer, n);
-	else if (node->dtype == GSP_DTYPE_BFLOAT16)
-		read_in_bf16(node->params, node->buffer, n);
+	if (node->dtype != GSP_DTYPE_FLOAT32)
+		gsp__dtype_read_in(node->dtype, node->params, node->buffer,
+				   node->layout->floats);
 }
 
 void gsp__node_write_out(gsp_node *node)
 {
-	size_t n = node->layout->floats;
-	if (node->dtype == GSP_DTYPE_FLOAT16)
-		write_out_half(node->params, node->buffer, n);
-	else if (node->dtype == GSP_DTYPE_BFLOAT16)
-		write_out_bf16(node->params, node->buffer, n);
+	if (node->dtype != GSP_DTYPE_FLOAT32)
+		gsp__dtype_write_out(node->dtype, node->params, node->buffer,
+				     node->layout->floats);
 }
 
 /* The master of a new node of a 16-bit buffer: the buffer's values. */
@@ -168,8 +213,7 @@ int gsp__node_master_init(gsp_node *node)
 	node->master_owned = true;
 	const uint16_t *buf = node->buffer;
 	for (size_t i = 0; i < n; i++)
-		node->params[i] = node->dtype == GSP_DTYPE_FLOAT16
-					  ? gsp_half_to_float(buf[i])
-					  : gsp_bf16_to_float(buf[i]);
+		node->params[i] = node->dtype == GSP_DTYPE_FLOAT16 ? half_from(buf[i])
+								  : bf16_from(buf[i]);
 	return 0;
 }

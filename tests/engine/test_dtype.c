@@ -8,6 +8,7 @@
 #include <float.h>
 #include <stdint.h>
 
+#include "internal.h"
 #include "testutil.h"
 
 static uint32_t bits(float f)
@@ -183,6 +184,70 @@ START_TEST(test_dtype_names)
 }
 END_TEST
 
+/* ---- the passes over a buffer and its master -------------------------- */
+
+static uint64_t lcg(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+
+/* The passes (vector or scalar, as GSP_KERNEL and the CPU pick) against
+ * their definition, over every 16-bit pattern as the buffer's value and
+ * masters that round to it, to its neighbour, to an infinity or a NaN,
+ * at odd counts (the vector passes' tails). */
+static void check_passes(const kind *k, gsp_dtype dtype)
+{
+	const size_t n = 65536 * 4 + 5;
+	float *master = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
+	uint16_t *buf = malloc(n * sizeof(uint16_t)), *out = malloc(n * sizeof(uint16_t));
+	ck_assert(master && want && buf && out);
+	uint64_t s = 3;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t p = (uint16_t)(i % 65536);
+		float v = k->from16((uint16_t)(p + (i / 65536 == 1)));
+		switch (i / 65536) {
+		case 0: master[i] = v; break;                               /* unchanged */
+		case 1: master[i] = v * (1 + 0x1p-12f * (float)(lcg(&s) % 9)); break;
+		case 2: master[i] = from_bits((uint32_t)lcg(&s) << 1 ^ (uint32_t)lcg(&s)); break;
+		default: master[i] = i & 1 ? INFINITY : -NAN; break;
+		}
+		buf[i] = i / 65536 == 2 ? (uint16_t)lcg(&s) : p;
+	}
+	for (size_t i = 0; i < n; i++) {             /* the definition */
+		uint16_t w = k->to16(master[i]);
+		float fw = k->from16(w);
+		want[i] = buf[i] == w ? master[i]
+				      : k->from16(buf[i]) + (isfinite(fw) ? master[i] - fw : 0.0f);
+	}
+	gsp__dtype_read_in(dtype, master, buf, n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(bits(master[i]) == bits(want[i]) ||
+			      (isnan(master[i]) && isnan(want[i])),
+			      "read in %zu (0x%04x): %a, want %a", i, buf[i], master[i], want[i]);
+	gsp__dtype_write_out(dtype, master, out, n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(out[i] == k->to16(master[i]), "write out %zu: 0x%04x, want 0x%04x",
+			      i, out[i], k->to16(master[i]));
+	free(master);
+	free(want);
+	free(buf);
+	free(out);
+}
+
+START_TEST(test_half_passes)
+{
+	check_passes(&half, GSP_DTYPE_FLOAT16);
+}
+END_TEST
+
+START_TEST(test_bf16_passes)
+{
+	check_passes(&bf16, GSP_DTYPE_BFLOAT16);
+}
+END_TEST
+
 /* ---- a 16-bit node's master copy -------------------------------------- */
 
 #define NODES 3
@@ -193,12 +258,6 @@ typedef struct ring16 {
 	size_t n;
 	const kind *k;
 } ring16;
-
-static uint64_t lcg(uint64_t *s)
-{
-	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
-	return *s >> 33;
-}
 
 /* Three nodes in a ring (edge e between node e and e+1), buffers of
  * dtype filled with values in [-2, 2). */
@@ -386,6 +445,8 @@ int main(void)
 	tcase_add_test(tc, test_half_to16_edges);
 	tcase_add_test(tc, test_bf16_to16_edges);
 	tcase_add_test(tc, test_dtype_names);
+	tcase_add_test(tc, test_half_passes);
+	tcase_add_test(tc, test_bf16_passes);
 	tcase_add_test(tc, test_bf16_exact_conserved);
 	tcase_add_test(tc, test_half_exact_conserved);
 	tcase_add_test(tc, test_bf16_powergossip_conserved);
