@@ -169,22 +169,78 @@ static bool vector_passes(void)
 	return strcmp(gsp_kernel_name(), "generic") != 0 && gsp__dtype_x86_ok();
 }
 
-void gsp__dtype_read_in(gsp_dtype dtype, float *master, const uint16_t *buf, size_t n)
+static void read_in(gsp_dtype dtype, bool vector, float *master, const uint16_t *buf,
+		    size_t n)
 {
-	size_t done = vector_passes() ? gsp__dtype_read_in_x86(dtype, master, buf, n) : 0;
+	size_t done = vector ? gsp__dtype_read_in_x86(dtype, master, buf, n) : 0;
 	if (dtype == GSP_DTYPE_FLOAT16)
 		read_in_half(master + done, buf + done, n - done);
 	else if (dtype == GSP_DTYPE_BFLOAT16)
 		read_in_bf16(master + done, buf + done, n - done);
 }
 
-void gsp__dtype_write_out(gsp_dtype dtype, const float *master, uint16_t *buf, size_t n)
+static void write_out(gsp_dtype dtype, bool vector, const float *master, uint16_t *buf,
+		      size_t n)
 {
-	size_t done = vector_passes() ? gsp__dtype_write_out_x86(dtype, master, buf, n) : 0;
+	size_t done = vector ? gsp__dtype_write_out_x86(dtype, master, buf, n) : 0;
 	if (dtype == GSP_DTYPE_FLOAT16)
 		write_out_half(master + done, buf + done, n - done);
 	else if (dtype == GSP_DTYPE_BFLOAT16)
 		write_out_bf16(master + done, buf + done, n - done);
+}
+
+/* One pass split over the engine's workers (pool.c): worker w does the
+ * values [w * each, (w + 1) * each); each value's result is the same
+ * whoever computes it. */
+#define PASS_MIN_VALUES (1u << 16)   /* per worker */
+typedef struct pass_job {
+	gsp_dtype dtype;
+	bool vector, out;            /* out: write out, else read in */
+	float *master;
+	uint16_t *buf;
+	size_t n, each;
+} pass_job;
+
+static void pass_part(const void *job, unsigned w)
+{
+	const pass_job *j = job;
+	size_t from = (size_t)w * j->each;
+	if (from >= j->n)
+		return;
+	size_t len = j->n - from < j->each ? j->n - from : j->each;
+	if (j->out)
+		write_out(j->dtype, j->vector, j->master + from, j->buf + from, len);
+	else
+		read_in(j->dtype, j->vector, j->master + from, j->buf + from, len);
+}
+
+static void run_pass(pass_job *j)
+{
+	size_t nw = j->n / PASS_MIN_VALUES;
+	j->vector = vector_passes();
+	if (nw > gsp__pool_size())
+		nw = gsp__pool_size();
+	if (nw > 1 && gsp__pool_acquire()) {
+		j->each = ((j->n + nw - 1) / nw + 7) & ~(size_t)7;
+		gsp__pool_run((unsigned)nw, pass_part, j);
+		gsp__pool_release();
+		return;
+	}
+	j->each = j->n;
+	pass_part(j, 0);
+}
+
+void gsp__dtype_read_in(gsp_dtype dtype, float *master, const uint16_t *buf, size_t n)
+{
+	pass_job j = {.dtype = dtype, .master = master, .buf = (uint16_t *)buf, .n = n};
+	run_pass(&j);
+}
+
+void gsp__dtype_write_out(gsp_dtype dtype, const float *master, uint16_t *buf, size_t n)
+{
+	pass_job j = {.dtype = dtype, .out = true, .master = (float *)master, .buf = buf,
+		      .n = n};
+	run_pass(&j);
 }
 
 void gsp__node_read_in(gsp_node *node)
