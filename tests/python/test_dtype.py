@@ -110,8 +110,9 @@ class Dtype(unittest.TestCase):
         changes = [np.zeros_like(total) for _ in apis]
         for api in apis:
             api.wait_edges(2, timeout=15)
-        summary = cluster.status(self.c.sockets[0])["model"]["summary"]
-        self.assertRegex(summary, r"^powergossip r2 %s, 2 tensors, 104 floats" % dtype)
+        model = cluster.status(self.c.sockets[0])["model"]
+        self.assertEqual(model["dtype"], dtype)
+        self.assertRegex(model["summary"], r"^powergossip r2 %s, 2 tensors, 104 floats" % dtype)
 
         def train(i, api):
             rng = np.random.default_rng(10 + i)
