@@ -199,21 +199,23 @@ static uint64_t lcg(uint64_t *s)
  * at odd counts (the vector passes' tails). */
 static void check_passes(const kind *k, gsp_dtype dtype)
 {
-	const size_t n = 65536 * 4 + 5;
+	/* Each of the 4 cases over every pattern (under valgrind every 16th:
+	 * test_small()), then 5 more for the tails. */
+	const size_t step = test_size(1, 16), quarter = 65536 / step, n = 4 * quarter + 5;
 	float *master = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
 	uint16_t *buf = malloc(n * sizeof(uint16_t)), *out = malloc(n * sizeof(uint16_t));
 	ck_assert(master && want && buf && out);
 	uint64_t s = 3;
 	for (size_t i = 0; i < n; i++) {
-		uint16_t p = (uint16_t)(i % 65536);
-		float v = k->from16((uint16_t)(p + (i / 65536 == 1)));
-		switch (i / 65536) {
+		uint16_t p = (uint16_t)(i % quarter * step);
+		float v = k->from16((uint16_t)(p + (i / quarter == 1)));
+		switch (i / quarter) {
 		case 0: master[i] = v; break;                               /* unchanged */
 		case 1: master[i] = v * (1 + 0x1p-12f * (float)(lcg(&s) % 9)); break;
 		case 2: master[i] = from_bits((uint32_t)lcg(&s) << 1 ^ (uint32_t)lcg(&s)); break;
 		default: master[i] = i & 1 ? INFINITY : -NAN; break;
 		}
-		buf[i] = i / 65536 == 2 ? (uint16_t)lcg(&s) : p;
+		buf[i] = i / quarter == 2 ? (uint16_t)lcg(&s) : p;
 	}
 	for (size_t i = 0; i < n; i++) {             /* the definition */
 		uint16_t w = k->to16(master[i]);
