@@ -23,8 +23,10 @@ Needs NumPy (exit 77, a meson skip, without it).
 usage: test_dtype.py BUILD_DIR [unittest options]
 """
 import errno
+import fcntl
 import os
 import re
+import socket
 import sys
 import threading
 import unittest
@@ -38,6 +40,7 @@ except ImportError as e:
     sys.exit(77)
 import gossipcluster as cluster  # noqa: E402
 import gossipd  # noqa: E402
+from gossipd import protocol as P  # noqa: E402
 
 BUILD = None
 CONF = "Method = powergossip\nRank = 2\nGamma = 1\nMaxWait = 60000\n"
@@ -98,7 +101,8 @@ class Dtype(unittest.TestCase):
         apis = [self.client(i) for i in range(3)]
         flats = []
         for i, api in enumerate(apis):
-            api.register(TENSORS, dtype=dtype)
+            # float16 as NumPy's dtype on one node, as the name on the others
+            api.register(TENSORS, dtype=np.float16 if dtype == "float16" and i == 0 else dtype)
             rng = np.random.default_rng(i)
             x = 0.5 + rng.random(api.flat.shape)          # in [0.5, 1.5)
             api.flat[...] = rounded(x, dtype)
@@ -141,14 +145,35 @@ class Dtype(unittest.TestCase):
     def test_bfloat16_average_kept(self):
         self.check_average_kept("bfloat16")
 
+    def raw_register(self, dtype_code):
+        """A REGISTER of TENSORS asking dtype_code, through the tests'
+        codec (the clients refuse a code they do not know): the reply."""
+        o = P.register_options(dtype=dtype_code)
+        ts, n = P.tensor_list(TENSORS)
+        fd = os.memfd_create("dtype", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self.addCleanup(os.close, fd)
+        os.ftruncate(fd, 2 * n)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(s.close)
+        s.settimeout(10)
+        s.connect(self.c.sockets[0])
+        s.sendall(P.frame(P.encode_hello("raw")))
+        P.decode_hello_ok(cluster.read_reply(s))
+        socket.send_fds(s, [P.frame(P.encode_register(2 * n, ts, o))], [fd])
+        return cluster.read_reply(s)
+
     def test_unknown_dtype_refused_with_the_reason(self):
-        api = self.client(0)
-        with self.assertRaises(gossipd.OptionsRefused) as cm:
-            api.register(TENSORS, dtype=7)
-        self.assertEqual(cm.exception.code, -errno.EOPNOTSUPP)
+        code, text = P.decode_error(self.raw_register(7))
+        self.assertEqual(code, -errno.EOPNOTSUPP)
         self.assertIn("dtype 7 is unknown: this daemon knows float32 (0), float16 (1) "
-                      "and bfloat16 (2)", str(cm.exception))
+                      "and bfloat16 (2)", text)
         self.assertFalse(cluster.status(self.c.sockets[0])["model"]["registered"])
+        # The clients refuse it before sending: the name is checked.
+        api = self.client(0)
+        with self.assertRaises(gossipd.InvalidArgument) as cm:
+            api.register(TENSORS, dtype="float64")
+        self.assertIn("unknown parameter dtype 'float64'", str(cm.exception))
         api.register(TENSORS, dtype="bfloat16")
         self.assertTrue(cluster.status(self.c.sockets[0])["model"]["registered"])
 
