@@ -132,32 +132,35 @@ size_t gsp_dtype_size(gsp_dtype dtype)
 }
 
 /* The two passes over a 16-bit buffer, one per type so that each inlines
- * its conversions.  master and buffer: n values each.
+ * its conversions.  master, buf and seen: n values each; seen holds the
+ * buffer as the node last saw it (read in) or wrote it (write out).
  *
- * read_in: where the buffer no longer holds what the last write_out left
- * there (the rounded master), the trainer changed it: the master becomes
- * the trainer's value plus the part of the master the rounding had
- * dropped, so what gossip added below the 16-bit precision stays (none
- * when the master rounded to an infinity or a NaN).  Bits are compared,
- * not values: an infinity or a NaN left as it was is no change.
+ * read_in: where the buffer no longer holds what the node saw there, the
+ * trainer changed it: the master becomes the trainer's value plus the
+ * part of the master that value had not (so the trainer's change, and
+ * only that, enters the master, and what gossip added below the 16-bit
+ * precision stays; nothing stays of a master whose seen value was an
+ * infinity or a NaN).  Bits are compared, not values: an infinity or a
+ * NaN left as it was is no change.
  * write_out: the buffer gets the rounded master. */
 #define DTYPE_PASSES(NAME, TO16, FROM16)                                       \
-	static void read_in_##NAME(float *restrict master,                     \
-				   const uint16_t *restrict buf, size_t n)     \
+	static void read_in_##NAME(float *restrict master, const uint16_t *restrict buf, \
+				   uint16_t *restrict seen, size_t n)          \
 	{                                                                      \
 		for (size_t i = 0; i < n; i++) {                               \
 			float m = master[i];                                   \
-			uint16_t b = buf[i], w = TO16(m);                      \
-			float fw = FROM16(w);                                  \
-			float kept = isfinite(fw) ? m - fw : 0.0f;             \
-			master[i] = b == w ? m : FROM16(b) + kept;             \
+			uint16_t b = buf[i];                                   \
+			float fs = FROM16(seen[i]);                            \
+			float kept = isfinite(fs) ? m - fs : 0.0f;             \
+			master[i] = b == seen[i] ? m : FROM16(b) + kept;       \
+			seen[i] = b;                                           \
 		}                                                              \
 	}                                                                      \
-	static void write_out_##NAME(const float *restrict master,             \
-				     uint16_t *restrict buf, size_t n)         \
+	static void write_out_##NAME(const float *restrict master, uint16_t *restrict buf, \
+				     uint16_t *restrict seen, size_t n)        \
 	{                                                                      \
 		for (size_t i = 0; i < n; i++)                                 \
-			buf[i] = TO16(master[i]);                              \
+			buf[i] = seen[i] = TO16(master[i]);                    \
 	}
 DTYPE_PASSES(half, half_to, half_from)
 DTYPE_PASSES(bf16, bf16_to, bf16_from)
@@ -169,26 +172,6 @@ static bool vector_passes(void)
 	return strcmp(gsp_kernel_name(), "generic") != 0 && gsp__dtype_x86_ok();
 }
 
-static void read_in(gsp_dtype dtype, bool vector, float *master, const uint16_t *buf,
-		    size_t n)
-{
-	size_t done = vector ? gsp__dtype_read_in_x86(dtype, master, buf, n) : 0;
-	if (dtype == GSP_DTYPE_FLOAT16)
-		read_in_half(master + done, buf + done, n - done);
-	else if (dtype == GSP_DTYPE_BFLOAT16)
-		read_in_bf16(master + done, buf + done, n - done);
-}
-
-static void write_out(gsp_dtype dtype, bool vector, const float *master, uint16_t *buf,
-		      size_t n)
-{
-	size_t done = vector ? gsp__dtype_write_out_x86(dtype, master, buf, n) : 0;
-	if (dtype == GSP_DTYPE_FLOAT16)
-		write_out_half(master + done, buf + done, n - done);
-	else if (dtype == GSP_DTYPE_BFLOAT16)
-		write_out_bf16(master + done, buf + done, n - done);
-}
-
 /* One pass split over the engine's workers (pool.c): worker w does the
  * values [w * each, (w + 1) * each); each value's result is the same
  * whoever computes it. */
@@ -196,8 +179,7 @@ static void write_out(gsp_dtype dtype, bool vector, const float *master, uint16_
 typedef struct pass_job {
 	gsp_dtype dtype;
 	bool vector, out;            /* out: write out, else read in */
-	float *master;
-	uint16_t *buf;
+	gsp__dtype_arrays a;
 	size_t n, each;
 } pass_job;
 
@@ -208,68 +190,86 @@ static void pass_part(const void *job, unsigned w)
 	if (from >= j->n)
 		return;
 	size_t len = j->n - from < j->each ? j->n - from : j->each;
-	if (j->out)
-		write_out(j->dtype, j->vector, j->master + from, j->buf + from, len);
+	gsp__dtype_arrays a = {j->a.master + from, j->a.buf + from, j->a.seen + from};
+	size_t done = !j->vector ? 0
+		      : j->out ? gsp__dtype_write_out_x86(j->dtype, &a, len)
+			       : gsp__dtype_read_in_x86(j->dtype, &a, len);
+	float *m = a.master + done;
+	uint16_t *b = a.buf + done, *seen = a.seen + done;
+	len -= done;
+	if (j->dtype == GSP_DTYPE_FLOAT16 && j->out)
+		write_out_half(m, b, seen, len);
+	else if (j->dtype == GSP_DTYPE_FLOAT16)
+		read_in_half(m, b, seen, len);
+	else if (j->out)
+		write_out_bf16(m, b, seen, len);
 	else
-		read_in(j->dtype, j->vector, j->master + from, j->buf + from, len);
+		read_in_bf16(m, b, seen, len);
 }
 
-static void run_pass(pass_job *j)
+static void run_pass(gsp_dtype dtype, bool out, const gsp__dtype_arrays *a, size_t n)
 {
-	size_t nw = j->n / PASS_MIN_VALUES;
-	j->vector = vector_passes();
+	pass_job j = {.dtype = dtype, .out = out, .a = *a, .n = n,
+		      .vector = vector_passes()};
+	size_t nw = n / PASS_MIN_VALUES;
 	if (nw > gsp__pool_size())
 		nw = gsp__pool_size();
 	if (nw > 1 && gsp__pool_acquire()) {
-		j->each = ((j->n + nw - 1) / nw + 7) & ~(size_t)7;
-		gsp__pool_run((unsigned)nw, pass_part, j);
+		j.each = ((n + nw - 1) / nw + 7) & ~(size_t)7;
+		gsp__pool_run((unsigned)nw, pass_part, &j);
 		gsp__pool_release();
 		return;
 	}
-	j->each = j->n;
-	pass_part(j, 0);
+	j.each = n;
+	pass_part(&j, 0);
 }
 
-void gsp__dtype_read_in(gsp_dtype dtype, float *master, const uint16_t *buf, size_t n)
+void gsp__dtype_read_in(gsp_dtype dtype, const gsp__dtype_arrays *a, size_t n)
 {
-	pass_job j = {.dtype = dtype, .master = master, .buf = (uint16_t *)buf, .n = n};
-	run_pass(&j);
+	if (dtype != GSP_DTYPE_FLOAT32)
+		run_pass(dtype, false, a, n);
 }
 
-void gsp__dtype_write_out(gsp_dtype dtype, const float *master, uint16_t *buf, size_t n)
+void gsp__dtype_write_out(gsp_dtype dtype, const gsp__dtype_arrays *a, size_t n)
 {
-	pass_job j = {.dtype = dtype, .out = true, .master = (float *)master, .buf = buf,
-		      .n = n};
-	run_pass(&j);
+	if (dtype != GSP_DTYPE_FLOAT32)
+		run_pass(dtype, true, a, n);
 }
 
 void gsp__node_read_in(gsp_node *node)
 {
-	if (node->dtype != GSP_DTYPE_FLOAT32)
-		gsp__dtype_read_in(node->dtype, node->params, node->buffer,
-				   node->layout->floats);
+	gsp__dtype_arrays a = {node->params, node->buffer, node->seen};
+	gsp__dtype_read_in(node->dtype, &a, node->layout->floats);
 }
 
 void gsp__node_write_out(gsp_node *node)
 {
-	if (node->dtype != GSP_DTYPE_FLOAT32)
-		gsp__dtype_write_out(node->dtype, node->params, node->buffer,
-				     node->layout->floats);
+	gsp__dtype_arrays a = {node->params, node->buffer, node->seen};
+	gsp__dtype_write_out(node->dtype, &a, node->layout->floats);
 }
 
-/* The master of a new node of a 16-bit buffer: the buffer's values. */
+/* The master of a new node of a 16-bit buffer: the buffer's values, as
+ * seen. */
 int gsp__node_master_init(gsp_node *node)
 {
 	size_t n = node->layout->floats;
 	if (node->dtype == GSP_DTYPE_FLOAT32)
 		return 0;
 	node->params = malloc(n ? n * sizeof(float) : 1);
-	if (!node->params)
+	node->seen = malloc(n ? n * sizeof(uint16_t) : 1);
+	if (!node->params || !node->seen) {
+		free(node->params);
+		free(node->seen);
+		node->params = node->buffer;
+		node->seen = NULL;
 		return -ENOMEM;
+	}
 	node->master_owned = true;
 	const uint16_t *buf = node->buffer;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		node->seen[i] = buf[i];
 		node->params[i] = node->dtype == GSP_DTYPE_FLOAT16 ? half_from(buf[i])
 								  : bf16_from(buf[i]);
+	}
 	return 0;
 }

@@ -46,80 +46,94 @@ X86_TARGET static inline __m256 finite8(__m256 f)
 	return _mm256_castsi256_ps(_mm256_xor_si256(inf_nan, _mm256_set1_epi32(-1)));
 }
 
-/* The new master: m where the buffer holds its rounding (same), else
- * the buffer's value fb plus what the rounding to fw had dropped. */
-X86_TARGET static inline __m256 merge8(__m256 m, __m256 fw, __m256 fb, __m256i same)
+/* The new master: m where the buffer holds what the node saw there
+ * (same), else the buffer's value fb plus the part of m the seen value
+ * fs had not. */
+X86_TARGET static inline __m256 merge8(__m256 m, __m256 fs, __m256 fb, __m256i same)
 {
-	__m256 kept = _mm256_and_ps(_mm256_sub_ps(m, fw), finite8(fw));
+	__m256 kept = _mm256_and_ps(_mm256_sub_ps(m, fs), finite8(fs));
 	return _mm256_blendv_ps(_mm256_add_ps(fb, kept), m, _mm256_castsi256_ps(same));
 }
 
-X86_TARGET static size_t read_in_bf16(float *master, const uint16_t *buf, size_t n)
+X86_TARGET static inline __m128i load8(const uint16_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)p);
+}
+
+X86_TARGET static inline void store8(uint16_t *p, __m128i v)
+{
+	_mm_storeu_si128((__m128i *)p, v);
+}
+
+X86_TARGET static size_t read_in_bf16(const gsp__dtype_arrays *a, size_t n)
 {
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m256 m = _mm256_loadu_ps(master + i);
-		__m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(buf + i)));
-		__m256i w = bf16_to8(m);
-		__m256 r = merge8(m, bf16_from8(w), bf16_from8(b), _mm256_cmpeq_epi32(b, w));
-		_mm256_storeu_ps(master + i, r);
+		__m256 m = _mm256_loadu_ps(a->master + i);
+		__m128i b = load8(a->buf + i), s = load8(a->seen + i);
+		__m256i b32 = _mm256_cvtepu16_epi32(b), s32 = _mm256_cvtepu16_epi32(s);
+		__m256 r = merge8(m, bf16_from8(s32), bf16_from8(b32),
+				  _mm256_cmpeq_epi32(b32, s32));
+		_mm256_storeu_ps(a->master + i, r);
+		store8(a->seen + i, b);
 	}
 	return i;
 }
 
-X86_TARGET static size_t write_out_bf16(const float *master, uint16_t *buf, size_t n)
+X86_TARGET static size_t write_out_bf16(const gsp__dtype_arrays *a, size_t n)
 {
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m256i w = bf16_to8(_mm256_loadu_ps(master + i));
+		__m256i w = bf16_to8(_mm256_loadu_ps(a->master + i));
 		/* 8 lanes of 32 bits (each < 2^16) to 8 of 16, in order. */
 		__m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(w, w), 0x08);
-		_mm_storeu_si128((__m128i *)(buf + i), _mm256_castsi256_si128(p));
+		store8(a->buf + i, _mm256_castsi256_si128(p));
+		store8(a->seen + i, _mm256_castsi256_si128(p));
 	}
 	return i;
 }
 
-X86_TARGET static size_t read_in_half(float *master, const uint16_t *buf, size_t n)
+X86_TARGET static size_t read_in_half(const gsp__dtype_arrays *a, size_t n)
 {
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m256 m = _mm256_loadu_ps(master + i);
-		__m128i b = _mm_loadu_si128((const __m128i *)(buf + i));
-		__m128i w = _mm256_cvtps_ph(m, _MM_FROUND_TO_NEAREST_INT);
-		__m256i same = _mm256_cvtepi16_epi32(_mm_cmpeq_epi16(b, w));
-		__m256 r = merge8(m, _mm256_cvtph_ps(w), _mm256_cvtph_ps(b), same);
-		_mm256_storeu_ps(master + i, r);
+		__m256 m = _mm256_loadu_ps(a->master + i);
+		__m128i b = load8(a->buf + i), s = load8(a->seen + i);
+		__m256i same = _mm256_cvtepi16_epi32(_mm_cmpeq_epi16(b, s));
+		__m256 r = merge8(m, _mm256_cvtph_ps(s), _mm256_cvtph_ps(b), same);
+		_mm256_storeu_ps(a->master + i, r);
+		store8(a->seen + i, b);
 	}
 	return i;
 }
 
-X86_TARGET static size_t write_out_half(const float *master, uint16_t *buf, size_t n)
+X86_TARGET static size_t write_out_half(const gsp__dtype_arrays *a, size_t n)
 {
 	size_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm_storeu_si128((__m128i *)(buf + i),
-				 _mm256_cvtps_ph(_mm256_loadu_ps(master + i),
-						 _MM_FROUND_TO_NEAREST_INT));
+	for (; i + 8 <= n; i += 8) {
+		__m128i w = _mm256_cvtps_ph(_mm256_loadu_ps(a->master + i),
+					    _MM_FROUND_TO_NEAREST_INT);
+		store8(a->buf + i, w);
+		store8(a->seen + i, w);
+	}
 	return i;
 }
 
-size_t gsp__dtype_read_in_x86(gsp_dtype dtype, float *master, const uint16_t *buf,
-			      size_t n)
+size_t gsp__dtype_read_in_x86(gsp_dtype dtype, const gsp__dtype_arrays *a, size_t n)
 {
 	if (dtype == GSP_DTYPE_FLOAT16)
-		return read_in_half(master, buf, n);
+		return read_in_half(a, n);
 	if (dtype == GSP_DTYPE_BFLOAT16)
-		return read_in_bf16(master, buf, n);
+		return read_in_bf16(a, n);
 	return 0;
 }
 
-size_t gsp__dtype_write_out_x86(gsp_dtype dtype, const float *master, uint16_t *buf,
-				size_t n)
+size_t gsp__dtype_write_out_x86(gsp_dtype dtype, const gsp__dtype_arrays *a, size_t n)
 {
 	if (dtype == GSP_DTYPE_FLOAT16)
-		return write_out_half(master, buf, n);
+		return write_out_half(a, n);
 	if (dtype == GSP_DTYPE_BFLOAT16)
-		return write_out_bf16(master, buf, n);
+		return write_out_bf16(a, n);
 	return 0;
 }
 
@@ -130,17 +144,15 @@ bool gsp__dtype_x86_ok(void)
 	return false;
 }
 
-size_t gsp__dtype_read_in_x86(gsp_dtype dtype, float *master, const uint16_t *buf,
-			      size_t n)
+size_t gsp__dtype_read_in_x86(gsp_dtype dtype, const gsp__dtype_arrays *a, size_t n)
 {
-	(void)dtype, (void)master, (void)buf, (void)n;
+	(void)dtype, (void)a, (void)n;
 	return 0;
 }
 
-size_t gsp__dtype_write_out_x86(gsp_dtype dtype, const float *master, uint16_t *buf,
-				size_t n)
+size_t gsp__dtype_write_out_x86(gsp_dtype dtype, const gsp__dtype_arrays *a, size_t n)
 {
-	(void)dtype, (void)master, (void)buf, (void)n;
+	(void)dtype, (void)a, (void)n;
 	return 0;
 }
 

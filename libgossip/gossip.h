@@ -178,13 +178,13 @@ GSP_EXPORT int gsp_node_new(const gsp_layout *layout, float *params,
 /* gsp_node_new for a buffer of m values of dtype.  A 16-bit node keeps a
  * float32 master copy of the buffer (taken here) and does all its
  * arithmetic on it: each call that uses the parameters first reads the
- * caller's changes (a value that is no longer the rounded master: the
- * master becomes it plus what the rounding had dropped), and each call
- * that changes them writes the master back rounded to nearest even.  So
- * gossip moves the masters exactly as it moves float32 parameters, and
- * the buffer is never more than half a 16-bit unit in the last place
- * from its master (docs/ENGINE.md, "16-bit parameters").  -EINVAL for an
- * unknown dtype. */
+ * caller's changes (a value that is not the one the node last read or
+ * wrote there: the master becomes it plus the part of the master the old
+ * one had not), and each call that changes them writes the master back
+ * rounded to nearest even.  So gossip moves the masters exactly as it
+ * moves float32 parameters, and after each write the buffer is within
+ * half a 16-bit unit in the last place of its master (docs/ENGINE.md,
+ * "16-bit parameters").  -EINVAL for an unknown dtype. */
 GSP_EXPORT int gsp_node_new_typed(const gsp_layout *layout, void *buffer,
 				  gsp_dtype dtype, const gsp_config *cfg,
 				  gsp_node **ret_node) GSP_MUST_CHECK;

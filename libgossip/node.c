@@ -145,8 +145,10 @@ void gsp_node_free(gsp_node *node)
 		node->ops->node_free(node);
 	gsp_layout_free(node->layout);
 	free(node->scratch);
-	if (node->master_owned)
+	if (node->master_owned) {
 		free(node->params);
+		free(node->seen);
+	}
 	free(node);
 }
 

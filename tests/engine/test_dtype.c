@@ -194,17 +194,18 @@ static uint64_t lcg(uint64_t *s)
 
 
 /* The passes (vector or scalar, as GSP_KERNEL and the CPU pick) against
- * their definition, over every 16-bit pattern as the buffer's value and
- * masters that round to it, to its neighbour, to an infinity or a NaN,
- * at odd counts (the vector passes' tails). */
+ * their definition, over every 16-bit pattern as the buffer's value, the
+ * seen value the master's rounding, its neighbour's, or any (a master
+ * anywhere, an infinity, a NaN), at odd counts (the vector passes'
+ * tails). */
 static void check_passes(const kind *k, gsp_dtype dtype)
 {
 	/* Each of the 4 cases over every pattern (under valgrind every 16th:
 	 * test_small()), then 5 more for the tails. */
 	const size_t step = test_size(1, 16), quarter = 65536 / step, n = 4 * quarter + 5;
 	float *master = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
-	uint16_t *buf = malloc(n * sizeof(uint16_t)), *out = malloc(n * sizeof(uint16_t));
-	ck_assert(master && want && buf && out);
+	uint16_t *buf = malloc(n * sizeof(uint16_t)), *seen = malloc(n * sizeof(uint16_t));
+	ck_assert(master && want && buf && seen);
 	uint64_t s = 3;
 	for (size_t i = 0; i < n; i++) {
 		uint16_t p = (uint16_t)(i % quarter * step);
@@ -216,26 +217,31 @@ static void check_passes(const kind *k, gsp_dtype dtype)
 		default: master[i] = i & 1 ? INFINITY : -NAN; break;
 		}
 		buf[i] = i / quarter == 2 ? (uint16_t)lcg(&s) : p;
+		seen[i] = i / quarter == 2 && i & 1 ? (uint16_t)lcg(&s) : k->to16(master[i]);
 	}
 	for (size_t i = 0; i < n; i++) {             /* the definition */
-		uint16_t w = k->to16(master[i]);
-		float fw = k->from16(w);
-		want[i] = buf[i] == w ? master[i]
-				      : k->from16(buf[i]) + (isfinite(fw) ? master[i] - fw : 0.0f);
+		float fs = k->from16(seen[i]);
+		want[i] = buf[i] == seen[i] ? master[i]
+			  : k->from16(buf[i]) + (isfinite(fs) ? master[i] - fs : 0.0f);
 	}
-	gsp__dtype_read_in(dtype, master, buf, n);
-	for (size_t i = 0; i < n; i++)
+	gsp__dtype_arrays a = {master, buf, seen};
+	gsp__dtype_read_in(dtype, &a, n);
+	for (size_t i = 0; i < n; i++) {
 		ck_assert_msg(bits(master[i]) == bits(want[i]) ||
 			      (isnan(master[i]) && isnan(want[i])),
 			      "read in %zu (0x%04x): %a, want %a", i, buf[i], master[i], want[i]);
-	gsp__dtype_write_out(dtype, master, out, n);
-	for (size_t i = 0; i < n; i++)
-		ck_assert_msg(out[i] == k->to16(master[i]), "write out %zu: 0x%04x, want 0x%04x",
-			      i, out[i], k->to16(master[i]));
+		ck_assert_uint_eq(seen[i], buf[i]);
+	}
+	gsp__dtype_write_out(dtype, &a, n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_msg(buf[i] == k->to16(master[i]), "write out %zu: 0x%04x, want 0x%04x",
+			      i, buf[i], k->to16(master[i]));
+		ck_assert_uint_eq(seen[i], buf[i]);
+	}
 	free(master);
 	free(want);
 	free(buf);
-	free(out);
+	free(seen);
 }
 
 START_TEST(test_half_passes)
@@ -435,6 +441,29 @@ START_TEST(test_read_in_unchanged_and_overflow)
 }
 END_TEST
 
+/* A trainer's value whose rounding unit is smaller than what the master
+ * keeps below 16 bits: a master 1 + 3 * 2^-10 (0.375 ulp(1)) read in over
+ * the trainer's 1 - 2^-8 (bfloat16's largest below 1) is 1 - 2^-10, which
+ * rounds to 1.0, not to the trainer's value.  The next step, the buffer left as it was, changes
+ * nothing (telling the trainer's changes by the master's rounding would
+ * take that rounding for one, and move the master by 2^-8). */
+START_TEST(test_change_into_a_finer_binade)
+{
+	float master = 1.0f + 3 * 0x1p-10f;
+	uint16_t buf = gsp_float_to_bf16(1.0f), seen = buf;
+	gsp__dtype_arrays a = {&master, &buf, &seen};
+	buf = gsp_float_to_bf16(1.0f - 0x1p-8f);              /* the trainer's */
+	gsp__dtype_read_in(GSP_DTYPE_BFLOAT16, &a, 1);
+	ck_assert_float_eq(master, 1.0f - 0x1p-10f);
+	ck_assert_uint_eq(gsp_float_to_bf16(master), gsp_float_to_bf16(1.0f));
+	float before = master;
+	gsp__dtype_read_in(GSP_DTYPE_BFLOAT16, &a, 1);
+	ck_assert_float_eq(master, before);
+	gsp__dtype_write_out(GSP_DTYPE_BFLOAT16, &a, 1);
+	ck_assert_uint_eq(buf, gsp_float_to_bf16(1.0f));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dtype");
@@ -449,6 +478,7 @@ int main(void)
 	tcase_add_test(tc, test_dtype_names);
 	tcase_add_test(tc, test_half_passes);
 	tcase_add_test(tc, test_bf16_passes);
+	tcase_add_test(tc, test_change_into_a_finer_binade);
 	tcase_add_test(tc, test_bf16_exact_conserved);
 	tcase_add_test(tc, test_half_exact_conserved);
 	tcase_add_test(tc, test_bf16_powergossip_conserved);

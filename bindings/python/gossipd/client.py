@@ -369,9 +369,9 @@ class Client:
         A 16-bit model: the daemon keeps a float32 master copy, reads
         your changes of the buffer into it at each step and writes the
         master back rounded to nearest even, so gossip conserves the
-        network average of the masters exactly as for float32 and the
-        buffer is within half a 16-bit unit in the last place of its
-        master (PROTOCOL.md 5.3).  Its buffer has no undo section.
+        network average of the masters exactly as for float32 and, after
+        each step that applied an update, the buffer is within half a
+        16-bit unit in the last place of its master (PROTOCOL.md 5.3).  Its buffer has no undo section.
 
         The options choose this model's settings (None: the daemon's
         config's): method ("powergossip", "exact", "choco-topk",
