@@ -79,7 +79,8 @@ static int describe(model *m, const gsp_wire_tensor *wire, uint32_t n)
 	gsp_model_desc desc = {
 		.method = (uint8_t)c->method, .rank = (uint16_t)c->rank,
 		.warm_start = c->warm_start, .gamma = c->gamma,
-		.choco_fraction = c->choco_fraction, .tensors = wire,
+		.choco_fraction = c->choco_fraction, .dtype = (uint8_t)m->dtype,
+		.tensors = wire,
 		.n_tensors = n,
 	};
 	int err = gsp_model_fingerprint(&desc, m->fingerprint);
@@ -104,8 +105,8 @@ static int check_buffer(int fd, uint64_t need, char *err_text, size_t err_len)
 	}
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < need) {
 		snprintf(err_text, err_len, "buffer of %lld bytes is too small for "
-			 "%llu floats", (long long)st.st_size,
-			 (unsigned long long)need / 4);
+			 "its REGISTER's %llu bytes", (long long)st.st_size,
+			 (unsigned long long)need);
 		return -EINVAL;
 	}
 	return 0;
@@ -122,7 +123,7 @@ static uint64_t max_payload(const model *m, size_t n_edges)
 		if (sz > (int64_t)best)
 			best = (uint64_t)sz;
 	}
-	uint64_t whole = (uint64_t)gsp_layout_floats(m->layout) * 4;
+	uint64_t whole = (uint64_t)gsp_layout_floats(m->layout) * 4;   /* float32 */
 	if (n_edges && m->mesh->edges.sched_n && whole > best)
 		best = whole;
 	return best;
@@ -197,16 +198,17 @@ int model_register(model *m, void *owner, const char *trainer,
 	m->fd = fd;
 	fd = -1;
 	m->settings = settings;
+	m->dtype = model_options_dtype(&reg.opts);
 	err = layout_of(&reg, &m->layout, &wire);
 	if (err) {
 		snprintf(err_text, err_len, "bad tensor list: %s", gsp_strerror(err));
 		goto fail;
 	}
-	uint64_t need = gsp_layout_floats(m->layout) * 4;
-	if (reg.buffer_bytes < need) {
+	uint64_t n = gsp_layout_floats(m->layout);
+	if (reg.buffer_bytes / gsp_dtype_size(m->dtype) < n) {
 		snprintf(err_text, err_len, "buffer of %llu bytes is too small for "
-			 "%llu floats", (unsigned long long)reg.buffer_bytes,
-			 (unsigned long long)need / 4);
+			 "%llu values of %s", (unsigned long long)reg.buffer_bytes,
+			 (unsigned long long)n, gsp_dtype_name(m->dtype));
 		err = -EINVAL;
 		goto fail;
 	}
@@ -232,8 +234,12 @@ int model_register(model *m, void *owner, const char *trainer,
 		memcpy(em.owner.fingerprint, m->fingerprint, sizeof(m->fingerprint));
 		em.owner.dev = (uint64_t)st.st_dev;
 		em.owner.ino = (uint64_t)st.st_ino;
-		take_undo(m, need / 4, &em.owner);
-		err = gsp_node_new(m->layout, m->params, &m->settings, &m->node);
+		/* A 16-bit buffer's section is not read: the undo section
+		 * holds float32 copies (PROTOCOL.md 5.3). */
+		if (m->dtype == GSP_DTYPE_FLOAT32)
+			take_undo(m, n, &em.owner);
+		err = gsp_node_new_typed(m->layout, m->params, m->dtype, &m->settings,
+					 &m->node);
 	}
 	if (err) {
 		snprintf(err_text, err_len, "cannot set up the engine: %s",

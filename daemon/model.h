@@ -1,7 +1,8 @@
 /*
  * model: the registered model.  It owns REGISTER (its options within the
  * config, model_options.h; checking the trainer's buffer, mapping it,
- * building the layout and the engine node, and
+ * building the layout and the engine node (a 16-bit model's keeps the
+ * float32 master copy: libgossip's gsp_node_new_typed), and
  * attaching the node to the edges) and DETACH (unmapping, freeing), with
  * the model's fingerprint and summary, and the buffer's undo section.
  * The buffer is the trainer's; the daemon writes it only inside a
@@ -23,11 +24,12 @@ typedef struct model {
 	mesh *mesh;
 	const gsp_daemon_config *cfg;  /* defaults and limits of settings */
 	gsp_config settings;     /* the registered model's (its REGISTER's) */
+	gsp_dtype dtype;         /* of the buffer's parameters */
 	bool registered;
 	void *owner;             /* the API client that registered it */
 	char trainer[GSP_API_NAME_MAX + 1];  /* the owner's HELLO name */
 	int fd;
-	float *params;
+	void *params;            /* the mapped buffer, of dtype */
 	size_t map_bytes;
 	gsp_layout *layout;
 	gsp_node *node;

@@ -19,6 +19,11 @@ static int unsupported(const gsp_api_register_opts *o, char *err, size_t err_len
 			 (unsigned)o->power_iterations);
 		return -EOPNOTSUPP;
 	}
+	if ((o->set & GSP_REG_DTYPE) && !gsp_dtype_name((gsp_dtype)o->dtype)) {
+		snprintf(err, err_len, "dtype %u is unknown: this daemon knows float32 "
+			 "(0), float16 (1) and bfloat16 (2)", (unsigned)o->dtype);
+		return -EOPNOTSUPP;
+	}
 	if ((o->set & GSP_REG_PRECISION) && o->precision != GSP_WIRE_PRECISION_FLOAT32) {
 		const char *name = o->precision < sizeof(precision_names) / sizeof(*precision_names)
 					   ? precision_names[o->precision] : "unknown";
@@ -68,4 +73,9 @@ int model_options_resolve(const gsp_daemon_config *cfg,
 	}
 	*ret = c;
 	return 0;
+}
+
+gsp_dtype model_options_dtype(const gsp_api_register_opts *asked)
+{
+	return asked->set & GSP_REG_DTYPE ? (gsp_dtype)asked->dtype : GSP_DTYPE_FLOAT32;
 }

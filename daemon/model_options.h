@@ -17,7 +17,8 @@
 /* The settings of a model whose REGISTER asked `asked` (set 0: the
  * config's) into *ret, or a refusal with its reason in err:
  *   -ERANGE      beyond the config's limits (a rank above MaxRank);
- *   -EOPNOTSUPP  what this daemon does not do: more than one power
+ *   -EOPNOTSUPP  what this daemon does not do: an unknown dtype, more
+ *                than one power
  *                iteration per STEP, a 16-bit wire precision, a rank for
  *                a method that has none, a choco method where the
  *                config's AverageSchedule or Gamma = auto rules it out.
@@ -25,5 +26,9 @@
 int model_options_resolve(const gsp_daemon_config *cfg,
 			  const gsp_api_register_opts *asked, gsp_config *ret,
 			  char *err, size_t err_len);
+
+/* The parameters' dtype a REGISTER asked (float32 when not asked), once
+ * model_options_resolve accepted it. */
+gsp_dtype model_options_dtype(const gsp_api_register_opts *asked);
 
 #endif

@@ -241,7 +241,7 @@ char *status_json(const gossipd *d)
 		put(&b, ",\"method\":\"%s\",\"rank\":%u,\"gamma\":",
 		    gsp_method_name(m->settings.method), m->settings.rank);
 		put_num(&b, m->settings.gamma);
-		put(&b, ",\"trainer\":");
+		put(&b, ",\"dtype\":\"%s\",\"trainer\":", gsp_dtype_name(m->dtype));
 		put_str(&b, m->trainer);
 		put(&b, ",\"consensus_estimate\":");
 		put_num(&b, edges_estimate(&d->mesh.edges));

@@ -63,8 +63,10 @@ struct gsp_client {
 	uint16_t daemon_version;
 	float *params;          /* the registered buffer, or NULL */
 	size_t params_bytes;    /* with the undo section, if any */
-	uint64_t n_floats;
-	bool undo;              /* the buffer has an undo section */
+	uint64_t n_floats;      /* values in the buffer */
+	size_t value_bytes;     /* each: 4 (float32) or 2 (16-bit) */
+	bool undo;              /* buffers get an undo section (float32 ones) */
+	bool reg_undo;          /* the registered buffer has one */
 	int daemon_pidfd;       /* the daemon we last connected to, or -1 */
 	int mem_fd;             /* its memfd, for registering again */
 	uint8_t *reg_frame;     /* the REGISTER frame, header included */
@@ -126,7 +128,7 @@ static int local(gsp_client *c, int err)
 
 static void undo_lost_write(gsp_client *c)
 {
-	if (c->params && c->undo)
+	if (c->params && c->reg_undo)
 		(void)gsp_undo_recover(c->params, c->n_floats, c->daemon_pidfd,
 				       UNDO_WAIT_MS);
 }
@@ -799,8 +801,14 @@ static int wire_options(const gsp_client_register_options *o,
 	}
 	if (o->rank > UINT16_MAX || o->power_iterations > UINT16_MAX ||
 	    !isfinite(o->gamma) || o->gamma < 0 ||
-	    (unsigned)o->precision > GSP_CLIENT_PRECISION_BFLOAT16)
+	    (unsigned)o->precision > GSP_CLIENT_PRECISION_BFLOAT16 ||
+	    (unsigned)o->dtype > GSP_CLIENT_DTYPE_BFLOAT16)
 		return -EINVAL;
+	if (o->dtype != GSP_CLIENT_DTYPE_DEFAULT) {
+		w.set |= GSP_REG_DTYPE;
+		w.dtype = (uint8_t)(o->dtype - GSP_CLIENT_DTYPE_FLOAT32 +
+				    GSP_WIRE_DTYPE_FLOAT32);
+	}
 	if (o->rank) {
 		w.set |= GSP_REG_RANK;
 		w.rank = (uint16_t)o->rank;
@@ -863,18 +871,22 @@ int gsp_client_register_opts(gsp_client *c, const gsp_tensor *tensors, size_t n,
 		err = -EOVERFLOW;
 		goto out;
 	}
-	if (c->undo && gsp_undo_bytes(floats) > SIZE_MAX) {
+	/* A 16-bit buffer has no undo section (PROTOCOL.md 5.3). */
+	size_t value = gsp_wire_dtype_size(msg.opts.dtype);
+	bool undo = c->undo && value == 4;
+	if (undo && gsp_undo_bytes(floats) > SIZE_MAX) {
 		err = -EOVERFLOW;
 		goto out;
 	}
-	bytes = c->undo ? (size_t)gsp_undo_bytes(floats) : (size_t)floats * 4;
+	bytes = undo ? (size_t)gsp_undo_bytes(floats) : (size_t)floats * value;
 	size = gsp_api_register_size(wire, (uint32_t)n);
 	if (size < 0) {
 		err = (int)size;
 		goto out;
 	}
 	if (msg.opts.set)
-		size += GSP_API_REGISTER_OPTS_BYTES;
+		size += msg.opts.set & GSP_REG_DTYPE ? GSP_API_REGISTER_OPTS_DTYPE_BYTES
+						     : GSP_API_REGISTER_OPTS_BYTES;
 	frame = malloc(GSP_FRAME_HEADER + (size_t)size);
 	if (!frame) {
 		err = -ENOMEM;
@@ -889,7 +901,7 @@ int gsp_client_register_opts(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	err = shared_buffer(bytes, &fd, &map);
 	if (err < 0)
 		goto out;
-	if (c->undo)
+	if (undo)
 		gsp_undo_init(map, floats);
 	if (c->fd < 0) {                /* the daemon was away */
 		err = reconnect(c);
@@ -904,6 +916,8 @@ int gsp_client_register_opts(gsp_client *c, const gsp_tensor *tensors, size_t n,
 	c->params = map;
 	c->params_bytes = bytes;
 	c->n_floats = floats;
+	c->value_bytes = value;
+	c->reg_undo = undo;
 	c->mem_fd = fd;
 	c->reg_frame = frame;
 	c->reg_body_len = len;
@@ -944,7 +958,7 @@ static void release(gsp_client *c)
 static void copy_out(const gsp_client *c, float *out)
 {
 	if (out && c->params)
-		memcpy(out, c->params, c->n_floats * sizeof(float));
+		memcpy(out, c->params, c->n_floats * c->value_bytes);
 }
 
 int gsp_client_detach_copy(gsp_client *c, float *out)

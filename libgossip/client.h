@@ -338,6 +338,14 @@ typedef enum gsp_client_precision {
 	GSP_CLIENT_PRECISION_BFLOAT16,     /* the daemon refuses: not implemented */
 } gsp_client_precision;
 
+/* Parameter types of gsp_client_register_options.dtype. */
+typedef enum gsp_client_dtype {
+	GSP_CLIENT_DTYPE_DEFAULT = 0,      /* float32 */
+	GSP_CLIENT_DTYPE_FLOAT32,
+	GSP_CLIENT_DTYPE_FLOAT16,          /* IEEE binary16 */
+	GSP_CLIENT_DTYPE_BFLOAT16,
+} gsp_client_dtype;
+
 /* Options of gsp_client_register_opts(): the engine settings this model
  * asks of the daemon (PROTOCOL.md 5.2; both ends of an edge must ask the
  * same, or the daemons refuse the edge naming both).  Zero-initialise,
@@ -353,12 +361,18 @@ typedef struct gsp_client_register_options {
 	unsigned power_iterations;   /* gossip rounds per STEP (the paper's
 					s): only 1 is implemented; 0: 1 */
 	gsp_client_precision precision;
+	/* The parameters' type in the buffer.  A 16-bit one: the buffer
+	 * holds 2 bytes a value (*ret_params is then a buffer of uint16_t:
+	 * cast it; gsp_client_detach_copy() copies 2 bytes a value), has no
+	 * undo section, and the daemon gossips a float32 master copy of it
+	 * and writes it back rounded (PROTOCOL.md 5.3). */
+	gsp_client_dtype dtype;
 } gsp_client_register_options;
 
 /* gsp_client_register() asking for the settings in opts (NULL: the
  * daemon's).  A registration again after a daemon restart asks the same.
  * Besides gsp_client_register()'s errors: -EINVAL for an unknown method
- * name or precision, a non-finite or negative gamma, a rank or iteration
+ * name, precision or dtype, a non-finite or negative gamma, a rank or iteration
  * count above 65535; the daemon's -ERANGE (beyond its limits: a rank
  * above MaxRank) or -EOPNOTSUPP (not implemented: more than one power
  * iteration, a 16-bit precision; a rank for a method without one; a choco
@@ -427,7 +441,8 @@ GSP_EXPORT int gsp_client_status(gsp_client *c, char **ret_json) GSP_MUST_CHECK;
  * DETACH itself may still write the buffer: a round a neighbour ended the
  * generation before is taken back (PROTOCOL.md 4.6).  So the parameters
  * to keep are those after DETACH: gsp_client_detach_copy() copies them
- * (n floats of the registered layout) into out before unmapping; a copy
+ * (n values of the registered layout, of its dtype) into out before
+ * unmapping; a copy
  * taken before DETACH may hold a round the network does not.  The
  * connection stays open and may register again.  On failure the buffer
  * stays mapped and out is untouched.  While the daemon is away it only

@@ -92,6 +92,29 @@ GSP_EXPORT size_t gsp_layout_count(const gsp_layout *layout);
 GSP_EXPORT const gsp_tensor *gsp_layout_tensor(const gsp_layout *layout, size_t i);
 GSP_EXPORT uint64_t gsp_layout_floats(const gsp_layout *layout);
 
+/* ---- parameter types ------------------------------------------------- */
+
+/* What a parameter buffer holds (host byte order).  The values are those
+ * of REGISTER's dtype option (PROTOCOL.md 5.2). */
+typedef enum gsp_dtype {
+	GSP_DTYPE_FLOAT32 = 0,
+	GSP_DTYPE_FLOAT16 = 1,       /* IEEE 754 binary16 */
+	GSP_DTYPE_BFLOAT16 = 2,      /* the top half of a float32 */
+} gsp_dtype;
+
+/* "float32", "float16", "bfloat16"; NULL / -EINVAL for anything else. */
+GSP_EXPORT const char *gsp_dtype_name(gsp_dtype dtype);
+GSP_EXPORT int gsp_dtype_parse(const char *name, gsp_dtype *ret_dtype);
+/* Bytes per value: 4, 2, 2; 0 for an unknown dtype. */
+GSP_EXPORT size_t gsp_dtype_size(gsp_dtype dtype);
+/* Conversions: 16 -> 32 bits is exact; 32 -> 16 rounds to nearest, ties
+ * to even, overflows to infinity, keeps the sign of zeros, and makes a NaN
+ * a quiet NaN of the same sign. */
+GSP_EXPORT float gsp_half_to_float(uint16_t h);
+GSP_EXPORT uint16_t gsp_float_to_half(float f);
+GSP_EXPORT float gsp_bf16_to_float(uint16_t h);
+GSP_EXPORT uint16_t gsp_float_to_bf16(float f);
+
 /* ---- methods and configuration --------------------------------------- */
 
 typedef enum gsp_method {
@@ -148,9 +171,26 @@ typedef struct gsp_edge_info {
 
 /* params: m floats laid out as in layout, owned by the caller and alive for
  * the node's lifetime; the node reads and writes it only inside
- * gsp_node_step/apply/project.  The layout is copied. */
+ * gsp_node_step/apply/project and gsp_node_edge_rollback.  The layout is
+ * copied. */
 GSP_EXPORT int gsp_node_new(const gsp_layout *layout, float *params,
 			    const gsp_config *cfg, gsp_node **ret_node) GSP_MUST_CHECK;
+/* gsp_node_new for a buffer of m values of dtype.  A 16-bit node keeps a
+ * float32 master copy of the buffer (taken here) and does all its
+ * arithmetic on it: each call that uses the parameters first reads the
+ * caller's changes (a value that is not the one the node last read or
+ * wrote there: the master becomes it plus the part of the master the old
+ * one had not), and each call that changes them writes the master back
+ * rounded to nearest even.  So gossip moves the masters exactly as it
+ * moves float32 parameters, and after each write the buffer is within
+ * half a 16-bit unit in the last place of its master (docs/ENGINE.md,
+ * "16-bit parameters").  -EINVAL for an unknown dtype. */
+GSP_EXPORT int gsp_node_new_typed(const gsp_layout *layout, void *buffer,
+				  gsp_dtype dtype, const gsp_config *cfg,
+				  gsp_node **ret_node) GSP_MUST_CHECK;
+/* The node's float32 values: the buffer itself for float32, the master
+ * copy of a 16-bit buffer (read only; as of the node's last call). */
+GSP_EXPORT const float *gsp_node_values(const gsp_node *node);
 GSP_EXPORT void gsp_node_free(gsp_node *node);
 
 /* Adds an edge with mixing weight 0 < weight <= 1, this node's role, and a

@@ -84,7 +84,14 @@ typedef struct gsp__method_ops {
 
 struct gsp_node {
 	gsp_layout *layout;
+	/* The float32 values every method works on: the caller's buffer for
+	 * a float32 node, the node's own master copy of a 16-bit buffer
+	 * (dtype.c) otherwise. */
 	float *params;
+	void *buffer;            /* the caller's, of dtype */
+	gsp_dtype dtype;
+	bool master_owned;       /* params and seen are the node's */
+	uint16_t *seen;          /* 16-bit: the buffer as last read or written */
 	gsp_config cfg;
 	const gsp__method_ops *ops;
 	gsp__edge *edges;
@@ -93,6 +100,34 @@ struct gsp_node {
 	float *scratch;          /* method scratch, grown on demand */
 	size_t scratch_len;
 };
+
+/* A 16-bit node's master copy (dtype.c; no-ops for float32): its
+ * allocation from the buffer, the trainer's changes read into it before
+ * a call that uses params, the rounded values written back after one that
+ * changed them. */
+GSP_HIDDEN int gsp__node_master_init(gsp_node *node);
+GSP_HIDDEN void gsp__node_read_in(gsp_node *node);
+GSP_HIDDEN void gsp__node_write_out(gsp_node *node);
+/* The arrays of those passes: the master, the buffer, and the buffer as
+ * the node last saw or wrote it. */
+typedef struct gsp__dtype_arrays {
+	float *master;
+	uint16_t *buf, *seen;
+} gsp__dtype_arrays;
+/* The two passes over n values (dtype.c: the vector ones where the CPU
+ * has them, the scalar ones for the rest; float32: nothing). */
+GSP_HIDDEN void gsp__dtype_read_in(gsp_dtype dtype, const gsp__dtype_arrays *a,
+				   size_t n);
+GSP_HIDDEN void gsp__dtype_write_out(gsp_dtype dtype, const gsp__dtype_arrays *a,
+				     size_t n);
+/* dtype_x86.c: whether the CPU has AVX2 and F16C, and the passes over
+ * the first values, 8 at a time, with the same results as the scalar
+ * ones; they return how many values they did (0 without AVX2 and F16C). */
+GSP_HIDDEN bool gsp__dtype_x86_ok(void);
+GSP_HIDDEN size_t gsp__dtype_read_in_x86(gsp_dtype dtype, const gsp__dtype_arrays *a,
+					 size_t n);
+GSP_HIDDEN size_t gsp__dtype_write_out_x86(gsp_dtype dtype, const gsp__dtype_arrays *a,
+					   size_t n);
 
 GSP_HIDDEN extern const gsp__method_ops gsp__powergossip_ops;
 GSP_HIDDEN extern const gsp__method_ops gsp__exact_ops;

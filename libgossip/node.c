@@ -82,7 +82,13 @@ static int config_check(const gsp_config *cfg)
 int gsp_node_new(const gsp_layout *layout, float *params,
 		 const gsp_config *cfg, gsp_node **ret_node)
 {
-	if (!layout || !params || !cfg || !ret_node)
+	return gsp_node_new_typed(layout, params, GSP_DTYPE_FLOAT32, cfg, ret_node);
+}
+
+int gsp_node_new_typed(const gsp_layout *layout, void *buffer, gsp_dtype dtype,
+		       const gsp_config *cfg, gsp_node **ret_node)
+{
+	if (!layout || !buffer || !cfg || !ret_node || !gsp_dtype_size(dtype))
 		return -EINVAL;
 	int err = config_check(cfg);
 	if (err)
@@ -90,10 +96,14 @@ int gsp_node_new(const gsp_layout *layout, float *params,
 	gsp_node *node = calloc(1, sizeof(*node));
 	if (!node)
 		return -ENOMEM;
-	node->params = params;
+	node->buffer = buffer;
+	node->params = buffer;
+	node->dtype = dtype;
 	node->cfg = *cfg;
 	node->ops = method_ops(cfg->method);
 	err = gsp_layout_new(layout->t, layout->n, &node->layout);
+	if (!err)
+		err = gsp__node_master_init(node);
 	if (!err && node->ops->node_init)
 		err = node->ops->node_init(node);
 	if (err) {
@@ -135,7 +145,16 @@ void gsp_node_free(gsp_node *node)
 		node->ops->node_free(node);
 	gsp_layout_free(node->layout);
 	free(node->scratch);
+	if (node->master_owned) {
+		free(node->params);
+		free(node->seen);
+	}
 	free(node);
+}
+
+const float *gsp_node_values(const gsp_node *node)
+{
+	return node ? node->params : NULL;
 }
 
 float *gsp__node_scratch(gsp_node *node, size_t n)
@@ -355,7 +374,9 @@ int gsp_node_edge_rollback(gsp_node *node, size_t edge, uint64_t round)
 		uint64_t projected = e->round;
 		if (gsp__round_ops(node, e, e->applied + 1) != ops)
 			e->round = e->applied;
+		gsp__node_read_in(node);
 		ops->rollback(node, e);
+		gsp__node_write_out(node);
 		e->round = projected;
 		e->applied = round;
 		e->undoable = false;
@@ -519,7 +540,11 @@ static int node_run(gsp_node *node, bool do_apply, bool do_project, size_t only)
 			    (applying && e->state == GSP_EDGE_COMPLETED))
 				proj[np++] = e;
 		}
+	if (na || np)
+		gsp__node_read_in(node);
 	int err = run_kinds(node, apply, na, proj, np);
+	if (na)
+		gsp__node_write_out(node);
 	for (size_t i = 0; i < na; i++) {
 		gsp__edge *e = apply[i];
 		e->state = GSP_EDGE_IDLE;

@@ -120,7 +120,23 @@ static bool register_opts_ok(const gsp_api_register_opts *o)
 	if (s & GSP_REG_PRECISION ? o->precision > GSP_WIRE_PRECISION_BFLOAT16
 				  : o->precision != 0)
 		return false;
+	if (!(s & GSP_REG_DTYPE) && o->dtype != 0)
+		return false;
 	return true;
+}
+
+unsigned gsp_wire_dtype_size(unsigned dtype)
+{
+	return dtype == GSP_WIRE_DTYPE_FLOAT32 ? 4 : 2;
+}
+
+/* The options' bytes on the wire (0: none). */
+static size_t register_opts_bytes(const gsp_api_register_opts *o)
+{
+	if (!o->set)
+		return 0;
+	return o->set & GSP_REG_DTYPE ? GSP_API_REGISTER_OPTS_DTYPE_BYTES
+				      : GSP_API_REGISTER_OPTS_BYTES;
 }
 
 static void wr_register_opts(wr *w, const gsp_api_register_opts *o)
@@ -131,6 +147,8 @@ static void wr_register_opts(wr *w, const gsp_api_register_opts *o)
 	wr_f32(w, o->gamma);
 	wr_u16(w, o->power_iterations);
 	wr_u8(w, o->precision);
+	if (o->set & GSP_REG_DTYPE)
+		wr_u8(w, o->dtype);
 }
 
 static gsp_api_register_opts rd_register_opts(rd *r)
@@ -143,6 +161,7 @@ static gsp_api_register_opts rd_register_opts(rd *r)
 	o.gamma = rd_f32(r);
 	o.power_iterations = rd_u16(r);
 	o.precision = rd_u8(r);
+	o.dtype = o.set & GSP_REG_DTYPE ? rd_u8(r) : 0;
 	return o;
 }
 
@@ -160,14 +179,13 @@ int gsp_api_register_encode(const gsp_api_register *msg,
 	need = gsp_api_register_size(tensors, n);
 	if (need < 0)
 		return (int)need;
-	if (msg->opts.set)
-		need += GSP_API_REGISTER_OPTS_BYTES;
+	need += (int64_t)register_opts_bytes(&msg->opts);
 	if (need > GSP_API_MAX_FRAME)
 		return -EMSGSIZE;
 	r = gsp_wire_tensors_floats(tensors, n, &floats);
 	if (r < 0)
 		return r;
-	if (msg->buffer_bytes / 4 < floats)
+	if (msg->buffer_bytes / gsp_wire_dtype_size(msg->opts.dtype) < floats)
 		return -EINVAL;
 	r = room(buf, cap, (size_t)need, ret_len);
 	if (r < 0)
@@ -257,7 +275,7 @@ int gsp_api_register_decode(const uint8_t *buf, size_t len,
 	m.opts = (gsp_api_register_opts){0};
 	if (has_opts)
 		m.opts = rd_register_opts(&r);
-	if (!rd_done(&r) || m.buffer_bytes / 4 < floats ||
+	if (!rd_done(&r) || m.buffer_bytes / gsp_wire_dtype_size(m.opts.dtype) < floats ||
 	    (has_opts && m.opts.set == 0) || !register_opts_ok(&m.opts))
 		return -EBADMSG;
 	m.n_floats = floats;

@@ -217,6 +217,7 @@ typedef struct gsp_model_desc {
 	bool warm_start;
 	float gamma;
 	float choco_fraction;
+	uint8_t dtype;                     /* GSP_WIRE_DTYPE_*, parameters */
 	const gsp_wire_tensor *tensors;
 	uint32_t n_tensors;                /* 1..GSP_API_MAX_TENSORS */
 } gsp_model_desc;
@@ -226,14 +227,16 @@ typedef struct gsp_model_desc {
 int gsp_wire_tensors_floats(const gsp_wire_tensor *tensors, uint32_t n,
 			    uint64_t *ret_floats) GSP_MUST_CHECK;
 /* BLAKE2b-256 of the canonical encoding of desc (PROTOCOL.md, "Model
- * fingerprint").  -EINVAL for an invalid description or method. */
+ * fingerprint"; a float32 model's as before dtypes existed).  -EINVAL for
+ * an invalid description, method or dtype. */
 int gsp_model_fingerprint(const gsp_model_desc *desc,
 			  uint8_t ret_fp[GSP_FINGERPRINT_BYTES]) GSP_MUST_CHECK;
 /* A one-line summary such as "powergossip r4, 3 tensors, 40064 floats,
- * layout 3f2a9c1b, settings 0a1b2c3d" into buf (NUL-terminated, at most
+ * layout 3f2a9c1b, settings 0a1b2c3d" (a 16-bit model's dtype after the
+ * rank: "powergossip r4 bfloat16, ...") into buf (NUL-terminated, at most
  * GSP_MODEL_SUMMARY_MAX bytes without the NUL): the layout digest covers
- * the tensor names and shapes, the settings digest the method and its
- * settings, so two summaries tell which part of a mismatch differs.
+ * the tensor names and shapes, the settings digest the method, its
+ * settings and the dtype, so two summaries tell which part of a mismatch differs.
  * Returns the length, or -EINVAL / -ENOBUFS. */
 int gsp_model_summary(const gsp_model_desc *desc, char *buf,
 		      size_t cap) GSP_MUST_CHECK;
@@ -426,8 +429,11 @@ typedef struct gsp_api_hello {
 #define GSP_REG_GAMMA 0x04u          /* gamma */
 #define GSP_REG_ITERATIONS 0x08u     /* power_iterations */
 #define GSP_REG_PRECISION 0x10u      /* precision */
-#define GSP_REG_KNOWN 0x1fu
+#define GSP_REG_DTYPE 0x20u          /* dtype: one more byte */
+#define GSP_REG_KNOWN 0x3fu
 #define GSP_API_REGISTER_OPTS_BYTES 11
+/* The options with GSP_REG_DTYPE set: the 11 bytes, then dtype. */
+#define GSP_API_REGISTER_OPTS_DTYPE_BYTES 12
 /* Wire precision of the factors a ROUND carries. */
 enum {
 	GSP_WIRE_PRECISION_FLOAT32 = 0,
@@ -441,12 +447,25 @@ typedef struct gsp_api_register_opts {
 	float gamma;                 /* finite, > 0 */
 	uint16_t power_iterations;   /* gossip rounds per STEP, >= 1 */
 	uint8_t precision;           /* GSP_WIRE_PRECISION_* */
+	/* The parameters' type in the buffer (GSP_WIRE_DTYPE_*; not set:
+	 * float32).  Any value is well-formed: the daemon refuses one it does
+	 * not know, saying so. */
+	uint8_t dtype;
 } gsp_api_register_opts;
+/* Parameter types of a buffer: the values of libgossip's gsp_dtype. */
+enum {
+	GSP_WIRE_DTYPE_FLOAT32 = 0,
+	GSP_WIRE_DTYPE_FLOAT16 = 1,
+	GSP_WIRE_DTYPE_BFLOAT16 = 2,
+};
+/* Bytes per parameter of a wire dtype: 4, 2, 2; 2 for an unknown one
+ * (the least any type takes, for the decoder's bound). */
+unsigned gsp_wire_dtype_size(unsigned dtype);
 
 /* REGISTER: the model in the shared buffer (the buffer's file descriptor
  * travels as SCM_RIGHTS ancillary data with this frame). */
 typedef struct gsp_api_register {
-	uint64_t buffer_bytes;       /* >= 4 * n_floats */
+	uint64_t buffer_bytes;       /* >= n_floats * the dtype's size */
 	uint32_t n_tensors;          /* 1..GSP_API_MAX_TENSORS */
 	gsp_api_register_opts opts;  /* set 0: none (the daemon's settings) */
 	uint64_t n_floats;           /* decoder output: sum of the tensors */

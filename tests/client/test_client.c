@@ -619,6 +619,7 @@ static void script_register_opts(server *s, int fd)
 		if (n < 0 || gsp_api_register_decode(b, (size_t)n, &reg) < 0)
 			return;
 		s->opts[i] = reg.opts;
+		s->buffer_bytes = reg.buffer_bytes;
 		if (i == 0 ? srv_send_error(fd, -ERANGE, "rank 9 is above this daemon's "
 					    "MaxRank 8")
 			   : srv_send_ok(fd))
@@ -641,7 +642,7 @@ START_TEST(test_register_options)
 	static const gsp_client_register_options bad[] = {
 		{.method = "powergosip"}, {.gamma = NAN}, {.gamma = INFINITY},
 		{.gamma = -1.0f}, {.rank = 65536}, {.power_iterations = 65536},
-		{.precision = (gsp_client_precision)9},
+		{.precision = (gsp_client_precision)9}, {.dtype = (gsp_client_dtype)9},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &bad[i], &p), -EINVAL);
@@ -652,21 +653,26 @@ START_TEST(test_register_options)
 	ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &o, &p), -ERANGE);
 	ck_assert_str_eq(gsp_client_last_error(c), "rank 9 is above this daemon's MaxRank 8");
 	ck_assert_ptr_null(p);
-	/* Only the rank: the rest is the daemon's. */
-	o = (gsp_client_register_options){.rank = 2};
+	/* Only the rank and a bfloat16 buffer: the rest is the daemon's. */
+	o = (gsp_client_register_options){.rank = 2, .dtype = GSP_CLIENT_DTYPE_BFLOAT16};
 	ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &o, &p), 0);
 	ck_assert_ptr_nonnull(p);
+	((uint16_t *)p)[11] = 0x3f80;           /* 1.0: the buffer's last value */
 	gsp_client_close(c);
 	server_stop(&s);
 	ck_assert(s.ok);
-	ck_assert_uint_eq(s.opts[0].set, GSP_REG_KNOWN);
+	ck_assert_uint_eq(s.opts[0].set, GSP_REG_KNOWN & ~GSP_REG_DTYPE);
 	ck_assert_uint_eq(s.opts[0].method, 0);
 	ck_assert_uint_eq(s.opts[0].rank, 9);
 	ck_assert_float_eq(s.opts[0].gamma, 0.5f);
 	ck_assert_uint_eq(s.opts[0].power_iterations, 1);
 	ck_assert_uint_eq(s.opts[0].precision, GSP_WIRE_PRECISION_FLOAT32);
-	ck_assert_uint_eq(s.opts[1].set, GSP_REG_RANK);
+	ck_assert_uint_eq(s.opts[1].set, GSP_REG_RANK | GSP_REG_DTYPE);
 	ck_assert_uint_eq(s.opts[1].rank, 2);
+	ck_assert_uint_eq(s.opts[1].dtype, GSP_WIRE_DTYPE_BFLOAT16);
+	/* 12 values of 2 bytes, and no undo section (the client's default
+	 * gives a float32 buffer one). */
+	ck_assert_uint_eq(s.buffer_bytes, 24);
 }
 END_TEST
 

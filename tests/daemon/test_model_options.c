@@ -108,6 +108,26 @@ START_TEST(test_what_is_not_implemented_is_refused)
 	resolve(&o, NULL, -EOPNOTSUPP, "wire precision float16: not implemented");
 	o.precision = GSP_WIRE_PRECISION_BFLOAT16;
 	resolve(&o, NULL, -EOPNOTSUPP, "bfloat16");
+	/* A dtype it does not know, named with those it knows. */
+	o = (gsp_api_register_opts){.set = GSP_REG_DTYPE, .dtype = 3};
+	resolve(&o, NULL, -EOPNOTSUPP, "dtype 3 is unknown: this daemon knows float32 "
+		"(0), float16 (1) and bfloat16 (2)");
+}
+END_TEST
+
+/* The parameters' dtype: float32 when not asked, else the one asked,
+ * which the settings leave as they are. */
+START_TEST(test_dtype_is_the_one_asked)
+{
+	gsp_api_register_opts o = {0};
+	gsp_config c;
+	ck_assert_int_eq(model_options_dtype(&o), GSP_DTYPE_FLOAT32);
+	o = (gsp_api_register_opts){.set = GSP_REG_DTYPE, .dtype = GSP_WIRE_DTYPE_BFLOAT16};
+	resolve(&o, &c, 0, NULL);
+	ck_assert_int_eq(model_options_dtype(&o), GSP_DTYPE_BFLOAT16);
+	ck_assert_int_eq(c.rank, cfg.engine.rank);
+	o.dtype = GSP_WIRE_DTYPE_FLOAT16;
+	ck_assert_int_eq(model_options_dtype(&o), GSP_DTYPE_FLOAT16);
 }
 END_TEST
 
@@ -139,6 +159,7 @@ static Suite *model_options_suite(void)
 	tcase_add_test(tc, test_each_option_replaces_its_setting);
 	tcase_add_test(tc, test_beyond_the_limits_is_refused_with_the_reason);
 	tcase_add_test(tc, test_what_is_not_implemented_is_refused);
+	tcase_add_test(tc, test_dtype_is_the_one_asked);
 	tcase_add_test(tc, test_choco_where_the_config_rules_it_out);
 	suite_add_tcase(s, tc);
 	return s;

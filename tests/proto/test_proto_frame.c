@@ -355,6 +355,21 @@ START_TEST(test_fingerprint_sensitive)
 	DIFFERS(tensors[2].ndim = 2; tensors[2].dims[1] = 1);
 	DIFFERS(tensors[0].name = "t9");
 	DIFFERS(tensors[0].name_len = 1);
+	/* A 16-bit dtype: one byte more after the head (a float32 model's
+	 * fingerprint is the known answer above, as before dtypes). */
+	DIFFERS(e.dtype = GSP_WIRE_DTYPE_FLOAT16);
+	DIFFERS(e.dtype = GSP_WIRE_DTYPE_BFLOAT16);
+	{
+		uint8_t typed[sizeof(msg) + 1], bf[32];
+		memcpy(typed, msg, 32);
+		typed[32] = GSP_WIRE_DTYPE_BFLOAT16;
+		memcpy(typed + 33, msg + 32, sizeof(msg) - 32);
+		crypto_generichash(out, 32, typed, sizeof(typed), NULL, 0);
+		gsp_model_desc e = desc_of(d.method);
+		e.dtype = GSP_WIRE_DTYPE_BFLOAT16;
+		fp(&e, bf);
+		ck_assert_mem_eq(bf, out, 32);
+	}
 	/* Swapping two tensors of the same shape is a different model. */
 	DIFFERS(tensors[0].name = "t1"; tensors[1].dims[0] = 100;
 		tensors[1].dims[1] = 100; tensors[1].name = "t0";
@@ -424,6 +439,7 @@ START_TEST(test_fingerprint_invalid)
 	} while (0)
 	INVALID(d.method = 5, -EINVAL);
 	INVALID(d.rank = 0, -EINVAL);
+	INVALID(d.dtype = 3, -EINVAL);
 	INVALID(d.gamma = NAN, -EINVAL);
 	INVALID(d.gamma = -1.0f, -EINVAL);
 	INVALID(d.gamma = INFINITY, -EINVAL);
@@ -482,6 +498,12 @@ START_TEST(test_summary_digests)
 	digests(&d, l1, s1);
 	ck_assert_str_eq(l0, l1);
 	ck_assert_str_ne(s0, s1);
+	/* The dtype is a setting. */
+	d.gamma = 1.0f;
+	d.dtype = GSP_WIRE_DTYPE_FLOAT16;
+	digests(&d, l1, s1);
+	ck_assert_str_eq(l0, l1);
+	ck_assert_str_ne(s0, s1);
 	/* Settings that do not apply to the method do not count. */
 	d = desc_of(GSP_WIRE_METHOD_EXACT);
 	digests(&d, l0, s0);
@@ -516,6 +538,16 @@ START_TEST(test_summary)
 	memset(buf, SENTINEL, sizeof(buf));
 	ck_assert_int_eq(gsp_model_summary(&d, buf, strlen(want)), -ENOBUFS);
 	ck_assert_uint_eq((uint8_t)buf[0], SENTINEL);
+
+	/* A 16-bit model says its dtype after the rank. */
+	d.dtype = GSP_WIRE_DTYPE_BFLOAT16;
+	ck_assert_int_gt(gsp_model_summary(&d, buf, sizeof(buf)), 0);
+	ck_assert_msg(strncmp(buf, "powergossip r4 bfloat16, 3 tensors, 29264 floats, "
+			      "layout 07f9cc92, settings ", 68) == 0, "%s", buf);
+	ck_assert_str_ne(buf + 68, "a94925d8");
+	d.dtype = GSP_WIRE_DTYPE_FLOAT16;
+	ck_assert_int_gt(gsp_model_summary(&d, buf, sizeof(buf)), 0);
+	ck_assert_msg(strncmp(buf, "powergossip r4 float16, ", 24) == 0, "%s", buf);
 
 	d = desc_of(GSP_WIRE_METHOD_CHOCO_SIGN);
 	d.n_tensors = 1;

@@ -22,7 +22,7 @@ static const gsp_wire_tensor one_tensor = {
 };
 
 static const gsp_api_register_opts all_opts = {
-	.set = GSP_REG_KNOWN, .method = GSP_WIRE_METHOD_POWERGOSSIP, .rank = 2,
+	.set = GSP_REG_KNOWN & ~GSP_REG_DTYPE, .method = GSP_WIRE_METHOD_POWERGOSSIP, .rank = 2,
 	.gamma = 0.5f, .power_iterations = 1,
 	.precision = GSP_WIRE_PRECISION_FLOAT32,
 };
@@ -120,7 +120,7 @@ START_TEST(test_options_round_trip_in_their_layout)
 	raw(&all_opts, bytes);
 	ck_assert_mem_eq(buf + len - sizeof(bytes), bytes, sizeof(bytes));
 	ck_assert_int_eq(decode(buf, len, &d), 0);
-	ck_assert_uint_eq(d.opts.set, GSP_REG_KNOWN);
+	ck_assert_uint_eq(d.opts.set, GSP_REG_KNOWN & ~GSP_REG_DTYPE);
 	ck_assert_uint_eq(d.opts.method, GSP_WIRE_METHOD_POWERGOSSIP);
 	ck_assert_uint_eq(d.opts.rank, 2);
 	ck_assert_float_eq(d.opts.gamma, 0.5f);
@@ -156,6 +156,55 @@ START_TEST(test_options_round_trip_in_their_layout)
 }
 END_TEST
 
+/* The dtype: a 12th byte, only with its bit; any value is well-formed
+ * (the daemon names the ones it knows); the buffer's bound is the
+ * dtype's size. */
+START_TEST(test_dtype_option)
+{
+	uint8_t buf[128], again[128];
+	gsp_api_register d;
+	size_t len, len2;
+	gsp_api_register_opts o = {.set = GSP_REG_DTYPE | GSP_REG_RANK, .rank = 3,
+				   .dtype = GSP_WIRE_DTYPE_FLOAT16};
+	gsp_api_register m = {.buffer_bytes = 12, .opts = o};
+
+	ck_assert_int_eq(gsp_api_register_encode(&m, &one_tensor, 1, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq((int64_t)len, gsp_api_register_size(&one_tensor, 1) +
+			 GSP_API_REGISTER_OPTS_DTYPE_BYTES);
+	ck_assert_uint_eq(buf[len - 1], GSP_WIRE_DTYPE_FLOAT16);
+	ck_assert_uint_eq(buf[len - 12], GSP_REG_DTYPE | GSP_REG_RANK);
+	ck_assert_int_eq(decode(buf, len, &d), 0);
+	ck_assert_uint_eq(d.opts.dtype, GSP_WIRE_DTYPE_FLOAT16);
+	ck_assert_uint_eq(d.opts.rank, 3);
+	ck_assert_uint_eq(d.n_floats, 6);
+	ck_assert_int_eq(gsp_api_register_encode(&d, &one_tensor, 1, again, sizeof(again),
+						 &len2), 0);
+	ck_assert_uint_eq(len2, len);
+	ck_assert_mem_eq(again, buf, len);
+	/* 11 bytes with the dtype bit, or 13: malformed. */
+	ck_assert_int_eq(decode(buf, len - 1, &d), -EBADMSG);
+	buf[len] = 0;
+	ck_assert_int_eq(decode(buf, len + 1, &d), -EBADMSG);
+	/* An unknown dtype decodes (bounded by 2 bytes a value). */
+	buf[len - 1] = 7;
+	ck_assert_int_eq(decode(buf, len, &d), 0);
+	ck_assert_uint_eq(d.opts.dtype, 7);
+	/* 11 bytes hold 6 float16s, not 6 float32s. */
+	m.buffer_bytes = 11;
+	ck_assert_int_eq(gsp_api_register_encode(&m, &one_tensor, 1, buf, sizeof(buf), &len),
+			 -EINVAL);
+	m.buffer_bytes = 23;
+	m.opts.dtype = GSP_WIRE_DTYPE_FLOAT32;
+	ck_assert_int_eq(gsp_api_register_encode(&m, &one_tensor, 1, buf, sizeof(buf), &len),
+			 -EINVAL);
+	m.buffer_bytes = 12;
+	m.opts.dtype = GSP_WIRE_DTYPE_BFLOAT16;
+	ck_assert_int_eq(gsp_api_register_encode(&m, &one_tensor, 1, buf, sizeof(buf), &len), 0);
+	buf[1] = 11;                    /* buffer_bytes' low byte: 11 < 2 * 6 */
+	ck_assert_int_eq(decode(buf, len, &d), -EBADMSG);
+}
+END_TEST
+
 START_TEST(test_truncated_or_trailing_options_are_malformed)
 {
 	uint8_t bytes[GSP_API_REGISTER_OPTS_BYTES + 1];
@@ -177,7 +226,7 @@ START_TEST(test_out_of_range_options_are_malformed)
 	gsp_api_register_opts o;
 
 	o = all_opts;
-	o.set |= 0x20;                        /* an unknown bit */
+	o.set |= 0x40;                        /* an unknown bit */
 	refused(&o);
 	o = all_opts;
 	o.set = 0x80;
@@ -223,6 +272,13 @@ START_TEST(test_a_field_not_set_must_be_zero)
 	o.power_iterations = 0;
 	o.precision = 1;
 	refused(&o);
+	o.precision = 0;
+	o.dtype = GSP_WIRE_DTYPE_BFLOAT16;   /* only with its bit (no byte to decode) */
+	gsp_api_register m = {.buffer_bytes = 24, .opts = o};
+	uint8_t buf[128];
+	size_t len;
+	ck_assert_int_eq(gsp_api_register_encode(&m, &one_tensor, 1, buf, sizeof(buf), &len),
+			 -EINVAL);
 	o = (gsp_api_register_opts){.set = GSP_REG_METHOD,
 				    .method = GSP_WIRE_METHOD_EXACT, .rank = 3};
 	refused(&o);
@@ -236,6 +292,7 @@ static Suite *register_opts_suite(void)
 
 	tcase_add_test(tc, test_without_options_the_message_is_unchanged);
 	tcase_add_test(tc, test_options_round_trip_in_their_layout);
+	tcase_add_test(tc, test_dtype_option);
 	tcase_add_test(tc, test_truncated_or_trailing_options_are_malformed);
 	tcase_add_test(tc, test_out_of_range_options_are_malformed);
 	tcase_add_test(tc, test_a_field_not_set_must_be_zero);

@@ -280,6 +280,21 @@ class FieldRules(unittest.TestCase):
         self.assertEqual(len(body), len(P.encode_register(24, ts)) + 11)
         self.assertEqual(body[-11:], struct.pack("<BBHfHB", 1 | 4 | 8 | 16, 1, 0, 0.5, 1, 2))
         self.assertEqual(P.decode_register(body).options, o)
+        # The dtype: a 12th byte with bit 0x20, and a buffer of 2 bytes a value.
+        o = P.register_options(rank=3, dtype="float16")
+        body = P.encode_register(12, ts, o)
+        self.assertEqual(body[-12:], struct.pack("<BBHfHBB", 2 | 32, 0, 3, 0, 0, 0, 1))
+        reg = P.decode_register(body)
+        self.assertEqual((reg.options, reg.n_floats, reg.buffer_bytes), (o, 6, 12))
+        self.refused(P.encode_register, 11, ts, o, words=["too small"])
+        self.refused(P.encode_register, 12, ts, P.register_options(dtype="float32"),
+                     words=["too small"])
+        self.refused(lambda: P.register_options(dtype="float64"), words=["dtype"])
+        # An unknown code goes as it is: the daemon says it does not know it.
+        o = P.register_options(dtype=7)
+        self.assertEqual(P.decode_register(P.encode_register(12, ts, o)).options.dtype, 7)
+        with self.assertRaises(ProtocolError):
+            P.decode_register(body[:-1])           # the bit without the byte
 
     def test_register_decoder_rules(self):
         good = P.encode_register(8, [("w", (2,))])

@@ -29,7 +29,7 @@ import gossipd  # noqa: E402
 
 def inside(t, rng):
     base, nbytes = rng
-    return base <= t.data_ptr() and t.data_ptr() + 4 * t.numel() <= base + nbytes
+    return base <= t.data_ptr() and t.data_ptr() + t.element_size() * t.numel() <= base + nbytes
 
 
 def mapping_of(addr):
@@ -86,6 +86,30 @@ class Attach(unittest.TestCase):
         self.assertFalse(m.frozen.requires_grad)
         self.assertTrue(m.fc1.weight.requires_grad)
         self.assertFalse(inside(m.bn.running_mean, rng), "buffers stay private")
+
+    def test_16bit_models_attach_with_their_dtype(self):
+        for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+            m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2)).to(dtype)
+            before = {n: p.detach().clone() for n, p in m.named_parameters()}
+            g = self.attach(m)
+            reg = [r[1] for r in self.fake.requests if r[0] == P.REGISTER][-1]
+            self.assertEqual(reg.options.dtype, name)
+            # 23 values of 2 bytes: no undo section for a 16-bit buffer.
+            self.assertEqual((reg.n_floats, reg.buffer_bytes), (23, 46))
+            rng = g.client.buffer_range
+            self.assertEqual(rng[1], 46)
+            for n, p in m.named_parameters():
+                self.assertEqual(p.dtype, dtype)
+                self.assertTrue(inside(p, rng), n)
+                self.assertTrue(torch.equal(p.detach(), before[n]), n)
+            # The buffer holds the values' bits, in REGISTER order.
+            bits = b"".join(before[n].view(torch.int16).numpy().tobytes() for n in g.names)
+            self.assertEqual(bytes(self.fake.buffer[:46]), bits)
+            (m[0].weight * 2).sum().backward()        # autograd on the views
+            self.assertIs(g.detach(), True)
+            for n, p in m.named_parameters():
+                self.assertFalse(inside(p, rng), n)
+                self.assertTrue(torch.equal(p.detach(), before[n]), n)
 
     def test_optimizer_writes_the_buffer_and_step_updates_the_model(self):
         m = Net()
@@ -263,7 +287,9 @@ class Attach(unittest.TestCase):
     def test_refusals_leave_the_model_untouched(self):
         cases = [
             (torch.nn.Linear(2, 2).double(), ["torch.float64", "model.float()"]),
-            (torch.nn.Linear(2, 2).half(), ["torch.float16"]),
+            (torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2).half()),
+             ["several dtypes", "0.weight is torch.float32", "1.weight is torch.float16",
+              "one dtype per model"]),
             (torch.nn.Module(), ["no parameters"]),
         ]
         shared = torch.nn.Module()

@@ -7,7 +7,10 @@
  * projects k new messages.  The yardstick is one read-write pass over the
  * same parameters (cblas_saxpy, and cblas_sscal in place), timed
  * interleaved with the steps in the same run; the ratio step / pass is the
- * figure of merit (goal: <= 1.5 at rank 1 for k <= 8).
+ * figure of merit (goal: <= 1.5 at rank 1 for k <= 8).  With --dtype
+ * float16 or bfloat16 each row also times the same step on a 16-bit
+ * buffer of the same parameter count (its float32 master copy read in and
+ * written back: docs/ENGINE.md), beside the float32 one (goal: <= 1.1x).
  *
  * OpenBLAS worker threads busy-wait (sched_yield) for about 2^28 cycles
  * after every call.  On a small machine that takes a core away from the
@@ -127,6 +130,7 @@ typedef struct compute_opts {
 	unsigned repeat;
 	const char *csv;
 	int threads;             /* 0: leave OpenBLAS as configured */
+	gsp_dtype dtype;         /* float32: no 16-bit column */
 } compute_opts;
 
 static void compute_usage(FILE *f)
@@ -142,6 +146,10 @@ static void compute_usage(FILE *f)
 "  --repeat N        timed repetitions per row; medians reported (default 31)\n"
 "  --csv FILE        write k,rank,step_ms,pass_ms,ratio,sscal_ms,ratio_inplace\n"
 "  --threads N       OpenBLAS threads (default: as configured)\n"
+"  --dtype NAME      float16 or bfloat16: also time the step of a 16-bit\n"
+"                    buffer (every value changed before each step, as a\n"
+"                    trainer does) beside the float32 one (csv: two more\n"
+"                    columns, step16_ms,ratio16)\n"
 "  --help            this text\n"
 "Environment: GSP_SHAPES (default shapes file), GSP_THREADS (threads of\n"
 "the engine's kernel; default: the CPUs available, at most 8), GSP_KERNEL\n"
@@ -172,10 +180,18 @@ typedef struct row {
 	double step_ms, saxpy_ms, sscal_ms;
 } row;
 
-/* One (k, rank) measurement on params (n floats); x, y are n-float
- * scratch buffers for the baselines. */
+/* A trainer's update of every value of a 16-bit buffer (the last bit
+ * flipped), so the step reads every one in. */
+static void touch16(uint16_t *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] ^= 1;
+}
+
+/* One (k, rank) measurement on the buffer (n values of dtype); x, y are
+ * n-float scratch buffers for the baselines. */
 static int compute_row(const compute_opts *o, const gsp_layout *layout,
-		       float *params, float *x, float *y, size_t n,
+		       void *params, gsp_dtype dtype, float *x, float *y, size_t n,
 		       unsigned k, unsigned rank, row *ret)
 {
 	gsp_config cfg;
@@ -186,7 +202,7 @@ static int compute_row(const compute_opts *o, const gsp_layout *layout,
 	float *peer = NULL, *noise = NULL;
 	double *t_step = calloc(3 * (size_t)o->repeat, sizeof(double));
 	double *t_saxpy = t_step + o->repeat, *t_sscal = t_saxpy + o->repeat;
-	int err = t_step ? gsp_node_new(layout, params, &cfg, &node) : -ENOMEM;
+	int err = t_step ? gsp_node_new_typed(layout, params, dtype, &cfg, &node) : -ENOMEM;
 	for (unsigned e = 0; !err && e < k; e++) {
 		uint8_t seed[GSP_SEED_BYTES] = {0};
 		seed[0] = (uint8_t)e;
@@ -236,6 +252,8 @@ static int compute_row(const compute_opts *o, const gsp_layout *layout,
 			err = complete_edge(node, e, peer, noise);
 		if (err)
 			break;
+		if (dtype != GSP_DTYPE_FLOAT32)
+			touch16(params, n);
 		double t0 = now_ms();
 		int r = gsp_node_step(node);
 		double t1 = now_ms();
@@ -282,6 +300,7 @@ static int compute_parse(int argc, char **argv, compute_opts *o)
 		{"repeat", required_argument, 0, 'n'},
 		{"csv", required_argument, 0, 'c'},
 		{"threads", required_argument, 0, 't'},
+		{"dtype", required_argument, 0, 'd'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -312,6 +331,10 @@ static int compute_parse(int argc, char **argv, compute_opts *o)
 			if (parse_uint(optarg, 1024, &v) || v < 1)
 				return die("--threads needs 1..1024", optarg);
 			o->threads = (int)v;
+			break;
+		case 'd':
+			if (gsp_dtype_parse(optarg, &o->dtype) || o->dtype == GSP_DTYPE_FLOAT32)
+				return die("--dtype needs float16 or bfloat16", optarg);
 			break;
 		case 'h':
 			compute_usage(stdout);
@@ -372,8 +395,10 @@ static int cmd_compute(int argc, char **argv)
 	}
 	float *params = alloc_floats(n), *x = alloc_floats(n),
 	      *y = alloc_floats(n);
+	bool typed = o.dtype != GSP_DTYPE_FLOAT32;
+	uint16_t *buf16 = typed ? calloc(n, sizeof(uint16_t)) : NULL;
 	FILE *csv = NULL;
-	if (!params || !x || !y) {
+	if (!params || !x || !y || (typed && !buf16)) {
 		fprintf(stderr, "gossip-bench: out of memory\n");
 		rc = 1;
 		goto out;
@@ -381,6 +406,9 @@ static int cmd_compute(int argc, char **argv)
 	fill(params, n, 1, 1.0f);
 	fill(x, n, 2, 1.0f);
 	fill(y, n, 3, 1.0f);
+	for (size_t i = 0; typed && i < n; i++)
+		buf16[i] = o.dtype == GSP_DTYPE_FLOAT16 ? gsp_float_to_half(params[i])
+							 : gsp_float_to_bf16(params[i]);
 	if (o.csv) {
 		csv = fopen(o.csv, "w");
 		if (!csv) {
@@ -389,7 +417,8 @@ static int cmd_compute(int argc, char **argv)
 			rc = 1;
 			goto out;
 		}
-		fprintf(csv, "k,rank,step_ms,pass_ms,ratio,sscal_ms,ratio_inplace\n");
+		fprintf(csv, "k,rank,step_ms,pass_ms,ratio,sscal_ms,ratio_inplace%s\n",
+			typed ? ",step16_ms,ratio16" : "");
 	}
 
 	const char *tmo = getenv("OPENBLAS_THREAD_TIMEOUT");
@@ -400,13 +429,19 @@ static int cmd_compute(int argc, char **argv)
 	       o.shapes, gsp_layout_count(layout), n, n * 4.0 / 1e6,
 	       o.repeat, openblas_get_num_threads(), tmo ? tmo : "(unset)",
 	       gth ? gth : "(unset)", gsp_kernel_name());
-	printf("%4s %5s %10s %10s %7s %10s %13s\n", "k", "rank", "step_ms",
+	printf("%4s %5s %10s %10s %7s %10s %13s", "k", "rank", "step_ms",
 	       "saxpy_ms", "ratio", "sscal_ms", "ratio_inplace");
+	if (typed)
+		printf(" %10s %8s  (%s)", "step16_ms", "ratio16", gsp_dtype_name(o.dtype));
+	printf("\n");
 	for (size_t ri = 0; ri < o.n_ranks; ri++)
 		for (size_t ki = 0; ki < o.n_edges; ki++) {
-			row r;
-			err = compute_row(&o, layout, params, x, y, n,
+			row r, r16 = {0};
+			err = compute_row(&o, layout, params, GSP_DTYPE_FLOAT32, x, y, n,
 					  o.edges[ki], o.ranks[ri], &r);
+			if (!err && typed)
+				err = compute_row(&o, layout, buf16, o.dtype, x, y, n,
+						  o.edges[ki], o.ranks[ri], &r16);
 			if (err) {
 				fprintf(stderr, "gossip-bench: k=%u rank=%u: %s\n",
 					o.edges[ki], o.ranks[ri],
@@ -414,16 +449,23 @@ static int cmd_compute(int argc, char **argv)
 				rc = 1;
 				goto out;
 			}
-			printf("%4u %5u %10.3f %10.3f %7.3f %10.3f %13.3f\n",
+			printf("%4u %5u %10.3f %10.3f %7.3f %10.3f %13.3f",
 			       r.k, r.rank, r.step_ms, r.saxpy_ms,
 			       r.step_ms / r.saxpy_ms, r.sscal_ms,
 			       r.step_ms / r.sscal_ms);
+			if (typed)
+				printf(" %10.3f %8.3f", r16.step_ms, r16.step_ms / r.step_ms);
+			printf("\n");
 			fflush(stdout);
 			if (csv)
-				fprintf(csv, "%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f\n",
+				fprintf(csv, "%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f",
 					r.k, r.rank, r.step_ms, r.saxpy_ms,
 					r.step_ms / r.saxpy_ms, r.sscal_ms,
 					r.step_ms / r.sscal_ms);
+			if (csv && typed)
+				fprintf(csv, ",%.4f,%.4f", r16.step_ms, r16.step_ms / r.step_ms);
+			if (csv)
+				fprintf(csv, "\n");
 		}
 out:
 	if (csv && fclose(csv) && !rc) {
@@ -431,6 +473,7 @@ out:
 		rc = 1;
 	}
 	free(params);
+	free(buf16);
 	free(x);
 	free(y);
 	gsp_layout_free(layout);

@@ -75,7 +75,7 @@ class Options(ctypes.Structure):         # gsp_client_options
 class RegisterOptions(ctypes.Structure):  # gsp_client_register_options
     _fields_ = [("method", ctypes.c_char_p), ("rank", ctypes.c_uint),
                 ("gamma", ctypes.c_float), ("power_iterations", ctypes.c_uint),
-                ("precision", ctypes.c_int)]
+                ("precision", ctypes.c_int), ("dtype", ctypes.c_int)]
 
 
 class Failure(ctypes.Structure):         # gsp_client_failure

@@ -34,12 +34,16 @@ STEP_FLAGS_KNOWN = STEP_SYNC | STEP_DRAIN
 # gsp_client_precision's order (after GSP_CLIENT_PRECISION_DEFAULT).
 METHODS = ("powergossip", "exact", "choco-topk", "choco-randk", "choco-sign")
 PRECISIONS = ("float32", "float16", "bfloat16")
+# The parameters' types in the buffer, in gsp_client_dtype's order (after
+# GSP_CLIENT_DTYPE_DEFAULT), and their bytes per value.
+DTYPES = ("float32", "float16", "bfloat16")
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 Tensor = namedtuple("Tensor", "name shape")
 # REGISTER's options: each None when not asked (the daemon's config's).
 RegisterOptions = namedtuple("RegisterOptions",
-                             "method rank gamma power_iterations precision",
-                             defaults=(None,) * 5)
+                             "method rank gamma power_iterations precision dtype",
+                             defaults=(None,) * 6)
 StepStats = namedtuple("StepStats", "step edges_applied edges_projected "
                        "edges_skipped max_staleness bytes_sent bytes_received "
                        "consensus_estimate")
@@ -123,7 +127,7 @@ def _f32(x):
 
 
 def register_options(method=None, rank=None, gamma=None,
-                     power_iterations=None, precision=None):
+                     power_iterations=None, precision=None, dtype=None):
     """Checks REGISTER's options (None: the daemon's) and returns them as
     RegisterOptions, or None when none is asked.  The daemon checks its own
     limits (MaxRank) and what it implements (one power iteration per step,
@@ -149,7 +153,10 @@ def register_options(method=None, rank=None, gamma=None,
     if precision is not None and precision not in PRECISIONS:
         raise InvalidArgument("unknown wire precision %r (%s)"
                               % (precision, ", ".join(PRECISIONS)))
-    opts = RegisterOptions(method, rank, gamma, power_iterations, precision)
+    if dtype is not None and dtype not in DTYPES:
+        raise InvalidArgument("unknown parameter dtype %r (%s)"
+                              % (dtype, ", ".join(DTYPES)))
+    opts = RegisterOptions(method, rank, gamma, power_iterations, precision, dtype)
     return None if opts == RegisterOptions() else opts
 
 

@@ -356,12 +356,22 @@ class Client:
     # ---- the model -------------------------------------------------------
 
     def register(self, tensors, *, method=None, rank=None, gamma=None,
-                 power_iterations=None, precision=None):
-        """Hands the daemon a model of float32 tensors, given as (name,
-        shape) pairs or a {name: shape} mapping, packed in that order.
-        Returns one writable NumPy float32 array per tensor, each a view
+                 power_iterations=None, precision=None, dtype=None):
+        """Hands the daemon a model of tensors of dtype ("float32", the
+        default, "float16" or "bfloat16", or a NumPy dtype), given as
+        (name, shape) pairs or a {name: shape} mapping, packed in that
+        order.  Returns one writable NumPy array per tensor, each a view
         into the shared buffer (zero-filled: write the initial model into
-        them before the first step()).
+        them before the first step()): float32 or float16 arrays, and for
+        bfloat16 uint16 arrays of the values' bits (NumPy has no bfloat16;
+        torch views them as torch.bfloat16).
+
+        A 16-bit model: the daemon keeps a float32 master copy, reads
+        your changes of the buffer into it at each step and writes the
+        master back rounded to nearest even, so gossip conserves the
+        network average of the masters exactly as for float32 and, after
+        each step that applied an update, the buffer is within half a
+        16-bit unit in the last place of its master (PROTOCOL.md 5.3).  Its buffer has no undo section.
 
         The options choose this model's settings (None: the daemon's
         config's): method ("powergossip", "exact", "choco-topk",
@@ -374,8 +384,11 @@ class Client:
         (locally), DaemonError with code -ERANGE (beyond the daemon's
         limits) or -EOPNOTSUPP (not implemented) and the daemon's reason."""
         ts, floats = checks.tensor_list(tensors)
-        o = checks.register_options(method, rank, gamma, power_iterations, precision)
         np = _numpy()
+        if dtype is not None and not isinstance(dtype, str):
+            dtype = np.dtype(dtype).name             # np.float16 -> "float16"
+        o = checks.register_options(method, rank, gamma, power_iterations, precision,
+                                    None if dtype == "float32" else dtype)
         if self._mm is not None:
             raise errors.Busy("this client already registered a model: "
                               "detach() first", -errno.EBUSY)
@@ -390,7 +403,8 @@ class Client:
             copts = _lib.RegisterOptions(
                 o.method.encode() if o.method else None, o.rank or 0, o.gamma or 0.0,
                 o.power_iterations or 0,
-                checks.PRECISIONS.index(o.precision) + 1 if o.precision else 0)
+                checks.PRECISIONS.index(o.precision) + 1 if o.precision else 0,
+                checks.DTYPES.index(o.dtype) + 1 if o.dtype else 0)
         params = ctypes.POINTER(ctypes.c_float)()
         with self._lock:
             self._usable()
@@ -405,7 +419,9 @@ class Client:
                                  mmap.PROT_READ | mmap.PROT_WRITE)
         self._floats = floats
         self._last = StepStats(0, 0, 0, 0, 0, 0, 0, math.nan)
-        self._flat = np.frombuffer(self._mm, dtype=np.float32, count=floats)
+        kind = {None: np.float32, "float16": np.float16,
+                "bfloat16": np.uint16}[o.dtype if o else None]
+        self._flat = np.frombuffer(self._mm, dtype=kind, count=floats)
         self._arrays, off = [], 0
         for t in ts:
             n = math.prod(t.shape)
@@ -420,7 +436,8 @@ class Client:
 
     @property
     def flat(self):
-        """The whole buffer as one float32 array (None when none)."""
+        """The whole buffer as one array of the model's dtype (None when
+        none; bfloat16: uint16 bits)."""
         return self._flat
 
     @property

@@ -26,7 +26,9 @@ from .checks import (API_MAX_FRAME, MAX_TENSORS, METHODS, NAME_MAX,  # noqa: F40
                      PRECISIONS, STEP_DRAIN, STEP_FLAGS_KNOWN, STEP_SYNC,
                      U32_MAX, U64_MAX, WIRE_MAX_DIMS, WIRE_NAME_MAX,
                      AverageResult, RegisterOptions, StepStats, Tensor,
-                     average_args, average_ok, register_options, step_flags,
+                     DTYPE_BYTES, DTYPES,
+                     average_args, average_ok, step_flags,
+                     register_options as _register_options,
                      tensor_list, text_bytes, uint as _uint)
 from .errors import InvalidArgument, ProtocolError
 
@@ -61,11 +63,13 @@ _STEP_OK = struct.Struct("<BQIIIIQQd")       # 49 bytes
 _AVERAGE = struct.Struct("<BdII")            # 17 bytes
 _AVERAGE_OK = struct.Struct("<BIdB")         # 14 bytes
 _REGISTER_OPTS = struct.Struct("<BBHfHB")    # 11 bytes, after the tensors
+_REGISTER_DTYPE = struct.Struct("<B")        # then 1 with REG_DTYPE
 
 # REGISTER's options: the bit of each field in `set`, the method codes
 # (GSP_WIRE_METHOD_*) and the wire precisions (GSP_WIRE_PRECISION_*).
 REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION = 1, 2, 4, 8, 16
-REG_KNOWN = 0x1F
+REG_DTYPE = 32
+REG_KNOWN = 0x3F
 
 # The undo section after the parameters (PROTOCOL.md 5.4; proto.h's
 # gsp_undo_*): its header's magic, size and states.  The C client makes
@@ -210,24 +214,53 @@ def decode_hello_ok(body):
 
 # ---- REGISTER ----------------------------------------------------------
 
+def register_options(method=None, rank=None, gamma=None,
+                     power_iterations=None, precision=None, dtype=None):
+    """checks.register_options(), where dtype may also be a code 0..255:
+    the codec sends codes a daemon does not know (tests of its refusal).
+    A known code becomes its name."""
+    code = None
+    if isinstance(dtype, int) and not isinstance(dtype, bool):
+        code, dtype = _uint(dtype, 0xFF, "dtype"), None
+    o = _register_options(method, rank, gamma, power_iterations, precision, dtype)
+    if code is None:
+        return o
+    return (o or RegisterOptions())._replace(
+        dtype=DTYPES[code] if code < len(DTYPES) else code)
+
+
+def dtype_bytes(dtype):
+    """Bytes per value of a buffer of dtype (None: float32; a code this
+    module does not know: 2, the decoder's bound)."""
+    return 4 if dtype is None else DTYPE_BYTES.get(dtype, 2)
+
+
 def _encode_register_opts(o):
     o = register_options(*o)
     if o is None:
         return b""
-    bits = [REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION]
+    bits = [REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION, REG_DTYPE]
     mask = sum(b for b, v in zip(bits, o) if v is not None)
-    return _REGISTER_OPTS.pack(
+    body = _REGISTER_OPTS.pack(
         mask, METHODS.index(o.method) if o.method is not None else 0,
         o.rank or 0, o.gamma or 0.0, o.power_iterations or 0,
         PRECISIONS.index(o.precision) if o.precision is not None else 0)
+    if o.dtype is not None:
+        body += _REGISTER_DTYPE.pack(DTYPES.index(o.dtype) if o.dtype in DTYPES
+                                     else o.dtype)
+    return body
 
 
 def _decode_register_opts(r):
-    """The options at the reader's position (the body's last 11 bytes)."""
+    """The options at the reader's position (the body's last 11 bytes, or
+    12 with a dtype)."""
     mask, method, rank, gamma, iters, prec = _REGISTER_OPTS.unpack(
         r.take(_REGISTER_OPTS.size))
     if mask == 0 or mask & ~REG_KNOWN:
         raise _bad("options set 0x%02x" % mask)
+    dtype = _REGISTER_DTYPE.unpack(r.take(1))[0] if mask & REG_DTYPE else None
+    if dtype is not None and dtype < len(DTYPES):
+        dtype = DTYPES[dtype]
 
     def field(bit, value, ok):
         if not mask & bit:
@@ -243,7 +276,8 @@ def _decode_register_opts(r):
     iters = field(REG_ITERATIONS, iters, iters >= 1)
     prec = field(REG_PRECISION, prec, prec < len(PRECISIONS))
     return RegisterOptions(None if method is None else METHODS[method], rank,
-                           gamma, iters, None if prec is None else PRECISIONS[prec])
+                           gamma, iters, None if prec is None else PRECISIONS[prec],
+                           dtype)
 
 
 def encode_register(buffer_bytes, tensors, options=None):
@@ -252,9 +286,10 @@ def encode_register(buffer_bytes, tensors, options=None):
     the daemon's settings; register_options() checks them)."""
     ts, floats = tensor_list(tensors)
     buffer_bytes = _uint(buffer_bytes, U64_MAX, "buffer_bytes")
-    if buffer_bytes < 4 * floats:
-        raise InvalidArgument("buffer of %d bytes is too small for %d floats"
-                              % (buffer_bytes, floats))
+    size = dtype_bytes(options.dtype if options else None)
+    if buffer_bytes < size * floats:
+        raise InvalidArgument("buffer of %d bytes is too small for %d values "
+                              "of %d bytes" % (buffer_bytes, floats, size))
     parts = [struct.pack("<BQI", REGISTER, buffer_bytes, len(ts))]
     for t in ts:
         name = text_bytes(t.name, WIRE_NAME_MAX, "name")
@@ -293,8 +328,8 @@ def decode_register(body):
         tensors.append(Tensor(name.decode("utf-8", "surrogateescape"), shape))
     options = _decode_register_opts(r) if r.p < len(r.b) else None
     r.done()
-    if buffer_bytes // 4 < floats:
-        raise _bad("buffer_bytes below 4 * floats")
+    if buffer_bytes // dtype_bytes(options.dtype if options else None) < floats:
+        raise _bad("buffer_bytes below the dtype's size * floats")
     return Register(buffer_bytes, tensors, floats, options)
 
 

@@ -46,20 +46,28 @@ def _storage_ptr(t):
     return s.data_ptr()
 
 
+def _dtypes(torch):
+    """{torch dtype: the wire dtype name} of what a buffer may hold."""
+    return {torch.float32: "float32", torch.float16: "float16",
+            torch.bfloat16: "bfloat16"}
+
+
 def gossiped_tensors(model, buffers=False):
     """[(name, tensor)] that attach() would gossip: every parameter
-    (each shared one once) and, with buffers=True, every float32 buffer.
+    (each shared one once) and, with buffers=True, every floating-point
+    buffer.  All must be of one dtype: float32, float16 or bfloat16.
     Raises InvalidArgument naming what cannot live in the shared buffer."""
     torch = _torch()
+    kinds = _dtypes(torch)
     items = list(model.named_parameters())     # shared parameters once
     if buffers:
         items += [(n, b) for n, b in model.named_buffers()
-                  if b.dtype == torch.float32]
+                  if b.dtype in kinds]
     out, seen, problems = [], {}, []
     for name, t in items:
-        if t.dtype != torch.float32:
-            problems.append("%s is %s (gossipd shares float32 only: call "
-                            "model.float() first)" % (name, t.dtype))
+        if t.dtype not in kinds:
+            problems.append("%s is %s (gossipd shares float32, float16 and "
+                            "bfloat16: call model.float() first)" % (name, t.dtype))
         elif t.device.type != "cpu":
             problems.append("%s is on %s (gossipd shares CPU memory)"
                             % (name, t.device))
@@ -74,6 +82,13 @@ def gossiped_tensors(model, buffers=False):
         else:
             seen[_storage_ptr(t)] = name
             out.append((name, t))
+    first = {}
+    for name, t in out:
+        first.setdefault(t.dtype, name)
+    if len(first) > 1:
+        problems.append("its tensors are of several dtypes (%s): one dtype per "
+                        "model; convert it with model.to(dtype) first"
+                        % ", ".join("%s is %s" % (n, d) for d, n in first.items()))
     if problems:
         raise InvalidArgument("cannot attach this model: " + "; ".join(problems))
     if not out:
@@ -88,32 +103,44 @@ def attach(model, socket=None, name=None, *, buffers=False,
            precision=None):
     """Connects to gossipd, registers model's parameters and moves them
     into the shared buffer (see the module docstring).  buffers=True also
-    gossips float32 buffers (BatchNorm running statistics); integer
+    gossips floating-point buffers (BatchNorm running statistics); integer
     buffers such as num_batches_tracked always stay private.  timeout,
     reconnect and strict are Client's: across a daemon restart the client
     registers the same buffer again, so the parameters stay views of it
     and step() returns offline results meanwhile (OfflineWarning; with
     strict=True, OfflineError).  method, rank, gamma, power_iterations and
     precision choose the model's gossip settings (None: the daemon's; see
-    Client.register).  Returns an Attachment; the model is unchanged if
-    this raises."""
+    Client.register).  A float16 or bfloat16 model is registered with its
+    dtype: the daemon gossips a float32 master copy of it and writes the
+    parameters back rounded (Client.register).  Returns an Attachment;
+    the model is unchanged if this raises."""
     torch = _torch()
     tensors = gossiped_tensors(model, buffers)
+    dtype = _dtypes(torch)[tensors[0][1].dtype]
     client = Client(socket, name, timeout, reconnect=reconnect, strict=strict)
     try:
         arrays = client.register([(wire_name(n), tuple(t.shape)) for n, t in tensors],
                                  method=method, rank=rank, gamma=gamma,
                                  power_iterations=power_iterations,
-                                 precision=precision)
+                                 precision=precision, dtype=dtype)
+        views = [_torch_view(torch, a, dtype) for a in arrays]
         with torch.no_grad():
-            for (_, t), a in zip(tensors, arrays):
-                a[...] = t.detach().numpy()
-            for (_, t), a in zip(tensors, arrays):
-                t.data = torch.from_numpy(a)
+            for (_, t), v in zip(tensors, views):
+                v.copy_(t.detach())
+            for (_, t), v in zip(tensors, views):
+                t.data = v
     except BaseException:
         client.close()
         raise
     return Attachment(client, tensors, model, buffers)
+
+
+def _torch_view(torch, array, dtype):
+    """A torch tensor sharing a buffer array's memory (bfloat16: the
+    uint16 bits, viewed)."""
+    if dtype == "bfloat16":
+        return torch.from_numpy(array.view("int16")).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _live_tensors(model, buffers):
@@ -130,7 +157,7 @@ class Attachment:
 
     Before each step(), drain(), average() and finish() it checks that
     every attached tensor is still the model's and still a view of the
-    shared buffer (same address, float32, same shape): a .double(),
+    shared buffer (same address, dtype and shape): a .double(),
     .half(), .to() or .cuda() after attach() raises ParameterMoved
     instead of gossiping a stale buffer."""
 
