@@ -378,13 +378,13 @@ static int defer(edge *e, const uint8_t *pt, size_t len)
 static int dispatch(edge *e, uint8_t type, const uint8_t *pt, size_t len)
 {
 	/* An ended session's MODEL says nothing any more. */
-	if (edge__quiet() && type == GSP_MSG_MODEL)
+	if (edge__quiet(e) && type == GSP_MSG_MODEL)
 		return 0;
 	/* MODEL first and only then; rounds follow the RESYNC (an ended
 	 * session's frames excepted). */
-	if (!edge__quiet() && (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
+	if (!edge__quiet(e) && (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
 		return -EBADMSG;
-	if (!edge__quiet() && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
+	if (!edge__quiet(e) && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
 		return -EBADMSG;
 	switch (type) {
 	case GSP_MSG_MODEL:
@@ -433,18 +433,18 @@ void edge_after_busy(edge *e)
 	memcpy(kept_len, e->deferred_len, sizeof(kept_len));
 	memcpy(kept_session, e->deferred_session, sizeof(kept_session));
 	e->n_deferred = 0;
-	e->reading_kept = true;
 	for (unsigned k = 0; k < n; k++) {
 		/* An ended session's frames still count (a ROUND completes,
 		 * a RESYNC tells how the peer ended a generation), but
 		 * nothing is answered. */
-		edge__set_quiet(kept_session[k] != e->session_no || e->state == EDGE_DOWN);
+		e->input = kept_session[k] != e->session_no || e->state == EDGE_DOWN
+				   ? INPUT_KEPT_ENDED : INPUT_KEPT;
 		uint8_t type = 0;
 		int err = gsp_msg_type(kept[k], kept_len[k], &type);
 		if (!err)
 			err = dispatch(e, type, kept[k], kept_len[k]);
-		bool was_quiet = edge__quiet();
-		edge__set_quiet(false);
+		bool was_quiet = edge__quiet(e);
+		e->input = INPUT_KEPT;
 		free(kept[k]);
 		if (err && !was_quiet && e->state != EDGE_DOWN) {
 			s->counters->rx_malformed++;
@@ -453,6 +453,6 @@ void edge_after_busy(edge *e)
 			s->counters->rx_malformed++;
 		}
 	}
-	e->reading_kept = false;
+	e->input = INPUT_LIVE;
 	edge__settle(e);
 }

@@ -156,7 +156,6 @@ struct edge_set {
 	unsigned max_degree;
 	float max_round_change;
 	bool dirty;              /* a count or generation changed (edgestate) */
-	bool releasing;          /* edges_release runs */
 	/* Writes into the trainer's buffer: how many the records count, and
 	 * whether one is under way (model_write_begin: only then may a round
 	 * be taken back by subtraction; one that waits for it sets

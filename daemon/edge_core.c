@@ -18,23 +18,14 @@ void edge__changed(edge *e)
 	e->set->ops->changed(e->set->ctx);
 }
 
-/* Using an ended session's frames (edge_after_busy).  The loop is one
- * thread: one flag serves every edge. */
-static bool quiet;
-
-bool edge__quiet(void)
+bool edge__quiet(const edge *e)
 {
-	return quiet;
-}
-
-void edge__set_quiet(bool q)
-{
-	quiet = q;
+	return e->input == INPUT_KEPT_ENDED;
 }
 
 int edge__send(edge *e, const uint8_t *pt, size_t len)
 {
-	if (quiet || e->state == EDGE_DOWN)
+	if (edge__quiet(e) || e->state == EDGE_DOWN)
 		return 0;
 	return e->set->ops->send(e->set->ctx, e, pt, len);
 }

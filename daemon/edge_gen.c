@@ -134,7 +134,7 @@ void edge__settle(edge *e)
 	 * the peer, continuing this one, never starts). */
 	if (e->live && e->state == EDGE_WAIT_RESYNC)
 		return;
-	if (e->live && e->leave_expired && !e->n_deferred && !e->reading_kept)
+	if (e->live && e->leave_expired && !e->n_deferred && e->input == INPUT_LIVE)
 		edge__leave_target(e);
 	if (e->live && e->ending != TARGET_NONE && !edge__end_live(e))
 		return;
@@ -309,7 +309,7 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	int err = gsp_msg_resync_decode(pt, len, &m);
 	if (err)
 		return err;
-	bool current = !edge__quiet();
+	bool current = !edge__quiet(e);
 	if (current && e->state == EDGE_DOWN)
 		return -EBADMSG;
 	bool was_live = (e->live && e->generation == m.generation) ||

@@ -36,6 +36,15 @@ typedef struct edge_msg {
 /* Frames of a session that came while the engine was busy. */
 #define EDGE_DEFERRED_MAX 8
 
+/* Where the frame an edge is using comes from. */
+typedef enum edge_input {
+	INPUT_LIVE = 0,          /* from the session, as it comes */
+	INPUT_KEPT,              /* kept while busy, of the current session
+				  * (edge_after_busy reads them now) */
+	INPUT_KEPT_ENDED,        /* kept, of a session that has ended: used,
+				  * never answered (edge__quiet) */
+} edge_input;
+
 struct edge {
 	edge_set *set;
 	size_t index;            /* engine edge index */
@@ -112,7 +121,7 @@ struct edge {
 	size_t deferred_len[EDGE_DEFERRED_MAX];
 	uint64_t deferred_session[EDGE_DEFERRED_MAX];
 	unsigned n_deferred;
-	bool reading_kept;       /* edge_after_busy reads them now */
+	edge_input input;        /* of the frame being used */
 	uint64_t session_no;     /* sessions so far */
 	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
 	uint64_t last_apply_step;
@@ -151,11 +160,10 @@ struct edge {
 
 /* ---- edge_core.c ---- */
 /* Frames go out unless the edge is "quiet": it is using frames of a
- * session that has ended (kept while the engine was busy), whose answers
- * would land on the wrong session (edge_after_busy sets it). */
+ * session that has ended (kept while the engine was busy, INPUT_KEPT_ENDED),
+ * whose answers would land on the wrong session. */
 int edge__send(edge *e, const uint8_t *pt, size_t len);
-bool edge__quiet(void);
-void edge__set_quiet(bool quiet);
+bool edge__quiet(const edge *e);
 void edge__changed(edge *e);
 void edge__msg_free(edge_msg *m);
 /* Which of e->sent holds our message of `round`, or -1. */

@@ -218,14 +218,13 @@ bool edges_resumable(const edge_set *s)
 
 void edges_release(edge_set *s)
 {
-	/* Sending calls nothing back into the edges; the guard is for the
-	 * link's error paths. */
-	if (s->releasing)
-		return;
-	s->releasing = true;
+	/* Sending calls nothing back into the edges: a send that fails
+	 * closes the session (edge_session_down), and the node core looks
+	 * at the change on its next loop turn (core_edges_changed), so
+	 * edges_release, called from the core's timers only, is never
+	 * re-entered. */
 	for (size_t i = 0; i < s->n; i++)
 		edge_release(&s->edge[i]);
-	s->releasing = false;
 }
 
 void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
