@@ -54,11 +54,11 @@ struct edge {
 	edge_state state;        /* of the session */
 	uint8_t seed[GSP_SEED_BYTES];   /* this session's */
 	bool peer_attached;      /* the peer's MODEL named a model */
-	/* The generation: outlives sessions and the model.  live: the
-	 * engine edge holds it (model attached).  C and S: last round
-	 * completed with the peer's message, last projected. */
+	/* The generation: outlives sessions and the model; gen its state
+	 * (edge.h).  C and S: last round completed with the peer's
+	 * message, last projected. */
 	uint32_t generation;
-	bool live;
+	edge_gen_state gen;
 	uint8_t gen_seed[GSP_SEED_BYTES];
 	uint64_t completed, sent_round;
 	edge_msg sent[2];        /* ours for rounds S-1 and S */
@@ -83,9 +83,8 @@ struct edge {
 	edge_end_why ending_self;
 	uint64_t end_count;
 	bool leave_expired;      /* LeaveWait passed: end without the answer */
-	/* A new generation agreed in this session, started once the old
-	 * one has ended. */
-	bool start_pending;
+	/* A new generation agreed in this session (0: none), started once
+	 * the old one has ended. */
 	uint32_t next_generation;
 	float next_weight;
 	/* The last generation that ended here with rounds applied, and our
@@ -95,11 +94,11 @@ struct edge {
 	edge_msg ended_msg;
 	bool no_history;         /* records lost (daemon start) */
 	/* A generation of before a restart that continues once the model
-	 * is attached (edge_restore): its engine state, Weight, counts and
-	 * our kept messages. */
+	 * is attached (edge_restore, GEN_RESUMING; else an ended one's
+	 * update to land): its engine state, Weight, counts and our kept
+	 * messages. */
 	uint8_t *resume;
 	size_t resume_len;
-	bool resume_live;        /* else an ended one's update to land */
 	float resume_weight;
 	edge_msg resume_sent[2];
 	uint32_t resume_ended_generation;
@@ -158,7 +157,23 @@ struct edge {
  *   <- edge_gen <- edge <- edge_records <- edges_pace <- edges
  *   <- edges_api */
 
+/* PROTOCOL.md 4.9's rows: EDGE_ROW(G3) where the code takes row G3
+ * counts it (edge_rows_hit).  The table and the code's marks are
+ * checked against each other (tests/daemon/test_edge_rows.py). */
+#define EDGE_ROW_IDS(X) X(S1) X(S2) X(S3) X(S4) X(S5) X(S6) \
+	X(G1) X(G2) X(G3) X(G4) X(G5) X(G6) X(G7) X(G8) X(G9) X(G10)
+#define EDGE_ROW_ENUM(id) EDGE_ROW_##id,
+typedef enum edge_row { EDGE_ROW_IDS(EDGE_ROW_ENUM) EDGE_ROW_COUNT } edge_row;
+#define EDGE_ROW(id) edge__row(EDGE_ROW_##id)
+
+/* The generation runs here (the engine edge holds it). */
+static inline bool edge__live(const edge *e)
+{
+	return e->gen == GEN_LIVE || e->gen == GEN_ENDING;
+}
+
 /* ---- edge_core.c ---- */
+void edge__row(edge_row row);
 /* Frames go out unless the edge is "quiet": it is using frames of a
  * session that has ended (kept while the engine was busy, INPUT_KEPT_ENDED),
  * whose answers would land on the wrong session. */
@@ -224,7 +239,7 @@ void edge__resume(edge *e, bool ours);
  * session works, and this end is not ending it. */
 static inline bool edge__avg_runs(const edge *e)
 {
-	return e->live && e->state == EDGE_UP && !e->ending_self;
+	return edge__live(e) && e->state == EDGE_UP && !e->ending_self;
 }
 
 /* ---- edge_sched.c ---- */
