@@ -172,6 +172,34 @@ START_TEST(test_round_while_busy_is_deferred_then_used)
 }
 END_TEST
 
+START_TEST(test_failed_send_at_release_reenters_nothing)
+{
+	/* The records keep a's ROUND; its send fails as the link's does (the
+	 * session closes inside the send): the close re-enters neither the
+	 * core nor edges_release (the core looks at the change on its next
+	 * turn), and the next session completes the round from a's kept
+	 * message. */
+	edgepair p;
+	double sum0;
+	pair_up(&p, GSP_METHOD_EXACT, 1, "40", &sum0);
+	p.a.send_fails = 1;
+	ck_assert_int_ge(ep_step(&p.a), 0);
+	ep_turn(&p.a);
+	ck_assert_uint_eq(p.a.send_fails, 0);
+	ck_assert(p.a.changed_armed_in_close);
+	ck_assert(!p.a.saved_in_close);
+	ck_assert(!p.a.session);
+	ck_assert_int_eq(ep_view(p.a.e).state, EDGE_DOWN);
+	ck_assert_int_ge(ep_step(&p.b), 0);
+	ep_session_up(&p, 2);
+	ep_pump(&p);
+	ck_assert_int_eq(ep_info(&p.a).state, GSP_EDGE_COMPLETED);
+	ck_assert_int_eq(ep_info(&p.b).state, GSP_EDGE_COMPLETED);
+	assert_conserved(&p, sum0);
+	ep_free(&p);
+}
+END_TEST
+
 START_TEST(test_session_end_while_busy_completes_the_round_first)
 {
 	/* b had already completed round 1 with a's message; a's engine was
@@ -1093,6 +1121,7 @@ int main(void)
 	tcase_add_test(tc, test_early_round_waits_for_our_projection);
 	tcase_add_test(tc, test_round_two_ahead_is_malformed);
 	tcase_add_test(tc, test_round_while_busy_is_deferred_then_used);
+	tcase_add_test(tc, test_failed_send_at_release_reenters_nothing);
 	tcase_add_test(tc, test_session_end_while_busy_completes_the_round_first);
 	tcase_add_test(tc, test_reset_continues_the_generation);
 	tcase_add_test(tc, test_old_generation_round_is_dropped);
