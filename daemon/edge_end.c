@@ -181,28 +181,6 @@ uint64_t edge__below_told_end(const edge *e, uint64_t count)
 
 /* ---- ending by this end ---------------------------------------------- */
 
-static void begin_ending(edge *e, edge_end_why why);
-
-bool edge_end_begin(edge *e, edge_end_why why)
-{
-	e->next_generation = 0;   /* none starts after it */
-	switch (e->gen) {
-	case GEN_NONE:
-	case GEN_RESUMING:
-		return true;      /* none runs here */
-	case GEN_LIVE:
-	case GEN_ENDING:
-		/* Busy: asked again after the step; ending already: once. */
-		if (e->set->busy || e->ending_self)
-			return false;
-		EDGE_ROW(G7);
-		e->gen = GEN_ENDING;
-		begin_ending(e, why);
-		return false;
-	}
-	return false;
-}
-
 static void begin_ending(edge *e, edge_end_why why)
 {
 	e->ending_self = why;
@@ -232,4 +210,24 @@ static void begin_ending(edge *e, edge_end_why why)
 			(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
 		(void)edge__send_resync(e, true);
 	}
+}
+
+bool edge_end_begin(edge *e, edge_end_why why)
+{
+	e->next_generation = 0;   /* none starts after it */
+	switch (e->gen) {
+	case GEN_NONE:
+	case GEN_RESUMING:
+		return true;      /* none runs here */
+	case GEN_LIVE:
+	case GEN_ENDING:
+		/* Not while the engine is busy; once. */
+		if (e->set->busy || e->ending_self)
+			return false;
+		EDGE_ROW(G7);
+		e->gen = GEN_ENDING;
+		begin_ending(e, why);
+		return false;
+	}
+	return false;
 }
