@@ -468,6 +468,7 @@ START_TEST(test_restart_before_the_trainer_registers_keeps_the_generation)
 	ck_assert_int_eq(ep_deliver_one(&p.b), 0);     /* a completes round 2 */
 	ep_restart(&p.a, &c, true, false);
 	ck_assert(!ep_view(p.a.e).live);
+	ck_assert_int_eq(ep_view(p.a.e).gen, GEN_RESUMING);  /* G4 */
 	ep_session_up(&p, 9);
 	ep_pump(&p);
 	ck_assert_int_eq(ep_view(p.b.e).state, EDGE_IDLE);
@@ -476,6 +477,7 @@ START_TEST(test_restart_before_the_trainer_registers_keeps_the_generation)
 	/* The trainer registers: the sessions start over (model changed). */
 	ep_attach(&p.a);
 	ck_assert(ep_view(p.a.e).live);
+	ck_assert_int_eq(ep_view(p.a.e).gen, GEN_LIVE);      /* G5 */
 	ep_end_session(&p.a);
 	ep_session_up(&p, 10);
 	ep_pump(&p);
@@ -625,11 +627,16 @@ static void end_together(edge_end_why why)
 	ck_assert_int_ge(ep_step(&p.b), 0);
 	ep_pump(&p);                               /* round 2 completed at both */
 	ck_assert_int_ge(ep_step(&p.b), 0);         /* b applies it, projects 3 */
+	ck_assert_int_eq(ep_view(p.a.e).gen, GEN_LIVE);
 	ck_assert(!edge_end_begin(p.a.e, why));
 	ck_assert(ep_view(p.a.e).live && ep_view(p.a.e).ending_self == why);
+	ck_assert_int_eq(ep_view(p.a.e).gen, GEN_ENDING);   /* G7 */
+	ck_assert_int_eq(ep_view(p.b.e).gen, GEN_LIVE);
 	ep_pump(&p);                                /* RESYNCs cross */
 	takeback_waits_for_a_write(&p, &p.b);
 	ck_assert(!ep_view(p.a.e).live && !ep_view(p.b.e).live);
+	ck_assert_int_eq(ep_view(p.a.e).gen, GEN_NONE);     /* G9 */
+	ck_assert_int_eq(ep_view(p.b.e).gen, GEN_NONE);
 	/* a's pending round 2 is dropped; b takes its applied one back. */
 	ck_assert_uint_eq(ep_view(p.a.e).ended_applied, 1);
 	ck_assert_uint_eq(ep_view(p.b.e).ended_applied, 1);
