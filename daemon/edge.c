@@ -41,6 +41,7 @@ void edge_session_up(edge *e, const uint8_t seed[GSP_SEED_BYTES])
 {
 	memcpy(e->seed, seed, GSP_SEED_BYTES);
 	e->session_no++;
+	EDGE_ROW(S1);
 	e->state = EDGE_WAIT_MODEL;
 	e->peer_continues = false;
 	if (send_model(e) != 0 && e->state == EDGE_WAIT_MODEL)
@@ -53,10 +54,11 @@ void edge_session_down(edge *e)
 {
 	if (e->state == EDGE_DOWN)
 		return;
+	EDGE_ROW(S6);
 	e->state = EDGE_DOWN;
 	e->peer_attached = false;
 	e->peer_continues = false;
-	e->start_pending = false;
+	e->next_generation = 0;   /* agreed in this session only */
 	e->straggler = e->lagging = false;
 	edge__changed(e);
 }
@@ -170,7 +172,7 @@ void edge_step_done(edge *e)
 {
 	edge_set *s = e->set;
 	gsp_edge_info info;
-	if (!e->live || gsp_node_edge_info(s->model.node, e->index, &info) != 0)
+	if (!edge__live(e) || gsp_node_edge_info(s->model.node, e->index, &info) != 0)
 		return;
 	/* Projected and not yet kept (it may even be completed already, by
 	 * a message that was waiting for us). */
@@ -251,11 +253,11 @@ static int on_round(edge *e, const uint8_t *pt, size_t len)
 	 * here, also while the old one still waits to end (a take-back that
 	 * waits for a write); dropped, it would never come again in this
 	 * session. */
-	if (e->start_pending && msg.generation == e->next_generation)
+	if (e->next_generation && msg.generation == e->next_generation)
 		return msg.round == 1 ? keep_early(e, &msg) : -EBADMSG;
 	/* A round of a generation that has ended here, or a resent one we
 	 * have: of no use.  Dropping a message never costs exactness. */
-	if (!e->live || msg.generation != e->generation || msg.round <= e->completed)
+	if (!edge__live(e) || msg.generation != e->generation || msg.round <= e->completed)
 		return 0;
 	e->peer_averaging = msg.flags & GSP_ROUND_AVERAGING;
 	e->peer_reached = msg.flags & GSP_ROUND_REACHED;
@@ -321,6 +323,7 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 			 "(RESYNC with ended generations and weights)", GSP_PROTO_MAJOR(msg.version),
 			 GSP_PROTO_MINOR(msg.version), GSP_PROTO_VERSION_MAJOR,
 			 GSP_PROTO_VERSION_MINOR);
+		EDGE_ROW(S3);
 		s->counters->version_mismatch++;
 		gsp_err("peer %s: refused: %s", e->name, text);
 		s->ops->error(s->ctx, e, text);
@@ -335,12 +338,14 @@ static int on_model(edge *e, const uint8_t *pt, size_t len)
 		snprintf(text, sizeof(text), "model mismatch (%s): ours %s; theirs %.*s",
 			 mismatch_kind(s->model.summary, msg.summary, msg.summary_len),
 			 s->model.summary, (int)msg.summary_len, msg.summary);
+		EDGE_ROW(S3);
 		s->counters->fingerprint_mismatch++;
 		gsp_err("peer %s: refused: %s", e->name, text);
 		s->ops->error(s->ctx, e, text);
 		s->ops->close(s->ctx, e, GSP_BYE_FINGERPRINT, text);
 		return 0;
 	}
+	EDGE_ROW(S2);
 	e->state = EDGE_WAIT_RESYNC;
 	if ((err = edge__send_resync(e, false)) != 0) {
 		if (e->state != EDGE_DOWN)
@@ -378,13 +383,13 @@ static int defer(edge *e, const uint8_t *pt, size_t len)
 static int dispatch(edge *e, uint8_t type, const uint8_t *pt, size_t len)
 {
 	/* An ended session's MODEL says nothing any more. */
-	if (edge__quiet() && type == GSP_MSG_MODEL)
+	if (edge__quiet(e) && type == GSP_MSG_MODEL)
 		return 0;
 	/* MODEL first and only then; rounds follow the RESYNC (an ended
 	 * session's frames excepted). */
-	if (!edge__quiet() && (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
+	if (!edge__quiet(e) && (e->state == EDGE_WAIT_MODEL) != (type == GSP_MSG_MODEL))
 		return -EBADMSG;
-	if (!edge__quiet() && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
+	if (!edge__quiet(e) && type == GSP_MSG_ROUND && e->state == EDGE_WAIT_RESYNC)
 		return -EBADMSG;
 	switch (type) {
 	case GSP_MSG_MODEL:
@@ -433,18 +438,18 @@ void edge_after_busy(edge *e)
 	memcpy(kept_len, e->deferred_len, sizeof(kept_len));
 	memcpy(kept_session, e->deferred_session, sizeof(kept_session));
 	e->n_deferred = 0;
-	e->reading_kept = true;
 	for (unsigned k = 0; k < n; k++) {
 		/* An ended session's frames still count (a ROUND completes,
 		 * a RESYNC tells how the peer ended a generation), but
 		 * nothing is answered. */
-		edge__set_quiet(kept_session[k] != e->session_no || e->state == EDGE_DOWN);
+		e->input = kept_session[k] != e->session_no || e->state == EDGE_DOWN
+				   ? INPUT_KEPT_ENDED : INPUT_KEPT;
 		uint8_t type = 0;
 		int err = gsp_msg_type(kept[k], kept_len[k], &type);
 		if (!err)
 			err = dispatch(e, type, kept[k], kept_len[k]);
-		bool was_quiet = edge__quiet();
-		edge__set_quiet(false);
+		bool was_quiet = edge__quiet(e);
+		e->input = INPUT_KEPT;
 		free(kept[k]);
 		if (err && !was_quiet && e->state != EDGE_DOWN) {
 			s->counters->rx_malformed++;
@@ -453,6 +458,6 @@ void edge_after_busy(edge *e)
 			s->counters->rx_malformed++;
 		}
 	}
-	e->reading_kept = false;
+	e->input = INPUT_LIVE;
 	edge__settle(e);
 }

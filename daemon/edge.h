@@ -38,6 +38,20 @@ typedef enum edge_state {
 	EDGE_IDLE,               /* no model at one end: heartbeats only */
 } edge_state;
 
+/* The generation's state (PROTOCOL.md 4.9, rows G*): what it waits for
+ * is data beside it (edge_impl.h): an agreed successor (next_generation),
+ * why this end ends it and where (ending_self, end_count), what is known
+ * of the peer's final count (ending, target). */
+typedef enum edge_gen_state {
+	GEN_NONE = 0,            /* none live here: none yet, or it ended */
+	GEN_RESUMING,            /* one of before a restart, live in the
+				  * records: continues once the model is
+				  * attached (edge_restore) */
+	GEN_LIVE,                /* the engine edge holds it */
+	GEN_ENDING,              /* live, and ending: this end ends it, or the
+				  * peer's final count is known, or both */
+} edge_gen_state;
+
 typedef struct edge edge;
 typedef struct edge_set edge_set;
 
@@ -103,7 +117,8 @@ typedef struct edge_view {
 	 * (live), the last round completed with the peer's message and the
 	 * last projected, and its weight (0: Metropolis-Hastings). */
 	uint32_t generation;
-	bool live;
+	edge_gen_state gen;
+	bool live;               /* GEN_LIVE or GEN_ENDING */
 	uint64_t completed, sent_round;
 	float weight;
 	/* Ending the live generation: what the peer's final count is and
@@ -113,7 +128,8 @@ typedef struct edge_view {
 	uint64_t target;
 	edge_end_why ending_self;
 	uint64_t end_count;
-	/* A new generation agreed, started once the old one has ended. */
+	/* A new generation agreed (next_generation), started once the old
+	 * one has ended. */
 	bool start_pending;
 	uint32_t next_generation;
 	/* The last generation that ended here with rounds applied, and how
@@ -156,7 +172,6 @@ struct edge_set {
 	unsigned max_degree;
 	float max_round_change;
 	bool dirty;              /* a count or generation changed (edgestate) */
-	bool releasing;          /* edges_release runs */
 	/* Writes into the trainer's buffer: how many the records count, and
 	 * whether one is under way (model_write_begin: only then may a round
 	 * be taken back by subtraction; one that waits for it sets
@@ -197,6 +212,12 @@ const edge *edges_at_const(const edge_set *s, size_t i);
 size_t edge_index(const edge *e);
 /* What is observable of e now (edge_view). */
 void edge_view_of(const edge *e, edge_view *ret);
+/* The rows of PROTOCOL.md 4.9's transition tables (their ids, "S1",
+ * "G3", ...) and how often each was taken in this process (the unit
+ * tests' coverage: tests/daemon/test_edge_rows.py). */
+size_t edge_rows(void);
+const char *edge_row_id(size_t row);
+uint64_t edge_rows_hit(size_t row);
 
 /* What the layers above tell the set (edges_api.c): only these write
  * its fields from outside the module.

@@ -2,7 +2,8 @@
  * (edge_impl.h), and calls nothing of theirs: frames out (edge__send, not
  * while reading an ended session's frames: edge__quiet), the changed
  * signal to the set's owner, our kept ROUND messages (edge__kept,
- * edge__msg_free) and the rounds applied on a live edge.
+ * edge__msg_free), the rounds applied on a live edge, and the count of
+ * PROTOCOL.md 4.9's rows taken (EDGE_ROW, edge_rows_hit).
  *
  * The edge module's files call one way, each only the files before it
  * (tests/daemon/test_layers.py checks it):
@@ -13,28 +14,46 @@
 
 #include "edge_impl.h"
 
+/* How often each row of PROTOCOL.md 4.9 was taken (the loop is one
+ * thread). */
+static uint64_t rows_hit[EDGE_ROW_COUNT];
+
+#define EDGE_ROW_NAME(id) #id,
+static const char *const row_ids[EDGE_ROW_COUNT] = {EDGE_ROW_IDS(EDGE_ROW_NAME)};
+
+void edge__row(edge_row row)
+{
+	rows_hit[row]++;
+}
+
+size_t edge_rows(void)
+{
+	return EDGE_ROW_COUNT;
+}
+
+const char *edge_row_id(size_t row)
+{
+	return row < EDGE_ROW_COUNT ? row_ids[row] : NULL;
+}
+
+uint64_t edge_rows_hit(size_t row)
+{
+	return row < EDGE_ROW_COUNT ? rows_hit[row] : 0;
+}
+
 void edge__changed(edge *e)
 {
 	e->set->ops->changed(e->set->ctx);
 }
 
-/* Using an ended session's frames (edge_after_busy).  The loop is one
- * thread: one flag serves every edge. */
-static bool quiet;
-
-bool edge__quiet(void)
+bool edge__quiet(const edge *e)
 {
-	return quiet;
-}
-
-void edge__set_quiet(bool q)
-{
-	quiet = q;
+	return e->input == INPUT_KEPT_ENDED;
 }
 
 int edge__send(edge *e, const uint8_t *pt, size_t len)
 {
-	if (quiet || e->state == EDGE_DOWN)
+	if (edge__quiet(e) || e->state == EDGE_DOWN)
 		return 0;
 	return e->set->ops->send(e->set->ctx, e, pt, len);
 }
@@ -48,7 +67,7 @@ void edge__msg_free(edge_msg *m)
 uint64_t edge__applied(const edge *e)
 {
 	gsp_edge_info info;
-	if (!e->live || gsp_node_edge_info(e->set->model.node, e->index, &info) != 0)
+	if (!edge__live(e) || gsp_node_edge_info(e->set->model.node, e->index, &info) != 0)
 		return 0;
 	return info.state == GSP_EDGE_COMPLETED ? info.round - 1 : e->completed;
 }

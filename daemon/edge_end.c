@@ -36,7 +36,18 @@ void edge__record_end(edge *e, uint64_t applied)
 	}
 	if (s->attached)
 		(void)gsp_node_edge_disable(s->model.node, e->index);
-	e->live = false;
+	switch (e->gen) {
+	case GEN_ENDING:
+		EDGE_ROW(G9);     /* at the count both ends applied */
+		break;
+	case GEN_LIVE:
+		EDGE_ROW(G10);    /* the model goes (edges_detach) */
+		break;
+	case GEN_NONE:
+	case GEN_RESUMING:
+		break;            /* not called: none runs */
+	}
+	e->gen = GEN_NONE;
 	e->ending = TARGET_NONE;
 	e->leave_expired = false;
 	edge__sched_reset(e);
@@ -170,14 +181,8 @@ uint64_t edge__below_told_end(const edge *e, uint64_t count)
 
 /* ---- ending by this end ---------------------------------------------- */
 
-bool edge_end_begin(edge *e, edge_end_why why)
+static void begin_ending(edge *e, edge_end_why why)
 {
-	edge_set *s = e->set;
-	e->start_pending = false;
-	if (!e->live || s->busy)
-		return !e->live;
-	if (e->ending_self)
-		return false;
 	e->ending_self = why;
 	/* Nothing more is sent or completed on it; a round completed but
 	 * not applied yet is not offered (at DETACH it could not land), and
@@ -204,6 +209,25 @@ bool edge_end_begin(edge *e, edge_end_why why)
 		if (k >= 0)
 			(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
 		(void)edge__send_resync(e, true);
+	}
+}
+
+bool edge_end_begin(edge *e, edge_end_why why)
+{
+	e->next_generation = 0;   /* none starts after it */
+	switch (e->gen) {
+	case GEN_NONE:
+	case GEN_RESUMING:
+		return true;      /* none runs here */
+	case GEN_LIVE:
+	case GEN_ENDING:
+		/* Not while the engine is busy; once. */
+		if (e->set->busy || e->ending_self)
+			return false;
+		EDGE_ROW(G7);
+		e->gen = GEN_ENDING;
+		begin_ending(e, why);
+		return false;
 	}
 	return false;
 }

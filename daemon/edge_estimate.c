@@ -74,7 +74,7 @@ static double estimate_of(const edge_set *s, bool going_only)
 		 * reached on the edges that go on (their rounds would then never
 		 * end).  A live edge whose session is down still counts: its
 		 * rounds resume. */
-		if (going_only && (e->avg_held || !e->live || e->ending_self))
+		if (going_only && (e->avg_held || !edge__live(e) || e->ending_self))
 			continue;
 		/* The last measurement stands after a neighbour leaves. */
 		if (e->rounds_completed && !(e->diff_norm <= est))

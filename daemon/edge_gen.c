@@ -92,9 +92,9 @@ static void start_generation(edge *e)
 	}
 	memcpy(e->gen_seed, e->seed, GSP_SEED_BYTES);
 	e->generation = e->next_generation;
-	e->live = true;
+	e->gen = GEN_LIVE;
+	e->next_generation = 0;
 	e->no_history = false;
-	e->start_pending = false;
 	e->completed = e->sent_round = 0;
 	e->peer_reached = e->peer_averaging = false;
 	memset(e->peer_reached_at, 0, sizeof(e->peer_reached_at));
@@ -108,18 +108,28 @@ static void start_generation(edge *e)
 	edge__changed(e);
 }
 
-/* A generation agreed on starts once the old one's update landed. */
-static void start_agreed(edge *e)
+/* A generation agreed on starts once the old one ended and its update
+ * landed. */
+static void gen_on_start(edge *e)
 {
 	edge_set *s = e->set;
-	if (!e->start_pending || e->live || !s->attached || e->state != EDGE_UP)
-		return;
 	gsp_edge_info info;
-	/* An update of the old generation lands first (next STEP). */
-	if (gsp_node_edge_info(s->model.node, e->index, &info) != 0 ||
-	    info.state == GSP_EDGE_COMPLETED)
+	switch (e->gen) {
+	case GEN_NONE:
+		if (!e->next_generation || !s->attached || e->state != EDGE_UP)
+			return;
+		/* An update of the old generation lands first (next STEP). */
+		if (gsp_node_edge_info(s->model.node, e->index, &info) != 0 ||
+		    info.state == GSP_EDGE_COMPLETED)
+			return;
+		EDGE_ROW(G3);
+		start_generation(e);
 		return;
-	start_generation(e);
+	case GEN_RESUMING:       /* no model: not here */
+	case GEN_LIVE:
+	case GEN_ENDING:
+		return;           /* after it ended */
+	}
 }
 
 void edge__settle(edge *e)
@@ -132,17 +142,17 @@ void edge__settle(edge *e)
 	 * decided on the peer's (decide), so that both ends decide on the
 	 * same two RESYNCs (ended in between, we would start a generation
 	 * the peer, continuing this one, never starts). */
-	if (e->live && e->state == EDGE_WAIT_RESYNC)
+	if (edge__live(e) && e->state == EDGE_WAIT_RESYNC)
 		return;
-	if (e->live && e->leave_expired && !e->n_deferred && !e->reading_kept)
+	if (edge__live(e) && e->leave_expired && !e->n_deferred && e->input == INPUT_LIVE)
 		edge__leave_target(e);
-	if (e->live && e->ending != TARGET_NONE && !edge__end_live(e))
+	if (edge__live(e) && e->ending != TARGET_NONE && !edge__end_live(e))
 		return;
-	start_agreed(e);
+	gen_on_start(e);
 	/* An end that waited for a write answers the peer's ENDING now, as
 	 * edge__on_resync does at once otherwise: after the next generation
 	 * started, which the answer then names. */
-	if (e->answer_due && (!e->live || e->ending == TARGET_NONE) &&
+	if (e->answer_due && (!edge__live(e) || e->ending == TARGET_NONE) &&
 	    e->state != EDGE_WAIT_RESYNC) {
 		e->answer_due = false;
 		if (edge__decided(e))
@@ -156,7 +166,7 @@ void edge__settle(edge *e)
 static bool same_live(const edge *e, const gsp_msg_resync *m)
 {
 	uint8_t tag[GSP_GEN_TAG_BYTES];
-	if (!e->live || !(m->flags & GSP_RESYNC_LIVE) || m->generation != e->generation)
+	if (!edge__live(e) || !(m->flags & GSP_RESYNC_LIVE) || m->generation != e->generation)
 		return false;
 	edge__gen_tag(e->gen_seed, e->generation, tag);
 	return sodium_memcmp(tag, m->gen_tag, sizeof(tag)) == 0;
@@ -170,6 +180,22 @@ static bool consistent(const edge *e, const gsp_msg_resync *m)
 	       (S > S2 ? S - S2 : S2 - S) <= 1;
 }
 
+/* The peer's RESYNC set where our live generation ends (e->ending):
+ * it ends, at the next settle that can. */
+static void gen_on_peer_end(edge *e)
+{
+	switch (e->gen) {
+	case GEN_LIVE:
+	case GEN_ENDING:         /* ending by this end, the peer's count unknown */
+		EDGE_ROW(G8);
+		e->gen = GEN_ENDING;
+		return;
+	case GEN_NONE:
+	case GEN_RESUMING:
+		return;           /* not called: none runs */
+	}
+}
+
 /* Where our live generation ends, once the peer is no longer simply
  * live in it.  The peer ending it (edge_end_begin): at the smaller of
  * the two applied counts.  The peer out of it: at its final count,
@@ -179,9 +205,9 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 {
 	/* The peer ends the generation we agreed to start but have not
 	 * yet: it never starts here (none of its rounds completed). */
-	if (!e->live && e->start_pending && m->generation == e->next_generation &&
+	if (!edge__live(e) && e->next_generation && m->generation == e->next_generation &&
 	    (m->flags & GSP_RESYNC_ENDING)) {
-		e->start_pending = false;
+		e->next_generation = 0;
 		if (e->early && e->early_generation == m->generation) {
 			free(e->early);
 			e->early = NULL;
@@ -189,7 +215,7 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 	}
 	if (m->flags & GSP_RESYNC_ENDING)
 		e->peer_continues = false;
-	if (!e->live || e->ending != TARGET_NONE)
+	if (!edge__live(e) || e->ending != TARGET_NONE)
 		return;
 	if (same_live(e, m)) {
 		if (!(m->flags & GSP_RESYNC_ENDING))
@@ -225,6 +251,7 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 	 * the peer's message at every session. */
 	if (e->ending == TARGET_KNOWN && e->target > e->completed + 1)
 		e->ending = TARGET_UNKNOWN;
+	gen_on_peer_end(e);
 	gsp_debug("peer %s: generation %u ends at round %llu", e->name, e->generation,
 		  (unsigned long long)e->target);
 }
@@ -263,6 +290,27 @@ static float agree_weight(edge *e, float theirs)
 	return w;
 }
 
+/* The session's first RESYNCs agree on a new generation: it starts once
+ * none runs here (gen_on_start). */
+static void gen_on_agree(edge *e, const gsp_msg_resync *m)
+{
+	switch (e->gen) {
+	case GEN_NONE:
+		EDGE_ROW(G1);
+		break;
+	case GEN_ENDING:         /* not continued: it ends first */
+		EDGE_ROW(G2);
+		break;
+	case GEN_LIVE:           /* not continued: ending (learn_end) */
+	case GEN_RESUMING:       /* both have the model: resumed (edges_attach) */
+		break;
+	}
+	uint32_t g = max_u32(max_u32(e->generation, m->generation),
+			     max_u32(e->ended_generation, m->ended_generation)) + 1;
+	e->next_generation = g ? g : 1;
+	e->next_weight = agree_weight(e, m->weight);
+}
+
 /* The session's first RESYNC: continue, or agree on a new generation. */
 static void decide(edge *e, const gsp_msg_resync *m)
 {
@@ -282,6 +330,7 @@ static void decide(edge *e, const gsp_msg_resync *m)
 			(void)edge__send_resync(e, true);
 	} else if (same_live(e, m) && !consistent(e, m)) {
 		e->ending = TARGET_UNKNOWN;   /* not two honest ends of one generation */
+		gen_on_peer_end(e);
 	}
 	bool both = s->attached && e->peer_attached;
 	/* Neither first RESYNC said NO_START: both ends decide on the same
@@ -290,13 +339,12 @@ static void decide(edge *e, const gsp_msg_resync *m)
 	 * generation alone, which ends at no rounds at the next session.) */
 	bool startable = !e->offered_no_start && !(m->flags & GSP_RESYNC_NO_START) &&
 			 !e->ending_self && !s->detaching;
-	if (!cont && both && startable) {
-		uint32_t g = max_u32(max_u32(e->generation, m->generation),
-				     max_u32(e->ended_generation, m->ended_generation)) + 1;
-		e->next_generation = g ? g : 1;
-		e->next_weight = agree_weight(e, m->weight);
-		e->start_pending = true;
-	}
+	if (!cont && both && startable)
+		gen_on_agree(e, m);
+	if (both)
+		EDGE_ROW(S4);
+	else
+		EDGE_ROW(S5);
 	e->state = both ? EDGE_UP : EDGE_IDLE;
 	uint32_t cap;
 	if (both && gsp_proto_peer_max_frame(s->model.max_payload, &cap) == 0)
@@ -309,11 +357,11 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	int err = gsp_msg_resync_decode(pt, len, &m);
 	if (err)
 		return err;
-	bool current = !edge__quiet();
+	bool current = !edge__quiet(e);
 	if (current && e->state == EDGE_DOWN)
 		return -EBADMSG;
-	bool was_live = (e->live && e->generation == m.generation) ||
-			(e->start_pending && e->next_generation == m.generation);
+	bool was_live = (edge__live(e) && e->generation == m.generation) ||
+			(e->next_generation && e->next_generation == m.generation);
 	learn_end(e, &m);
 	bool first = current && e->state == EDGE_WAIT_RESYNC;
 	if (first)
@@ -327,7 +375,7 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	edge__settle(e);
 	check_agreement(e, &m);
 	/* The peer ends the generation: it waits to hear where we ended. */
-	if (current && was_live && (!e->live || e->generation != m.generation) &&
+	if (current && was_live && (!edge__live(e) || e->generation != m.generation) &&
 	    (m.flags & GSP_RESYNC_ENDING) && e->state != EDGE_DOWN)
 		(void)edge__send_resync(e, true);
 	return 0;
@@ -337,7 +385,7 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 
 bool edge_end_alone(edge *e)
 {
-	if (!e->live)
+	if (!edge__live(e))
 		return true;
 	if (!e->ending_self)
 		return false;
@@ -347,5 +395,5 @@ bool edge_end_alone(edge *e)
 			 (unsigned long long)e->end_count);
 	e->leave_expired = true;
 	edge__settle(e);   /* busy: after the step (edges_finish) */
-	return !e->live;
+	return !edge__live(e);
 }

@@ -36,6 +36,15 @@ typedef struct edge_msg {
 /* Frames of a session that came while the engine was busy. */
 #define EDGE_DEFERRED_MAX 8
 
+/* Where the frame an edge is using comes from. */
+typedef enum edge_input {
+	INPUT_LIVE = 0,          /* from the session, as it comes */
+	INPUT_KEPT,              /* kept while busy, of the current session
+				  * (edge_after_busy reads them now) */
+	INPUT_KEPT_ENDED,        /* kept, of a session that has ended: used,
+				  * never answered (edge__quiet) */
+} edge_input;
+
 struct edge {
 	edge_set *set;
 	size_t index;            /* engine edge index */
@@ -45,11 +54,11 @@ struct edge {
 	edge_state state;        /* of the session */
 	uint8_t seed[GSP_SEED_BYTES];   /* this session's */
 	bool peer_attached;      /* the peer's MODEL named a model */
-	/* The generation: outlives sessions and the model.  live: the
-	 * engine edge holds it (model attached).  C and S: last round
-	 * completed with the peer's message, last projected. */
+	/* The generation: outlives sessions and the model; gen its state
+	 * (edge.h).  C and S: last round completed with the peer's
+	 * message, last projected. */
 	uint32_t generation;
-	bool live;
+	edge_gen_state gen;
 	uint8_t gen_seed[GSP_SEED_BYTES];
 	uint64_t completed, sent_round;
 	edge_msg sent[2];        /* ours for rounds S-1 and S */
@@ -74,9 +83,8 @@ struct edge {
 	edge_end_why ending_self;
 	uint64_t end_count;
 	bool leave_expired;      /* LeaveWait passed: end without the answer */
-	/* A new generation agreed in this session, started once the old
-	 * one has ended. */
-	bool start_pending;
+	/* A new generation agreed in this session (0: none), started once
+	 * the old one has ended. */
 	uint32_t next_generation;
 	float next_weight;
 	/* The last generation that ended here with rounds applied, and our
@@ -86,11 +94,11 @@ struct edge {
 	edge_msg ended_msg;
 	bool no_history;         /* records lost (daemon start) */
 	/* A generation of before a restart that continues once the model
-	 * is attached (edge_restore): its engine state, Weight, counts and
-	 * our kept messages. */
+	 * is attached (edge_restore, GEN_RESUMING; else an ended one's
+	 * update to land): its engine state, Weight, counts and our kept
+	 * messages. */
 	uint8_t *resume;
 	size_t resume_len;
-	bool resume_live;        /* else an ended one's update to land */
 	float resume_weight;
 	edge_msg resume_sent[2];
 	uint32_t resume_ended_generation;
@@ -112,7 +120,7 @@ struct edge {
 	size_t deferred_len[EDGE_DEFERRED_MAX];
 	uint64_t deferred_session[EDGE_DEFERRED_MAX];
 	unsigned n_deferred;
-	bool reading_kept;       /* edge_after_busy reads them now */
+	edge_input input;        /* of the frame being used */
 	uint64_t session_no;     /* sessions so far */
 	gsp_edge_info cache;     /* engine edge as of the last loop-side look */
 	uint64_t last_apply_step;
@@ -149,13 +157,28 @@ struct edge {
  *   <- edge_gen <- edge <- edge_records <- edges_pace <- edges
  *   <- edges_api */
 
+/* PROTOCOL.md 4.9's rows: EDGE_ROW(G3) where the code takes row G3
+ * counts it (edge_rows_hit).  The table and the code's marks are
+ * checked against each other (tests/daemon/test_edge_rows.py). */
+#define EDGE_ROW_IDS(X) X(S1) X(S2) X(S3) X(S4) X(S5) X(S6) \
+	X(G1) X(G2) X(G3) X(G4) X(G5) X(G6) X(G7) X(G8) X(G9) X(G10)
+#define EDGE_ROW_ENUM(id) EDGE_ROW_##id,
+typedef enum edge_row { EDGE_ROW_IDS(EDGE_ROW_ENUM) EDGE_ROW_COUNT } edge_row;
+#define EDGE_ROW(id) edge__row(EDGE_ROW_##id)
+
+/* The generation runs here (the engine edge holds it). */
+static inline bool edge__live(const edge *e)
+{
+	return e->gen == GEN_LIVE || e->gen == GEN_ENDING;
+}
+
 /* ---- edge_core.c ---- */
+void edge__row(edge_row row);
 /* Frames go out unless the edge is "quiet": it is using frames of a
- * session that has ended (kept while the engine was busy), whose answers
- * would land on the wrong session (edge_after_busy sets it). */
+ * session that has ended (kept while the engine was busy, INPUT_KEPT_ENDED),
+ * whose answers would land on the wrong session. */
 int edge__send(edge *e, const uint8_t *pt, size_t len);
-bool edge__quiet(void);
-void edge__set_quiet(bool quiet);
+bool edge__quiet(const edge *e);
 void edge__changed(edge *e);
 void edge__msg_free(edge_msg *m);
 /* Which of e->sent holds our message of `round`, or -1. */
@@ -216,7 +239,7 @@ void edge__resume(edge *e, bool ours);
  * session works, and this end is not ending it. */
 static inline bool edge__avg_runs(const edge *e)
 {
-	return e->live && e->state == EDGE_UP && !e->ending_self;
+	return edge__live(e) && e->state == EDGE_UP && !e->ending_self;
 }
 
 /* ---- edge_sched.c ---- */

@@ -16,7 +16,7 @@
 static bool landing(const edge *e)
 {
 	gsp_edge_info info;
-	return e->set->attached && !e->live &&
+	return e->set->attached && !edge__live(e) &&
 	       gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
 	       info.state == GSP_EDGE_COMPLETED;
 }
@@ -36,14 +36,14 @@ void edge_record_of(edge *e, edge_record *r)
 	const edge_msg *m = &e->ended_msg;
 	memset(r, 0, sizeof(*r));
 	r->generation = e->generation;
-	r->live = e->live;
+	r->live = edge__live(e);
 	r->ended_generation = e->ended_generation;
 	r->ended_applied = e->ended_applied;
 	memcpy(r->seed, e->gen_seed, sizeof(r->seed));
 	/* A live generation with rounds applied supersedes the ended one's
 	 * record; with none yet, that record and its message stay (a peer
 	 * still in the ended generation completes from it). */
-	if (e->live && (r->applied = edge__applied(e)) > 0) {
+	if (edge__live(e) && (r->applied = edge__applied(e)) > 0) {
 		int k = edge__kept(e, r->applied);
 		m = k >= 0 ? &e->sent[k] : NULL;
 	}
@@ -56,7 +56,7 @@ void edge_record_of(edge *e, edge_record *r)
 	free(e->saved);
 	e->saved = NULL;
 	size_t len;
-	if ((!e->live && !landing(e)) || !edge_state_fits(e) ||
+	if ((!edge__live(e) && !landing(e)) || !edge_state_fits(e) ||
 	    gsp_node_edge_save(e->set->model.node, e->index, &e->saved, &len) != 0 ||
 	    len > EDGESTATE_MSG_MAX)
 		return;
@@ -89,6 +89,8 @@ static int copy_round(const uint8_t *msg, uint32_t len, uint32_t generation,
 
 static void drop_resume(edge *e)
 {
+	if (e->gen == GEN_RESUMING)
+		e->gen = GEN_NONE;
 	free(e->resume);
 	e->resume = NULL;
 	for (int k = 0; k < 2; k++)
@@ -103,19 +105,24 @@ void edge__resume(edge *e, bool ours)
 			: gsp_node_edge_load(s->model.node, e->index, e->resume, e->resume_len);
 	if (!err)
 		err = gsp_node_edge_info(s->model.node, e->index, &info);
+	bool resuming = e->gen == GEN_RESUMING;
+	if (err && resuming)
+		EDGE_ROW(G6);
+	else if (resuming)
+		EDGE_ROW(G5);
 	if (err) {
 		gsp_warn("peer %s: generation %u cannot continue (%s): it ended at round "
 			 "%llu", e->name, e->generation, gsp_strerror(err),
 			 (unsigned long long)e->completed);
 		(void)gsp_node_edge_disable(s->model.node, e->index);
 		/* An ended generation's last update cannot land now. */
-		if (!e->resume_live && e->ended_generation == e->generation &&
+		if (!resuming && e->ended_generation == e->generation &&
 		    e->ended_applied)
 			edge__drop_landing(e);
 		drop_resume(e);
 		return;
 	}
-	if (!e->resume_live) {
+	if (!resuming) {
 		/* An ended generation's last update: it lands at the next
 		 * apply (the engine edge stays disabled). */
 		drop_resume(e);
@@ -134,7 +141,7 @@ void edge__resume(edge *e, bool ours)
 	}
 	free(e->resume);
 	e->resume = NULL;
-	e->live = true;
+	e->gen = GEN_LIVE;
 	e->weight = e->resume_weight;
 	e->sent_round = info.round;
 	e->completed = info.state == GSP_EDGE_IN_FLIGHT ? info.round - 1 : info.round;
@@ -182,7 +189,10 @@ int edge_restore(edge *e, const edge_record *r)
 		}
 		memcpy(e->resume, r->engine, r->engine_len);
 		e->resume_len = r->engine_len;
-		e->resume_live = r->live;
+		if (r->live) {
+			EDGE_ROW(G4);
+			e->gen = GEN_RESUMING;
+		}
 		e->resume_weight = r->weight;
 		e->resume_ended_generation = r->ended_generation;
 		e->resume_ended_applied = r->ended_applied;

@@ -41,14 +41,14 @@ void edge__fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 	/* A generation of before a restart that continues once the model
 	 * is attached (edge_restore) is live meanwhile, at the records'
 	 * counts: the peer keeps it (no model here: the edge is idle). */
-	bool resuming = !e->live && e->resume && e->resume_live;
+	bool resuming = e->gen == GEN_RESUMING;
 	if (resuming) {
 		m->ended_generation = e->resume_ended_generation;
 		m->ended_applied = e->resume_ended_applied;
 	}
-	if (e->live || resuming)
+	if (edge__live(e) || resuming)
 		m->flags |= GSP_RESYNC_LIVE;
-	if (e->live && e->ending_self && ending) {
+	if (edge__live(e) && e->ending_self && ending) {
 		m->flags |= GSP_RESYNC_ENDING;
 		m->ending_applied = e->end_count;
 	}

@@ -72,8 +72,8 @@ bool edge_reusable(const edge *e)
 {
 	const edge_set *s = e->set;
 	gsp_edge_info info;
-	if (s->busy || e->live || e->ending_self || e->ending != TARGET_NONE ||
-	    e->start_pending || e->state != EDGE_DOWN || e->resume || e->n_deferred)
+	if (s->busy || edge__live(e) || e->ending_self || e->ending != TARGET_NONE ||
+	    e->next_generation || e->state != EDGE_DOWN || e->resume || e->n_deferred)
 		return false;
 	/* The ended generation's last update has landed. */
 	return !s->attached || gsp_node_edge_info(s->model.node, e->index, &info) != 0 ||
@@ -135,7 +135,7 @@ static void land_ended(edge_set *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		gsp_edge_info info;
-		if (s->edge[i].live && gsp_node_edge_info(s->model.node, i, &info) == 0 &&
+		if (edge__live(&s->edge[i]) && gsp_node_edge_info(s->model.node, i, &info) == 0 &&
 		    info.state == GSP_EDGE_COMPLETED &&
 		    gsp_node_edge_rollback(s->model.node, i, info.round - 1) < 0)
 			return;   /* nothing lands then: as without a write */
@@ -163,14 +163,14 @@ void edges_detach(edge_set *s)
 	for (size_t i = 0; i < s->n; i++) {
 		edge *e = &s->edge[i];
 		/* A round the peer ended before goes first. */
-		if (e->live && e->ending == TARGET_KNOWN && edge__applied(e) > e->target)
+		if (edge__live(e) && e->ending == TARGET_KNOWN && edge__applied(e) > e->target)
 			edge__take_back(e);
-		if (e->live)
+		if (edge__live(e))
 			edge__record_end(e, edge__applied(e));
 		else if (e->ended_generation == e->generation && e->ended_applied &&
 			 e->cache.state == GSP_EDGE_COMPLETED)
 			edge__drop_landing(e);
-		e->start_pending = false;
+		e->next_generation = 0;
 		e->ending = TARGET_NONE;
 		drop_early(e);
 		/* The engine's counts go with it; keep their totals. */
@@ -195,7 +195,7 @@ size_t edges_ending(const edge_set *s)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->n; i++)
-		n += s->edge[i].live && s->edge[i].ending_self;
+		n += edge__live(&s->edge[i]) && s->edge[i].ending_self;
 	return n;
 }
 
@@ -211,21 +211,20 @@ void edges_step_done(edge_set *s)
 bool edges_resumable(const edge_set *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->edge[i].live && !edge_state_fits(&s->edge[i]))
+		if (edge__live(&s->edge[i]) && !edge_state_fits(&s->edge[i]))
 			return false;
 	return true;
 }
 
 void edges_release(edge_set *s)
 {
-	/* Sending calls nothing back into the edges; the guard is for the
-	 * link's error paths. */
-	if (s->releasing)
-		return;
-	s->releasing = true;
+	/* Sending calls nothing back into the edges: a send that fails
+	 * closes the session (edge_session_down), and the node core looks
+	 * at the change on its next loop turn (core_edges_changed), so
+	 * edges_release, called from the core's timers only, is never
+	 * re-entered. */
 	for (size_t i = 0; i < s->n; i++)
 		edge_release(&s->edge[i]);
-	s->releasing = false;
 }
 
 void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied,
@@ -237,7 +236,7 @@ void edges_step_begin(edge_set *s, unsigned max_staleness, uint32_t *ret_applied
 		gsp_edge_info info;
 		if (gsp_node_edge_info(s->model.node, i, &info) != 0)
 			continue;
-		if (!e->live || info.state == GSP_EDGE_IN_FLIGHT)
+		if (!edge__live(e) || info.state == GSP_EDGE_IN_FLIGHT)
 			skipped++;
 		else if (info.state == GSP_EDGE_COMPLETED) {
 			applied++;
@@ -283,7 +282,7 @@ int edges_answer_early(edge_set *s)
 	for (size_t i = 0; r >= 0 && i < s->n; i++) {
 		edge *e = &s->edge[i];
 		gsp_edge_info info;
-		if (!e->live || !e->early || e->drain_answered ||
+		if (!edge__live(e) || !e->early || e->drain_answered ||
 		    e->early_generation != e->generation ||
 		    gsp_node_edge_info(s->model.node, i, &info) != 0 ||
 		    info.state == GSP_EDGE_IN_FLIGHT || e->early_round != info.round + 1)
@@ -319,7 +318,7 @@ bool edges_start_waits_landing(const edge_set *s)
 	for (size_t i = 0; s->attached && i < s->n; i++) {
 		const edge *e = &s->edge[i];
 		gsp_edge_info info;
-		if (e->start_pending && !e->live && e->state == EDGE_UP &&
+		if (e->gen == GEN_NONE && e->next_generation && e->state == EDGE_UP &&
 		    gsp_node_edge_info(s->model.node, e->index, &info) == 0 &&
 		    info.state == GSP_EDGE_COMPLETED)
 			return true;
@@ -331,7 +330,7 @@ size_t edges_up(const edge_set *s)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->n; i++)
-		n += s->edge[i].live && s->edge[i].state == EDGE_UP;
+		n += edge__live(&s->edge[i]) && s->edge[i].state == EDGE_UP;
 	return n;
 }
 
@@ -339,7 +338,7 @@ size_t edges_live_down(const edge_set *s)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->n; i++)
-		n += s->edge[i].live && !s->edge[i].ending_self && s->edge[i].state != EDGE_UP;
+		n += edge__live(&s->edge[i]) && !s->edge[i].ending_self && s->edge[i].state != EDGE_UP;
 	return n;
 }
 

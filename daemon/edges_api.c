@@ -24,10 +24,11 @@ void edge_view_of(const edge *e, edge_view *ret)
 	*ret = (edge_view){
 		.index = e->index, .name = e->name, .lo = e->lo, .state = e->state,
 		.peer_attached = e->peer_attached, .session_no = e->session_no,
-		.generation = e->generation, .live = e->live, .completed = e->completed,
+		.generation = e->generation, .gen = e->gen, .live = edge__live(e),
+		.completed = e->completed,
 		.sent_round = e->sent_round, .weight = e->weight,
 		.ending = e->ending, .target = e->target, .ending_self = e->ending_self,
-		.end_count = e->end_count, .start_pending = e->start_pending,
+		.end_count = e->end_count, .start_pending = e->next_generation != 0,
 		.next_generation = e->next_generation,
 		.ended_generation = e->ended_generation, .ended_applied = e->ended_applied,
 		.early = e->early != NULL, .early_round = e->early_round,

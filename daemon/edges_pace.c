@@ -9,7 +9,7 @@
 static bool in_flight(const edge *e)
 {
 	gsp_edge_info info;
-	return e->live && gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
+	return edge__live(e) && gsp_node_edge_info(e->set->model.node, e->index, &info) == 0 &&
 	       info.state == GSP_EDGE_IN_FLIGHT;
 }
 
@@ -108,7 +108,7 @@ void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait)
 uint64_t edge_staleness(const edge *e)
 {
 	/* A generation that starts at this step has not applied yet. */
-	if (!e->live || e->last_apply_step > e->set->steps)
+	if (!edge__live(e) || e->last_apply_step > e->set->steps)
 		return 0;
 	return e->set->steps - e->last_apply_step;
 }

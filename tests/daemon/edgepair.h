@@ -54,6 +54,13 @@ struct ep_end {
 	bool in_edge;            /* inside an edge call (a frame, a session):
 				  * the core must not run (nng's rule) */
 	int step_err;
+	/* The next send_fails sends fail as the link's do: the session
+	 * closes inside the send.  What the close did there: whether the
+	 * core's CHANGED timer was armed (the core looks on its next turn)
+	 * and whether the records were saved. */
+	unsigned send_fails;
+	bool in_send;
+	bool changed_armed_in_close, saved_in_close;
 	edge *e;
 	counters counters;
 	gsp_peer_config cfg;
@@ -101,7 +108,18 @@ static inline edge_view ep_view(const edge *e)
 static inline int ep_send(void *ctx, edge *e, const uint8_t *pt, size_t len)
 {
 	ep_end *x = ctx;
+	ck_assert_msg(!x->in_send, "a send from inside a failing send: re-entered");
 	ck_assert(x->session);
+	if (x->send_fails) {
+		unsigned saved = x->persists;
+		x->send_fails--;
+		x->in_send = true;
+		ep_end_session(x);
+		x->in_send = false;
+		x->changed_armed_in_close = x->armed[CORE_TIMER_CHANGED];
+		x->saved_in_close = x->persists != saved;
+		return -EPIPE;
+	}
 	ck_assert_uint_lt(x->n_out, EP_QUEUE);
 	x->out[x->n_out].data = malloc(len);
 	memcpy(x->out[x->n_out].data, pt, len);
