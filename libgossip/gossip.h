@@ -136,6 +136,11 @@ typedef struct gsp_config {
 	float gamma;            /* consensus step, > 0 (0 allowed: freeze) */
 	float choco_fraction;   /* choco top-k / random-k: kept fraction (0,1] */
 	uint64_t seed;          /* node-local randomness (choco random-k) */
+	/* powergossip: precision of the factors in its messages (float32,
+	 * or float16 / bfloat16: half the bytes; both ends diff the same
+	 * rounded values, so the average stays conserved).  Other methods,
+	 * and exact rounds (gsp_node_edge_exact_rounds), send float32. */
+	gsp_dtype wire;
 } gsp_config;
 
 /* Reference defaults: powergossip, rank 1, warm start, gamma 1, 1%. */
