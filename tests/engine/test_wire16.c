@@ -2,7 +2,8 @@
  * half the message bytes, the network average still conserved to float32
  * rounding (both ends diff the same rounded values), consensus reached
  * down to the 16-bit precision, a float16 overflow refused as non-finite,
- * and the methods without it refusing the setting. */
+ * the estimate's norms read at the wire precision, and the methods
+ * without it refusing the setting. */
 #include "internal.h"
 #include "testutil.h"
 
@@ -102,6 +103,45 @@ START_TEST(test_float16_overflow_refused)
 }
 END_TEST
 
+/* The estimate's norms read both messages at the wire precision: on a
+ * pair whose models differ by a known vector, ||peer - mine|| is the
+ * rounded difference, not 16-bit bytes taken as floats. */
+START_TEST(test_diff_norms_read_16_bit_values)
+{
+	gsp_layout *layout;
+	ck_assert_int_eq(gsp_layout_parse("6", &layout), 0);
+	for (unsigned w = 0; w < 2; w++) {
+		float x[2][6] = {{1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5, 10}};
+		gsp_config cfg = wire_config(wires[w], 1, 0.5);
+		gsp_node *node[2];
+		uint8_t seed[GSP_SEED_BYTES];
+		cluster_seed(seed, 4);
+		for (unsigned i = 0; i < 2; i++) {
+			ck_assert_int_eq(gsp_node_new(layout, x[i], &cfg, &node[i]), 0);
+			ck_assert_int_eq(gsp_node_add_edge(node[i], 0.5f, i ? GSP_ROLE_HI
+								  : GSP_ROLE_LO,
+							   seed, sizeof(seed)), 0);
+			ck_assert_int_eq(gsp_node_project(node[i]), 1);
+		}
+		const void *peer;
+		size_t len, n;
+		double num, den;
+		ck_assert_int_eq(gsp_node_message(node[1], 0, &peer, &len, NULL), 0);
+		ck_assert_uint_eq(len, 12);
+		ck_assert_int_eq(gsp_node_message_diff_norms(node[0], 0, peer, len,
+							     &num, &den, &n), 0);
+		ck_assert_uint_eq(n, 6);
+		ck_assert_double_eq(num, 16.0);
+		ck_assert_double_eq(den, 91.0);
+		ck_assert_int_eq(gsp_node_message_diff_norms(node[0], 0, peer, len - 2,
+							     &num, &den, &n), GSP_ESHAPE);
+		for (unsigned i = 0; i < 2; i++)
+			gsp_node_free(node[i]);
+	}
+	gsp_layout_free(layout);
+}
+END_TEST
+
 START_TEST(test_other_methods_refuse_16_bit)
 {
 	gsp_layout *layout;
@@ -128,6 +168,7 @@ int main(void)
 	tcase_add_test(tc, test_average_conserved_and_consensus_reached);
 	tcase_add_test(tc, test_messages_half_the_bytes);
 	tcase_add_test(tc, test_float16_overflow_refused);
+	tcase_add_test(tc, test_diff_norms_read_16_bit_values);
 	tcase_add_test(tc, test_other_methods_refuse_16_bit);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

@@ -6,8 +6,9 @@ gossipd.Client.register(precision=...).
 
 - One run per precision (float32, float16, bfloat16), the same data and
   steps: each keeps the network average to float32 rounding (both ends
-  diff the same 16-bit values) and reaches consensus, and a 16-bit run's
-  ROUND payload bytes per round are half float32's.
+  diff the same 16-bit values) and reaches consensus, the daemon's
+  consensus estimate (which reads the messages) says so, and a 16-bit
+  run's ROUND payload bytes per round are half float32's.
 - 16-bit factors for a method without them (exact) are refused with the
   reason.
 - Two ends of different precisions refuse the edge, each naming both.
@@ -52,7 +53,8 @@ class WirePrecision(unittest.TestCase):
 
     def gossip(self, precision):
         """A run of 3 nodes at `precision`: the network stats (drift, error
-        before, error after) and node 0's payload bytes per round."""
+        before, error after), node 0's payload bytes per round and its
+        consensus estimate."""
         c = self.cluster(3)
         apis = [self.client(c, i) for i in range(3)]
         initial, models = [], []
@@ -82,20 +84,25 @@ class WirePrecision(unittest.TestCase):
         self.assertEqual(errors, [], c.tail_logs())
         stats = cluster.network_stats([x.tolist() for x in initial],
                                       [x.tolist() for x in models])
+        estimate = cluster.status(c.sockets[0])["model"]["consensus_estimate"]
         edges = cluster.status(c.sockets[0])["edges"]
         payload = sum(e["payload_tx_bytes"] for e in edges)
         rounds = sum(e["round"] for e in edges)
         self.assertGreaterEqual(rounds, 2 * (STEPS - 1))
-        return stats, payload / rounds
+        return stats, payload / rounds, estimate
 
     def test_16_bit_halves_the_bytes_and_keeps_the_average(self):
         per_round = {}
         for precision in ("float32", "float16", "bfloat16"):
-            (drift, e0, e1), per_round[precision] = self.gossip(precision)
+            (drift, e0, e1), per_round[precision], estimate = self.gossip(precision)
             self.assertLessEqual(drift, 1e-6, "%s: network average moved by %g"
                                  % (precision, drift))
             self.assertLess(e1, e0 / 100, "%s: consensus error fell only %g -> %g"
                             % (precision, e0, e1))
+            # The daemon's estimate reads the messages at their precision
+            # (3.6e-5, 4.4e-4 and 2.8e-3 when written).
+            self.assertLess(estimate, 0.02, "%s: consensus estimate %g"
+                            % (precision, estimate))
         for precision in ("float16", "bfloat16"):
             ratio = per_round[precision] / per_round["float32"]
             self.assertAlmostEqual(ratio, 0.5, delta=0.05,
