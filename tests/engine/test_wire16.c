@@ -2,7 +2,8 @@
  * half the message bytes, the network average still conserved to float32
  * rounding (both ends diff the same rounded values), consensus reached
  * down to the 16-bit precision, a float16 overflow refused as non-finite,
- * the estimate's norms read at the wire precision, and the methods
+ * a peer's 16-bit infinity or NaN refused, the estimate's norms read at
+ * the wire precision, and the methods
  * without it refusing the setting. */
 #include "internal.h"
 #include "testutil.h"
@@ -135,6 +136,17 @@ START_TEST(test_diff_norms_read_16_bit_values)
 		ck_assert_double_eq(den, 91.0);
 		ck_assert_int_eq(gsp_node_message_diff_norms(node[0], 0, peer, len - 2,
 							     &num, &den, &n), GSP_ESHAPE);
+		/* A peer's 16-bit infinity or NaN is refused as non-finite,
+		 * and the round stays in flight for the honest message. */
+		_Alignas(4) uint16_t bad[6];   /* gsp_node_complete takes 4-aligned */
+		memcpy(bad, peer, sizeof(bad));
+		bad[2] = wires[w] == GSP_DTYPE_FLOAT16 ? 0x7c00 : 0xff80;
+		ck_assert_int_eq(gsp_node_complete(node[0], 0, 1, bad, sizeof(bad)),
+				 GSP_ENONFINITE);
+		bad[2] = wires[w] == GSP_DTYPE_FLOAT16 ? 0x7e00 : 0x7fc0;
+		ck_assert_int_eq(gsp_node_complete(node[0], 0, 1, bad, sizeof(bad)),
+				 GSP_ENONFINITE);
+		ck_assert_int_eq(gsp_node_complete(node[0], 0, 1, peer, len), 0);
 		for (unsigned i = 0; i < 2; i++)
 			gsp_node_free(node[i]);
 	}
