@@ -5,51 +5,33 @@
  * of the edge module (the module's order: edge_core.c). */
 #include <errno.h>
 #include <math.h>
-#include <string.h>
 
 #include "edge_impl.h"
 #include "log.h"
 
-/* ||peer - mine||^2 and ||mine||^2, for float messages. */
-static void diff_norms(const void *mine, const uint8_t *peer, size_t len,
-		       double *ret_num, double *ret_den)
-{
-	const float *a = mine;
-	double num = 0.0, den = 0.0;
-	for (size_t i = 0; i + 4 <= len; i += 4) {
-		float b;
-		memcpy(&b, peer + i, 4);
-		double dv = (double)b - a[i / 4];
-		num += dv * dv;
-		den += (double)a[i / 4] * a[i / 4];
-	}
-	*ret_num = num;
-	*ret_den = den;
-}
-
-/* Whether a peer's float message stays within MaxRoundChange of ours
- * (in units of our norm, or of sqrt(length) when that is larger, so a
+/* Whether a peer's message of n values stays within MaxRoundChange of
+ * ours (in units of our norm, or of sqrt(n) when that is larger, so a
  * model of zeros still takes an honest neighbour's round). */
-static bool within_bound(const edge_set *s, double num, double den, size_t len)
+static bool within_bound(const edge_set *s, double num, double den, size_t n)
 {
 	if (!(s->max_round_change > 0))
 		return true;
-	double unit = sqrt(den) > sqrt((double)len / 4) ? sqrt(den) : sqrt((double)len / 4);
+	double unit = sqrt(den) > sqrt((double)n) ? sqrt(den) : sqrt((double)n);
 	return sqrt(num) <= (double)s->max_round_change * unit;
 }
 
 int edge__measure_round(edge *e, uint64_t round, const uint8_t *payload, size_t len)
 {
 	edge_set *s = e->set;
-	const void *mine;
-	size_t mlen;
+	double num, den;
+	size_t n;
 	if (!edges_measure_estimate(s)) {
 		e->diff_norm = NAN;
-	} else if (gsp_node_message(s->model.node, e->index, &mine, &mlen, NULL) == 0 &&
-		   mlen == len) {
-		double num, den;
-		diff_norms(mine, payload, len, &num, &den);
-		if (!within_bound(s, num, den, len)) {
+	} else if (gsp_node_message_diff_norms(s->model.node, e->index, payload, len,
+					       &num, &den, &n) == 0) {
+		/* Read at the round's wire precision (a 16-bit PowerGossip
+		 * round's values are 2 bytes). */
+		if (!within_bound(s, num, den, n)) {
 			s->counters->rounds_refused++;
 			gsp_err("peer %s: round %llu refused: it differs from ours by "
 				"%.3g times our norm (MaxRoundChange %g)", e->name,

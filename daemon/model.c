@@ -80,6 +80,7 @@ static int describe(model *m, const gsp_wire_tensor *wire, uint32_t n)
 		.method = (uint8_t)c->method, .rank = (uint16_t)c->rank,
 		.warm_start = c->warm_start, .gamma = c->gamma,
 		.choco_fraction = c->choco_fraction, .dtype = (uint8_t)m->dtype,
+		.precision = (uint8_t)c->wire,
 		.tensors = wire,
 		.n_tensors = n,
 	};

@@ -24,10 +24,32 @@ static int unsupported(const gsp_api_register_opts *o, char *err, size_t err_len
 			 "(0), float16 (1) and bfloat16 (2)", (unsigned)o->dtype);
 		return -EOPNOTSUPP;
 	}
-	if ((o->set & GSP_REG_PRECISION) && o->precision != GSP_WIRE_PRECISION_FLOAT32) {
-		const char *name = o->precision < sizeof(precision_names) / sizeof(*precision_names)
-					   ? precision_names[o->precision] : "unknown";
-		snprintf(err, err_len, "wire precision %s: not implemented (float32 only)", name);
+	if ((o->set & GSP_REG_PRECISION) &&
+	    o->precision >= sizeof(precision_names) / sizeof(*precision_names)) {
+		snprintf(err, err_len, "wire precision %u is unknown: this daemon knows "
+			 "float32 (0), float16 (1) and bfloat16 (2)", (unsigned)o->precision);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* The wire precision asked into c (resolved method): 16-bit factors are
+ * powergossip's only. */
+static int wire_precision(const gsp_api_register_opts *o, gsp_config *c,
+			  char *err, size_t err_len)
+{
+	static const gsp_dtype wire_dtype[] = {
+		[GSP_WIRE_PRECISION_FLOAT32] = GSP_DTYPE_FLOAT32,
+		[GSP_WIRE_PRECISION_FLOAT16] = GSP_DTYPE_FLOAT16,
+		[GSP_WIRE_PRECISION_BFLOAT16] = GSP_DTYPE_BFLOAT16,
+	};
+	if (!(o->set & GSP_REG_PRECISION))
+		return 0;
+	c->wire = wire_dtype[o->precision];
+	if (c->wire != GSP_DTYPE_FLOAT32 && c->method != GSP_METHOD_POWERGOSSIP) {
+		snprintf(err, err_len, "wire precision %s applies to powergossip only, "
+			 "not %s (its messages are float32)",
+			 precision_names[o->precision], gsp_method_name(c->method));
 		return -EOPNOTSUPP;
 	}
 	return 0;
@@ -46,6 +68,9 @@ int model_options_resolve(const gsp_daemon_config *cfg,
 	if (asked->set & GSP_REG_GAMMA)
 		c.gamma = asked->gamma;
 	const char *method = gsp_method_name(c.method);
+	r = wire_precision(asked, &c, err, err_len);
+	if (r)
+		return r;
 	bool choco = c.method >= GSP_METHOD_CHOCO_TOPK;
 	if (asked->set & GSP_REG_RANK) {
 		if (c.method != GSP_METHOD_POWERGOSSIP) {

@@ -17,11 +17,12 @@
 /* The settings of a model whose REGISTER asked `asked` (set 0: the
  * config's) into *ret, or a refusal with its reason in err:
  *   -ERANGE      beyond the config's limits (a rank above MaxRank);
- *   -EOPNOTSUPP  what this daemon does not do: an unknown dtype, more
- *                than one power
- *                iteration per STEP, a 16-bit wire precision, a rank for
- *                a method that has none, a choco method where the
- *                config's AverageSchedule or Gamma = auto rules it out.
+ *   -EOPNOTSUPP  what this daemon does not do: an unknown dtype or wire
+ *                precision, more than one power iteration per STEP, a
+ *                16-bit wire precision or a rank for a method that has
+ *                none, a choco method where the config's AverageSchedule
+ *                or Gamma = auto rules it out.
+ * The wire precision asked goes to ret->wire (float32 when not asked).
  * *ret is written only on success. */
 int model_options_resolve(const gsp_daemon_config *cfg,
 			  const gsp_api_register_opts *asked, gsp_config *ret,

@@ -62,6 +62,7 @@ typedef struct opts {
 	uint32_t average_ms, average_rounds;
 	const char *dump;
 	int threads;
+	gsp_client_precision precision;   /* of the factors on the wire */
 } opts;
 
 /* Everything one run holds. */
@@ -118,6 +119,8 @@ static void usage(FILE *f)
 "  --no-average          skip AVERAGE at the end\n"
 "  --dump FILE           write the final parameters as raw float32\n"
 "  --threads N           OpenBLAS threads (default 1)\n"
+"  --precision P         factors on the wire: float32, float16 or\n"
+"                        bfloat16 (default: the daemon's, float32)\n"
 "  --name NAME           client name shown by the daemon\n"
 "  --help                this text\n\n"
 "Data: the Debian package dataset-fashion-mnist.\n"
@@ -167,6 +170,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"dump", required_argument, 0, 'F'},
 		{"threads", required_argument, 0, 'T'},
 		{"name", required_argument, 0, 'N'},
+		{"precision", required_argument, 0, 'P'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -262,6 +266,16 @@ static int parse_args(int argc, char **argv, opts *o)
 				return die("--name is too long", optarg);
 			o->name = optarg;
 			break;
+		case 'P': {
+			static const char *const names[] = {"float32", "float16", "bfloat16"};
+			unsigned p = 0;
+			while (p < 3 && strcmp(optarg, names[p]) != 0)
+				p++;
+			if (p == 3)
+				return die("--precision: float32, float16 or bfloat16", optarg);
+			o->precision = (gsp_client_precision)(GSP_CLIENT_PRECISION_FLOAT32 + p);
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -363,7 +377,8 @@ static int setup_model(trainer *t)
 				"--standalone\n");
 		if (err < 0)
 			return -1;
-		err = gsp_client_register(t->client, tensors, nt, &t->params);
+		gsp_client_register_options ro = {.precision = o->precision};
+		err = gsp_client_register_opts(t->client, tensors, nt, &ro, &t->params);
 		if (err < 0)
 			return -trainer_link_fail(PROG, t->client, "register", err);
 	}

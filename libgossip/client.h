@@ -334,8 +334,8 @@ GSP_EXPORT int gsp_client_register(gsp_client *c, const gsp_tensor *tensors,
 typedef enum gsp_client_precision {
 	GSP_CLIENT_PRECISION_DEFAULT = 0,  /* the daemon's: float32 */
 	GSP_CLIENT_PRECISION_FLOAT32,
-	GSP_CLIENT_PRECISION_FLOAT16,      /* the daemon refuses: not implemented */
-	GSP_CLIENT_PRECISION_BFLOAT16,     /* the daemon refuses: not implemented */
+	GSP_CLIENT_PRECISION_FLOAT16,      /* powergossip: half the bytes */
+	GSP_CLIENT_PRECISION_BFLOAT16,     /* powergossip: half the bytes */
 } gsp_client_precision;
 
 /* Parameter types of gsp_client_register_options.dtype. */
@@ -375,7 +375,7 @@ typedef struct gsp_client_register_options {
  * name, precision or dtype, a non-finite or negative gamma, a rank or iteration
  * count above 65535; the daemon's -ERANGE (beyond its limits: a rank
  * above MaxRank) or -EOPNOTSUPP (not implemented: more than one power
- * iteration, a 16-bit precision; a rank for a method without one; a choco
+ * iteration; a 16-bit precision or a rank for a method without one; a choco
  * method that the daemon's AverageSchedule or Gamma = auto rule out),
  * with its reason in gsp_client_last_error().
  *

@@ -136,6 +136,11 @@ typedef struct gsp_config {
 	float gamma;            /* consensus step, > 0 (0 allowed: freeze) */
 	float choco_fraction;   /* choco top-k / random-k: kept fraction (0,1] */
 	uint64_t seed;          /* node-local randomness (choco random-k) */
+	/* powergossip: precision of the factors in its messages (float32,
+	 * or float16 / bfloat16: half the bytes; both ends diff the same
+	 * rounded values, so the average stays conserved).  Other methods,
+	 * and exact rounds (gsp_node_edge_exact_rounds), send float32. */
+	gsp_dtype wire;
 } gsp_config;
 
 /* Reference defaults: powergossip, rank 1, warm start, gamma 1, 1%. */
@@ -305,6 +310,15 @@ GSP_EXPORT const char *gsp_kernel_name(void);
 GSP_EXPORT int gsp_node_message(const gsp_node *node, size_t edge,
 				const void **ret_msg, size_t *ret_len,
 				uint64_t *ret_round);
+/* A peer's message of the edge's retained round against ours, both read
+ * at that round's wire precision (float32, or gsp_config.wire's 16 bits
+ * for a PowerGossip round): ||peer - mine||^2, ||mine||^2 (in double) and
+ * the number of values.  -EINVAL, GSP_ESTATE before any round, GSP_ESHAPE
+ * if len is not the retained message's length. */
+GSP_EXPORT int gsp_node_message_diff_norms(const gsp_node *node, size_t edge,
+					   const void *peer, size_t len,
+					   double *ret_num, double *ret_den,
+					   size_t *ret_values) GSP_MUST_CHECK;
 /* Size in bytes of any message for that edge and round (either end). */
 GSP_EXPORT int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
 					 uint64_t round);

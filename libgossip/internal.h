@@ -261,6 +261,13 @@ GSP_HIDDEN bool gsp__edge_diff(const float *mine, const float *peer,
 			       gsp_role role, float *out, size_t n);
 /* True if all n floats are finite (finite.c). */
 GSP_HIDDEN bool gsp__all_finite(const float *x, size_t n);
+/* wire.c: n values of src into dst at wire precision (4 or 2 bytes each);
+ * returns whether every written value is finite (a float16 overflow is
+ * not).  decode: the same bytes back to float32, exactly. */
+GSP_HIDDEN bool gsp__wire_encode(gsp_dtype wire, const float *src,
+				 uint8_t *dst, size_t n);
+GSP_HIDDEN void gsp__wire_decode(gsp_dtype wire, const uint8_t *src,
+				 float *dst, size_t n);
 /* True if all n differences hi[i] - lo[i] are finite. */
 GSP_HIDDEN bool gsp__diff_finite(const float *hi, const float *lo, size_t n);
 /* The bits of |f|; at least GSP_INF_BITS if and only if f is infinite or

@@ -72,6 +72,9 @@ static int config_check(const gsp_config *cfg)
 	if (cfg->method == GSP_METHOD_POWERGOSSIP &&
 	    (cfg->rank < 1 || cfg->rank > GSP_MAX_RANK))
 		return -EINVAL;
+	if (!gsp_dtype_size(cfg->wire) ||
+	    (cfg->method != GSP_METHOD_POWERGOSSIP && cfg->wire != GSP_DTYPE_FLOAT32))
+		return -EINVAL;
 	if ((cfg->method == GSP_METHOD_CHOCO_TOPK ||
 	     cfg->method == GSP_METHOD_CHOCO_RANDK) &&
 	    !(cfg->choco_fraction > 0.0f && cfg->choco_fraction <= 1.0f))

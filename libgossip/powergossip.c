@@ -2,9 +2,14 @@
  * B (k x r) per compressed tensor, warm-started power iteration on the
  * model difference, and exact gossip of the 0/1-dim tensors.
  *
- * Message of round t (float32, row-major, layout order): for every
- * compressed tensor X (m x k) the projection X V (m x r) if t is odd or
- * X^T U (k x r) if t is even; then every uncompressed tensor's values. */
+ * Message of round t (row-major, layout order): for every compressed
+ * tensor X (m x k) the projection X V (m x r) if t is odd or X^T U
+ * (k x r) if t is even; then every uncompressed tensor's values.  Values
+ * are float32, or float16 / bfloat16 if the node's cfg.wire says so: the
+ * projection is then made in float32 in the edge's stage and rounded into
+ * the message, and complete() reads both the retained message and the
+ * peer's back from those same 16-bit bytes, so both ends still apply
+ * opposite updates. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -22,6 +27,9 @@ typedef struct pg_edge {
 	uint64_t refills;  /* of the projection not yet committed */
 	float *mem;
 	size_t n_mem;      /* floats in mem */
+	/* 16-bit wire only (NULL for float32): the next message in float32
+	 * before rounding, and room for two messages read back. */
+	float *stage, *decoded;
 } pg_edge;
 
 static unsigned tensor_rank(const gsp_node *node, const gsp_tensor *t)
@@ -43,7 +51,20 @@ static size_t pg_msg_size(const gsp_node *node, uint64_t round)
 		if (t->compressed)
 			floats += (round & 1 ? t->m : t->k) * tensor_rank(node, t);
 	}
-	return (size_t)floats * 4;
+	return (size_t)floats * gsp_dtype_size(node->cfg.wire);
+}
+
+/* Values in a round's message. */
+static size_t pg_msg_values(const gsp_node *node, uint64_t round)
+{
+	return pg_msg_size(node, round) / gsp_dtype_size(node->cfg.wire);
+}
+
+/* Where run() writes the next message of an edge in float32. */
+static float *pg_out(gsp__edge *edge)
+{
+	pg_edge *pe = edge->priv;
+	return pe->stage ? pe->stage : (float *)edge->next_msg;
 }
 
 static void pg_edge_free(gsp__edge *edge)
@@ -53,6 +74,8 @@ static void pg_edge_free(gsp__edge *edge)
 		return;
 	free(pe->f);
 	free(pe->mem);
+	free(pe->stage);
+	free(pe->decoded);
 	free(pe);
 	edge->priv = NULL;
 }
@@ -73,6 +96,14 @@ static int pg_edge_init(gsp_node *node, gsp__edge *edge)
 	pe->mem = calloc(floats ? floats : 1, sizeof(float));
 	if (!pe->f || !pe->mem)
 		return -ENOMEM;
+	if (node->cfg.wire != GSP_DTYPE_FLOAT32) {
+		size_t odd = pg_msg_values(node, 1), even = pg_msg_values(node, 2);
+		size_t most = odd > even ? odd : even;
+		pe->stage = malloc((most ? most : 1) * sizeof(float));
+		pe->decoded = malloc((most ? 2 * most : 1) * sizeof(float));
+		if (!pe->stage || !pe->decoded)
+			return -ENOMEM;
+	}
 	pe->n_mem = floats;
 	float *p = pe->mem;
 	for (size_t i = 0; i < l->n; i++) {
@@ -270,8 +301,7 @@ static bool pg_tensor(gsp_node *node, size_t ti, gsp__edge **apply,
 		finite = finite && gsp__all_finite(MeT + c * ldt, k);
 	for (size_t e = 0, co = 0, ce = 0; e < np; e++) {
 		uint64_t round = proj[e]->round + 1;
-		float *msg = (float *)proj[e]->next_msg +
-			     msg_offset(node, ti, round);
+		float *msg = pg_out(proj[e]) + msg_offset(node, ti, round);
 		if (round & 1) {
 			scatter(msg, Mo, no, co, m, r);
 			co += r;
@@ -317,8 +347,7 @@ static bool pg_vectors(gsp_node *node, gsp__edge **apply, size_t na,
 							   l->t[i].numel);
 	for (size_t e = 0; e < np; e++) {
 		uint64_t round = proj[e]->round + 1;
-		float *msg = (float *)proj[e]->next_msg +
-			     msg_offset(node, l->n, round);
+		float *msg = pg_out(proj[e]) + msg_offset(node, l->n, round);
 		for (size_t i = 0; i < l->n; i++) {
 			const gsp_tensor *t = &l->t[i];
 			if (t->compressed)
@@ -353,6 +382,21 @@ static float *pg_scratch(gsp_node *node, size_t n)
 	return s;
 }
 
+/* At a 16-bit wire precision, every projected edge's staged message
+ * rounded into next_msg; false if a rounded value is not finite. */
+static bool pg_encode(gsp_node *node, gsp__edge **proj, size_t np)
+{
+	bool finite = true;
+	for (size_t e = 0; e < np; e++) {
+		pg_edge *pe = proj[e]->priv;
+		if (pe->stage &&
+		    !gsp__wire_encode(node->cfg.wire, pe->stage, proj[e]->next_msg,
+				      pg_msg_values(node, proj[e]->round + 1)))
+			finite = false;
+	}
+	return finite;
+}
+
 /* The whole step on the calling thread, tensor after tensor (each large
  * one shared row-wise with the workers by the kernel). */
 static int pg_run_serial(gsp_node *node, gsp__edge **apply, size_t na,
@@ -376,6 +420,8 @@ static int pg_run_serial(gsp_node *node, gsp__edge **apply, size_t na,
 			       s + (n++ % PG_SLOTS) * slot, NULL))
 			finite = false;
 	if (!pg_vectors(node, apply, na, proj, np))
+		finite = false;
+	if (finite && !pg_encode(node, proj, np))
 		finite = false;
 	return finite ? 0 : GSP_ENONFINITE;
 }
@@ -535,6 +581,7 @@ static int pg_run(gsp_node *node, gsp__edge **apply, size_t na,
 	bool finite = true;
 	for (unsigned w = 0; w < nw; w++)
 		finite = finite && j.finite[w];
+	finite = finite && pg_encode(node, proj, np);
 	for (size_t e = 0; e < np; e++) {
 		pg_edge *pe = proj[e]->priv;
 		pe->refills = 0;
@@ -567,7 +614,13 @@ static int pg_complete(gsp_node *node, gsp__edge *edge, const uint8_t *msg)
 	pg_edge *pe = edge->priv;
 	const float *mine = (const float *)edge->msg;
 	const float *peer = (const float *)msg;
-	size_t n = edge->msg_len / 4;
+	size_t n = pg_msg_values(node, edge->round);
+	if (pe->decoded) {
+		gsp__wire_decode(node->cfg.wire, edge->msg, pe->decoded, n);
+		gsp__wire_decode(node->cfg.wire, msg, pe->decoded + n, n);
+		mine = pe->decoded;
+		peer = pe->decoded + n;
+	}
 	/* Catches a NaN or infinity in msg (mine is finite), and
 	 * differences of finite values that overflow. */
 	if (!gsp__edge_diff(mine, peer, edge->role, NULL, n))

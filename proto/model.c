@@ -63,6 +63,7 @@ static int canonical(const gsp_model_desc *d, uint16_t *rank, uint8_t *warm,
 	float gamma = d->gamma, fraction = 0.0f;
 
 	if (!gsp_wire_method_name(d->method) || d->dtype > GSP_WIRE_DTYPE_BFLOAT16 ||
+	    d->precision > GSP_WIRE_PRECISION_BFLOAT16 ||
 	    d->n_tensors == 0 ||
 	    d->n_tensors > GSP_API_MAX_TENSORS || !isfinite(gamma) || gamma < 0)
 		return -EINVAL;
@@ -142,6 +143,12 @@ int gsp_model_fingerprint(const gsp_model_desc *desc,
 	 * before dtypes existed. */
 	if (desc->dtype != GSP_WIRE_DTYPE_FLOAT32)
 		crypto_generichash_update(&st, &desc->dtype, 1);
+	/* Likewise a 16-bit wire precision, after a tag byte that no dtype
+	 * has, so it never hashes as a dtype. */
+	if (desc->precision != GSP_WIRE_PRECISION_FLOAT32) {
+		uint8_t wire[2] = {0xff, desc->precision};
+		crypto_generichash_update(&st, wire, sizeof(wire));
+	}
 	hash_tensors(&st, desc);
 	crypto_generichash_final(&st, fp, sizeof(fp));
 	memcpy(ret_fp, fp, sizeof(fp));
@@ -151,7 +158,7 @@ int gsp_model_fingerprint(const gsp_model_desc *desc,
 /* The first 4 bytes of BLAKE2b-128(tag || part) as 8 hex digits: the
  * layout (n_tensors, then names and shapes as in the fingerprint) or the
  * settings (method, rank, warm start, gamma, fraction as canonical()
- * gives them, then the dtype unless float32).  Two models whose fingerprints differ differ in one digest
+ * gives them, then the dtype and the wire precision unless float32).  Two models whose fingerprints differ differ in one digest
  * or both (up to a 2^-32 chance). */
 static void short_digest(const gsp_model_desc *desc, bool layout,
 			 const uint8_t *settings, size_t settings_len,
@@ -179,8 +186,10 @@ static void short_digest(const gsp_model_desc *desc, bool layout,
 int gsp_model_summary(const gsp_model_desc *desc, char *buf, size_t cap)
 {
 	static const char *const dtype_names[] = {"", " float16", " bfloat16"};
+	static const char *const wire_names[] = {"", " wire float16", " wire bfloat16"};
 	char tmp[GSP_MODEL_SUMMARY_MAX + 1], rank[16] = "", ld[9], sd[9];
-	uint8_t settings[1 + 2 + 1 + 4 + 4 + 1];
+	uint8_t settings[1 + 2 + 1 + 4 + 4 + 1 + 2];
+	size_t settings_len = 12;
 	uint32_t gamma_bits, fraction_bits;
 	uint64_t floats;
 	uint16_t r16;
@@ -202,14 +211,21 @@ int gsp_model_summary(const gsp_model_desc *desc, char *buf, size_t cap)
 	settings[3] = warm;
 	put_u32(settings + 4, gamma_bits);
 	put_u32(settings + 8, fraction_bits);
-	/* The dtype counts among the settings (float32 as before dtypes). */
-	settings[12] = desc->dtype;
+	/* The dtype and the wire precision count among the settings (float32
+	 * as before either existed); the precision after a tag no dtype has. */
+	if (desc->dtype)
+		settings[settings_len++] = desc->dtype;
+	if (desc->precision) {
+		settings[settings_len++] = 0xff;
+		settings[settings_len++] = desc->precision;
+	}
 	short_digest(desc, true, NULL, 0, ld);
-	short_digest(desc, false, settings, sizeof(settings) - (desc->dtype ? 0 : 1), sd);
-	n = snprintf(tmp, sizeof(tmp), "%s%s%s, %" PRIu32 " tensor%s, %" PRIu64
+	short_digest(desc, false, settings, settings_len, sd);
+	n = snprintf(tmp, sizeof(tmp), "%s%s%s%s, %" PRIu32 " tensor%s, %" PRIu64
 		     " float%s, layout %s, settings %s",
 		     gsp_wire_method_name(desc->method), rank,
-		     dtype_names[desc->dtype], desc->n_tensors,
+		     dtype_names[desc->dtype], wire_names[desc->precision],
+		     desc->n_tensors,
 		     desc->n_tensors == 1 ? "" : "s", floats,
 		     floats == 1 ? "" : "s", ld, sd);
 	if (n < 0 || (size_t)n >= sizeof(tmp))

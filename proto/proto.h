@@ -218,6 +218,8 @@ typedef struct gsp_model_desc {
 	float gamma;
 	float choco_fraction;
 	uint8_t dtype;                     /* GSP_WIRE_DTYPE_*, parameters */
+	uint8_t precision;                 /* GSP_WIRE_PRECISION_*, factors
+					    * on the wire (powergossip) */
 	const gsp_wire_tensor *tensors;
 	uint32_t n_tensors;                /* 1..GSP_API_MAX_TENSORS */
 } gsp_model_desc;
@@ -233,10 +235,11 @@ int gsp_model_fingerprint(const gsp_model_desc *desc,
 			  uint8_t ret_fp[GSP_FINGERPRINT_BYTES]) GSP_MUST_CHECK;
 /* A one-line summary such as "powergossip r4, 3 tensors, 40064 floats,
  * layout 3f2a9c1b, settings 0a1b2c3d" (a 16-bit model's dtype after the
- * rank: "powergossip r4 bfloat16, ...") into buf (NUL-terminated, at most
+ * rank, then a 16-bit wire precision: "powergossip r4 bfloat16 wire
+ * float16, ...") into buf (NUL-terminated, at most
  * GSP_MODEL_SUMMARY_MAX bytes without the NUL): the layout digest covers
  * the tensor names and shapes, the settings digest the method, its
- * settings and the dtype, so two summaries tell which part of a mismatch differs.
+ * settings, the dtype and the wire precision, so two summaries tell which part of a mismatch differs.
  * Returns the length, or -EINVAL / -ENOBUFS. */
 int gsp_model_summary(const gsp_model_desc *desc, char *buf,
 		      size_t cap) GSP_MUST_CHECK;

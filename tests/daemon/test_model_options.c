@@ -76,6 +76,18 @@ START_TEST(test_each_option_replaces_its_setting)
 				    .precision = GSP_WIRE_PRECISION_FLOAT32};
 	resolve(&o, &c, 0, NULL);
 	ck_assert_uint_eq(c.rank, 4);
+	ck_assert_int_eq(c.wire, GSP_DTYPE_FLOAT32);
+	/* 16-bit factors on the wire; float32 when not asked. */
+	o = (gsp_api_register_opts){.set = GSP_REG_PRECISION,
+				    .precision = GSP_WIRE_PRECISION_FLOAT16};
+	resolve(&o, &c, 0, NULL);
+	ck_assert_int_eq(c.wire, GSP_DTYPE_FLOAT16);
+	o.precision = GSP_WIRE_PRECISION_BFLOAT16;
+	resolve(&o, &c, 0, NULL);
+	ck_assert_int_eq(c.wire, GSP_DTYPE_BFLOAT16);
+	o = (gsp_api_register_opts){.set = GSP_REG_RANK, .rank = 2};
+	resolve(&o, &c, 0, NULL);
+	ck_assert_int_eq(c.wire, GSP_DTYPE_FLOAT32);
 	/* The config's method exact, the trainer's powergossip at rank 2. */
 	cfg.engine.method = GSP_METHOD_EXACT;
 	o = (gsp_api_register_opts){.set = GSP_REG_METHOD | GSP_REG_RANK,
@@ -103,11 +115,18 @@ START_TEST(test_what_is_not_implemented_is_refused)
 {
 	gsp_api_register_opts o = {.set = GSP_REG_ITERATIONS, .power_iterations = 2};
 	resolve(&o, NULL, -EOPNOTSUPP, "2 power iterations per STEP: not implemented");
-	o = (gsp_api_register_opts){.set = GSP_REG_PRECISION,
+	o = (gsp_api_register_opts){.set = GSP_REG_PRECISION, .precision = 3};
+	resolve(&o, NULL, -EOPNOTSUPP, "wire precision 3 is unknown");
+	/* 16-bit factors are powergossip's: the config's method or the one
+	 * asked. */
+	o = (gsp_api_register_opts){.set = GSP_REG_METHOD | GSP_REG_PRECISION,
+				    .method = GSP_WIRE_METHOD_EXACT,
 				    .precision = GSP_WIRE_PRECISION_FLOAT16};
-	resolve(&o, NULL, -EOPNOTSUPP, "wire precision float16: not implemented");
+	resolve(&o, NULL, -EOPNOTSUPP, "wire precision float16 applies to powergossip "
+		"only, not exact");
+	o.method = GSP_WIRE_METHOD_CHOCO_SIGN;
 	o.precision = GSP_WIRE_PRECISION_BFLOAT16;
-	resolve(&o, NULL, -EOPNOTSUPP, "bfloat16");
+	resolve(&o, NULL, -EOPNOTSUPP, "bfloat16 applies to powergossip only, not choco-sign");
 	/* A dtype it does not know, named with those it knows. */
 	o = (gsp_api_register_opts){.set = GSP_REG_DTYPE, .dtype = 3};
 	resolve(&o, NULL, -EOPNOTSUPP, "dtype 3 is unknown: this daemon knows float32 "

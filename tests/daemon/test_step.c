@@ -208,6 +208,18 @@ START_TEST(test_register_options_choose_the_settings)
 	ck_assert_uint_eq(mdl.settings.rank, 2);
 	ck_assert_msg(strstr(mdl.summary, "powergossip r2,"), "%s", mdl.summary);
 	ck_assert(memcmp(fp_default, mdl.fingerprint, sizeof(fp_default)) != 0);
+	/* The same at a 16-bit wire precision: another model, which says so. */
+	uint8_t fp_float32[GSP_FINGERPRINT_BYTES];
+	memcpy(fp_float32, mdl.fingerprint, sizeof(fp_float32));
+	core_detach(&st.core, NULL, NULL);
+	o.set |= GSP_REG_PRECISION;
+	o.precision = GSP_WIRE_PRECISION_FLOAT16;
+	len = register_body_opts(8, 32, &o, body, sizeof(body));
+	ck_assert_int_eq(model_register(&mdl, &a, "a", body, len, buffer(8, true), err,
+					sizeof(err)), 0);
+	ck_assert_int_eq(mdl.settings.wire, GSP_DTYPE_FLOAT16);
+	ck_assert_msg(strstr(mdl.summary, "powergossip r2 wire float16,"), "%s", mdl.summary);
+	ck_assert(memcmp(fp_float32, mdl.fingerprint, sizeof(fp_float32)) != 0);
 }
 END_TEST
 
@@ -232,13 +244,14 @@ START_TEST(test_register_beyond_the_limits_changes_nothing)
 	ck_assert_ptr_null(mdl.params);
 	ck_assert_ptr_null(mdl.layout);
 	ck_assert(!ms.edges.attached);
-	/* 16-bit on the wire: refused as not implemented. */
+	/* 16-bit on the wire for the config's exact gossip: refused, its
+	 * messages are float32. */
 	o = (gsp_api_register_opts){.set = GSP_REG_PRECISION,
 				    .precision = GSP_WIRE_PRECISION_FLOAT16};
 	len = register_body_opts(8, 32, &o, body, sizeof(body));
 	ck_assert_int_eq(model_register(&mdl, &a, "a", body, len, buffer(8, true), err,
 					sizeof(err)), -EOPNOTSUPP);
-	ck_assert_msg(strstr(err, "not implemented"), "%s", err);
+	ck_assert_msg(strstr(err, "float16 applies to powergossip only, not exact"), "%s", err);
 	ck_assert(!mdl.registered);
 	ck_assert_int_eq(do_register(&a, 8, true, NULL), 0);
 }

@@ -3,7 +3,8 @@
  * fresh node over a copy of the parameters, goes on exactly as the
  * original does (same messages, same parameters, bit for bit); bytes
  * that do not fit the node are refused and change nothing.  PowerGossip
- * warm and cold (whose factors' buffers swap every round) and exact
+ * warm and cold (whose factors' buffers swap every round), with 16-bit
+ * factors on the wire (whose records hold 16-bit messages), and exact
  * gossip (that choco cannot save is test_rollback's
  * test_choco_not_supported). */
 #include "internal.h"
@@ -14,13 +15,16 @@ typedef struct method_case {
 	gsp_method method;
 	unsigned rank;
 	bool warm;
+	gsp_dtype wire;    /* powergossip's factors on the wire */
 } method_case;
 
 static const method_case cases[] = {
-	{"pg rank 1 warm", GSP_METHOD_POWERGOSSIP, 1, true},
-	{"pg rank 3 warm", GSP_METHOD_POWERGOSSIP, 3, true},
-	{"pg rank 2 cold", GSP_METHOD_POWERGOSSIP, 2, false},
-	{"exact", GSP_METHOD_EXACT, 1, true},
+	{"pg rank 1 warm", GSP_METHOD_POWERGOSSIP, 1, true, GSP_DTYPE_FLOAT32},
+	{"pg rank 3 warm", GSP_METHOD_POWERGOSSIP, 3, true, GSP_DTYPE_FLOAT32},
+	{"pg rank 2 cold", GSP_METHOD_POWERGOSSIP, 2, false, GSP_DTYPE_FLOAT32},
+	{"pg rank 2 float16 wire", GSP_METHOD_POWERGOSSIP, 2, true, GSP_DTYPE_FLOAT16},
+	{"pg rank 1 bfloat16 wire", GSP_METHOD_POWERGOSSIP, 1, true, GSP_DTYPE_BFLOAT16},
+	{"exact", GSP_METHOD_EXACT, 1, true, GSP_DTYPE_FLOAT32},
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(*cases)))
 #define SPEC "6x5,4x7,3"
@@ -35,6 +39,7 @@ static gsp_config config(const method_case *mc)
 {
 	gsp_config cfg = config_of(mc->method, mc->rank, 0.8);
 	cfg.warm_start = mc->warm;
+	cfg.wire = mc->wire;
 	return cfg;
 }
 
@@ -253,6 +258,15 @@ START_TEST(test_refuses_what_does_not_fit)
 	end c = end_new(mc, other, x0, GSP_ROLE_LO, 5);
 	ck_assert_int_eq(gsp_node_edge_load(c.node, 0, buf, len), -EBADMSG);
 	ck_assert_int_eq(gsp_node_edge_load(c.node, 1, buf, len), -EINVAL);
+	/* PowerGossip at another wire precision: messages of another size. */
+	if (mc->method == GSP_METHOD_POWERGOSSIP) {
+		method_case wide = *mc;
+		wide.wire = mc->wire == GSP_DTYPE_FLOAT32 ? GSP_DTYPE_FLOAT16
+							  : GSP_DTYPE_FLOAT32;
+		end d = end_new(&wide, l, x0, GSP_ROLE_HI, 6);
+		ck_assert_int_eq(gsp_node_edge_load(d.node, 0, buf, len), -EBADMSG);
+		end_free(&d);
+	}
 	free(buf);
 	end_free(&a);
 	end_free(&b);

@@ -104,6 +104,7 @@ class Errors(unittest.TestCase):
         for args in (["--node", "4", "--nodes", "4", "--standalone"],
                      ["--layers", "784-0-10", "--standalone"],
                      ["--lr", "-1", "--standalone"],
+                     ["--precision", "float8", "--standalone"],
                      []):
             r = self.run_train(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
@@ -156,6 +157,11 @@ class GossipCluster(unittest.TestCase):
                            (["--nodes", "1"], "--nodes needs 2..4096"),
                            (["--layers", "784-0-10"], "--layers:"),
                            (["--momentum", "1"], "--momentum 0 <= M < 1"),
+                           (["--precision", "float8"], "invalid choice: 'float8'"),
+                           (["--method", "exact", "--precision", "float16"],
+                            "--precision float16: PowerGossip's"),
+                           (["--trainer", "test", "--precision", "bfloat16"],
+                            "--precision bfloat16: PowerGossip's"),
                            (["--build", "/nonexistent"], "no daemon/gossipd")):
             r, left = self.run_cluster(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))

@@ -306,6 +306,19 @@ START_TEST(test_tensors_floats)
 }
 END_TEST
 
+/* BLAKE2b-256 of the known-answer message msg (tag and head: 32 bytes)
+ * with `extra` inserted after the head, as a 16-bit setting hashes. */
+static void hash_with(const uint8_t *msg, size_t len, const uint8_t *extra,
+		      size_t n_extra, uint8_t out[32])
+{
+	uint8_t buf[256];
+	ck_assert_uint_le(len + n_extra, sizeof(buf));
+	memcpy(buf, msg, 32);
+	memcpy(buf + 32, extra, n_extra);
+	memcpy(buf + 32 + n_extra, msg + 32, len - 32);
+	crypto_generichash(out, 32, buf, len + n_extra, NULL, 0);
+}
+
 START_TEST(test_fingerprint_sensitive)
 {
 	uint8_t ref[32], out[32], again[32];
@@ -360,15 +373,30 @@ START_TEST(test_fingerprint_sensitive)
 	DIFFERS(e.dtype = GSP_WIRE_DTYPE_FLOAT16);
 	DIFFERS(e.dtype = GSP_WIRE_DTYPE_BFLOAT16);
 	{
-		uint8_t typed[sizeof(msg) + 1], bf[32];
-		memcpy(typed, msg, 32);
-		typed[32] = GSP_WIRE_DTYPE_BFLOAT16;
-		memcpy(typed + 33, msg + 32, sizeof(msg) - 32);
-		crypto_generichash(out, 32, typed, sizeof(typed), NULL, 0);
+		static const uint8_t typed[] = {GSP_WIRE_DTYPE_BFLOAT16};
+		uint8_t bf[32];
+		hash_with(msg, sizeof(msg), typed, sizeof(typed), out);
 		gsp_model_desc e = desc_of(d.method);
 		e.dtype = GSP_WIRE_DTYPE_BFLOAT16;
 		fp(&e, bf);
 		ck_assert_mem_eq(bf, out, 32);
+	}
+	/* A 16-bit wire precision: a tag byte and the precision after the
+	 * dtype, never hashing as a dtype. */
+	DIFFERS(e.precision = GSP_WIRE_PRECISION_FLOAT16);
+	DIFFERS(e.precision = GSP_WIRE_PRECISION_BFLOAT16);
+	{
+		static const uint8_t wired[] = {0xff, GSP_WIRE_PRECISION_FLOAT16};
+		uint8_t half[32], as_dtype[32];
+		hash_with(msg, sizeof(msg), wired, sizeof(wired), out);
+		gsp_model_desc e = desc_of(d.method);
+		e.precision = GSP_WIRE_PRECISION_FLOAT16;
+		fp(&e, half);
+		ck_assert_mem_eq(half, out, 32);
+		e = desc_of(d.method);
+		e.dtype = GSP_WIRE_DTYPE_FLOAT16;
+		fp(&e, as_dtype);
+		ck_assert(memcmp(half, as_dtype, 32) != 0);
 	}
 	/* Swapping two tensors of the same shape is a different model. */
 	DIFFERS(tensors[0].name = "t1"; tensors[1].dims[0] = 100;
@@ -440,6 +468,7 @@ START_TEST(test_fingerprint_invalid)
 	INVALID(d.method = 5, -EINVAL);
 	INVALID(d.rank = 0, -EINVAL);
 	INVALID(d.dtype = 3, -EINVAL);
+	INVALID(d.precision = 3, -EINVAL);
 	INVALID(d.gamma = NAN, -EINVAL);
 	INVALID(d.gamma = -1.0f, -EINVAL);
 	INVALID(d.gamma = INFINITY, -EINVAL);
@@ -504,6 +533,18 @@ START_TEST(test_summary_digests)
 	digests(&d, l1, s1);
 	ck_assert_str_eq(l0, l1);
 	ck_assert_str_ne(s0, s1);
+	/* So is the wire precision, and it is not the dtype. */
+	char s2[9], s3[9];
+	d.dtype = GSP_WIRE_DTYPE_FLOAT32;
+	d.precision = GSP_WIRE_PRECISION_FLOAT16;
+	digests(&d, l1, s2);
+	ck_assert_str_eq(l0, l1);
+	ck_assert_str_ne(s0, s2);
+	ck_assert_str_ne(s1, s2);
+	d.precision = GSP_WIRE_PRECISION_BFLOAT16;
+	digests(&d, l1, s3);
+	ck_assert_str_ne(s2, s3);
+	ck_assert_str_ne(s0, s3);
 	/* Settings that do not apply to the method do not count. */
 	d = desc_of(GSP_WIRE_METHOD_EXACT);
 	digests(&d, l0, s0);
@@ -548,6 +589,16 @@ START_TEST(test_summary)
 	d.dtype = GSP_WIRE_DTYPE_FLOAT16;
 	ck_assert_int_gt(gsp_model_summary(&d, buf, sizeof(buf)), 0);
 	ck_assert_msg(strncmp(buf, "powergossip r4 float16, ", 24) == 0, "%s", buf);
+	/* Then a 16-bit wire precision. */
+	d.precision = GSP_WIRE_PRECISION_BFLOAT16;
+	ck_assert_int_gt(gsp_model_summary(&d, buf, sizeof(buf)), 0);
+	ck_assert_msg(strncmp(buf, "powergossip r4 float16 wire bfloat16, ", 38) == 0,
+		      "%s", buf);
+	d.dtype = GSP_WIRE_DTYPE_FLOAT32;
+	d.precision = GSP_WIRE_PRECISION_FLOAT16;
+	ck_assert_int_gt(gsp_model_summary(&d, buf, sizeof(buf)), 0);
+	ck_assert_msg(strncmp(buf, "powergossip r4 wire float16, 3 tensors", 38) == 0,
+		      "%s", buf);
 
 	d = desc_of(GSP_WIRE_METHOD_CHOCO_SIGN);
 	d.n_tensors = 1;
@@ -568,6 +619,8 @@ START_TEST(test_summary)
 		many[i].dims[0] = UINT64_MAX / GSP_API_MAX_TENSORS;
 	}
 	d.tensors = many;
+	d.dtype = GSP_WIRE_DTYPE_BFLOAT16;
+	d.precision = GSP_WIRE_PRECISION_BFLOAT16;
 	int n = gsp_model_summary(&d, buf, sizeof(buf));
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_le(n, GSP_MODEL_SUMMARY_MAX);

@@ -6,8 +6,9 @@ gossipd.Client.register(rank=...).
 
 - Trainers that both ask rank 2 gossip at rank 2 and keep the network
   average;
-- a rank above MaxRank, or a 16-bit wire precision, is refused with the
-  reason, and the daemon stays free for the next REGISTER;
+- a rank above MaxRank, or a 16-bit wire precision for exact gossip, is
+  refused with the reason, and the daemon stays free for the next
+  REGISTER;
 - two ends that ask different ranks refuse the edge, and each end's
   status names both ranks.
 
@@ -100,9 +101,10 @@ class RegisterOptions(unittest.TestCase):
         self.assertEqual(cm.exception.code, -errno.ERANGE)
         self.assertIn("rank 4 is above this daemon's MaxRank 3", str(cm.exception))
         with self.assertRaises(gossipd.OptionsRefused) as cm:
-            api.register(TENSORS, precision="float16")
+            api.register(TENSORS, method="exact", precision="float16")
         self.assertEqual(cm.exception.code, -errno.EOPNOTSUPP)
-        self.assertIn("wire precision float16: not implemented", str(cm.exception))
+        self.assertIn("wire precision float16 applies to powergossip only",
+                      str(cm.exception))
         with self.assertRaises(gossipd.OptionsRefused) as cm:
             api.register(TENSORS, power_iterations=2)
         self.assertIn("not implemented", str(cm.exception))

@@ -377,8 +377,9 @@ class Client:
         config's): method ("powergossip", "exact", "choco-topk",
         "choco-randk", "choco-sign"), rank (powergossip, up to the daemon's
         MaxRank), gamma (> 0), power_iterations (gossip rounds per step:
-        only 1 is implemented) and precision (on the wire: "float32"; the
-        16-bit ones are refused, not implemented).  Every trainer of the
+        only 1 is implemented) and precision (powergossip's factors on the
+        wire: "float32", or "float16" / "bfloat16" for half the bytes).
+        Every trainer of the
         graph must ask the same: the daemons refuse an edge between models
         of different settings, naming both.  Refusals: InvalidArgument
         (locally), DaemonError with code -ERANGE (beyond the daemon's

@@ -159,7 +159,8 @@ class ShapeRefused(DaemonError):
 class OptionsRefused(DaemonError):
     """The daemon refused the settings REGISTER asked (-ERANGE: beyond its
     limits, such as a rank above MaxRank; -EOPNOTSUPP: not implemented,
-    such as 16-bit wire precision); its text says which."""
+    such as a 16-bit wire precision for exact gossip); its text says
+    which."""
 
 
 class NonFiniteParameters(DaemonError):
