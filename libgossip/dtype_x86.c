@@ -8,14 +8,20 @@
 #include "internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define X86_TARGET __attribute__((target("avx2,f16c")))
 
+/* AVX2 from the compiler's CPU check; F16C from CPUID leaf 1 (ECX bit
+ * 29), which clang's __builtin_cpu_supports does not know. */
 bool gsp__dtype_x86_ok(void)
 {
+	unsigned a, b, c, d;
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+	if (!__builtin_cpu_supports("avx2") || !__get_cpuid(1, &a, &b, &c, &d))
+		return false;
+	return (c & bit_F16C) != 0;
 }
 
 /* m rounded to bfloat16 (nearest even; NaN quiet), in 32-bit lanes. */
