@@ -158,6 +158,15 @@ static int node_key(parser *p, const char *name, const char *v)
 			       ? config__fail(p, -EINVAL, "Rank must be 1..1024, not '%s'", v)
 			       : 1;
 	}
+	if (!strcmp(name, "WirePrecision")) {
+		gsp_dtype d;
+		p->wire_line = p->line;
+		if (gsp_dtype_parse(v, &d) != 0)
+			return config__fail(p, -EINVAL, "WirePrecision takes float32, float16 or "
+					    "bfloat16, not '%s'", v);
+		c->engine.wire = d;
+		return 1;
+	}
 	if (!strcmp(name, "MaxRank")) {
 		p->max_rank_line = p->line;
 		return parse_uint(v, GSP_MAX_RANK, &c->max_rank) || !c->max_rank

@@ -11,6 +11,7 @@
  *   Rank = 4                           the default of a trainer that
  *                                      asks none (REGISTER's options)
  *   MaxRank = 64                       the most a trainer may ask
+ *   WirePrecision = float16            powergossip's factors on the wire
  *   Gamma = 1.0                        or "auto" with Topology and Nodes
  *   AverageSchedule = finite           AVERAGE runs the finite-time
  *                                      schedule (Topology and Nodes); off

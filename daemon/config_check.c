@@ -60,6 +60,12 @@ int config__check(parser *p)
 		return config__fail(p, -EINVAL, "Rank %u%s is above MaxRank %u", c->engine.rank,
 			    p->rank_line ? "" : " (the default)", c->max_rank);
 	}
+	if (c->engine.wire != GSP_DTYPE_FLOAT32 && c->engine.method != GSP_METHOD_POWERGOSSIP) {
+		p->line = p->wire_line;
+		return config__fail(p, -EINVAL, "WirePrecision = %s applies to powergossip only, "
+			    "not Method = %s (its messages are float32)",
+			    gsp_dtype_name(c->engine.wire), gsp_method_name(c->engine.method));
+	}
 	if (c->gamma_auto && !c->nodes) {
 		p->line = 0;
 		return config__fail(p, -EINVAL, "Gamma = auto needs Nodes (and Topology)");

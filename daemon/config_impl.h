@@ -25,6 +25,7 @@ typedef struct parser {
 	unsigned gamma_line;    /* the last Gamma = line */
 	unsigned rank_line;     /* the last Rank = line */
 	unsigned max_rank_line; /* the last MaxRank = line */
+	unsigned wire_line;     /* the last WirePrecision = line */
 	unsigned schedule_line; /* the last AverageSchedule = line */
 	char *msg;
 	size_t msg_len;

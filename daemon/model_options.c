@@ -43,8 +43,13 @@ static int wire_precision(const gsp_api_register_opts *o, gsp_config *c,
 		[GSP_WIRE_PRECISION_FLOAT16] = GSP_DTYPE_FLOAT16,
 		[GSP_WIRE_PRECISION_BFLOAT16] = GSP_DTYPE_BFLOAT16,
 	};
-	if (!(o->set & GSP_REG_PRECISION))
+	if (!(o->set & GSP_REG_PRECISION)) {
+		/* The config's WirePrecision is powergossip's default: a model of
+		 * another method sends float32. */
+		if (c->method != GSP_METHOD_POWERGOSSIP)
+			c->wire = GSP_DTYPE_FLOAT32;
 		return 0;
+	}
 	c->wire = wire_dtype[o->precision];
 	if (c->wire != GSP_DTYPE_FLOAT32 && c->method != GSP_METHOD_POWERGOSSIP) {
 		snprintf(err, err_len, "wire precision %s applies to powergossip only, "

@@ -28,6 +28,7 @@ START_TEST(test_valid)
 		"Socket = /run/gossipd/gossipd.sock\n"
 		"Method = powergossip\n"
 		"Rank = 4\n"
+		"WirePrecision = float16\n"
 		"Gamma = auto\n"
 		"Topology = ring\n"
 		"Nodes = 8\n"
@@ -52,6 +53,7 @@ START_TEST(test_valid)
 	ck_assert(cfg.have_private_key);
 	ck_assert_uint_eq(cfg.private_key[31], 31);
 	ck_assert_uint_eq(cfg.engine.rank, 4);
+	ck_assert_int_eq(cfg.engine.wire, GSP_DTYPE_FLOAT16);
 	ck_assert(cfg.gamma_auto);
 	ck_assert_uint_eq(cfg.nodes, 8);
 	ck_assert(!cfg.engine.warm_start);
@@ -65,11 +67,11 @@ START_TEST(test_valid)
 	ck_assert_str_eq(cfg.metrics_listen, "[::1]:0");
 	ck_assert_str_eq(cfg.peers[0].name, "rack 2 \"b\" \\\\ x");
 	ck_assert_str_eq(cfg.peers[1].name, "");
-	ck_assert_uint_eq(cfg.peers[0].line, 18);
+	ck_assert_uint_eq(cfg.peers[0].line, 19);
 	ck_assert_str_eq(cfg.peers[1].endpoint, "");
 	ck_assert_uint_eq(cfg.peers[1].public_key[0], 32);
 	ck_assert(cfg.peers[1].weight == 0.25f);
-	ck_assert_uint_eq(cfg.peers[1].line, 22);
+	ck_assert_uint_eq(cfg.peers[1].line, 23);
 	ck_assert(!cfg.avg_finite);   /* off by default */
 	gsp_daemon_config_clear(&cfg);
 	gsp_daemon_config_clear(NULL);
@@ -103,6 +105,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg.engine.method, GSP_METHOD_POWERGOSSIP);
 	ck_assert_uint_eq(cfg.engine.rank, 4);
 	ck_assert_uint_eq(cfg.max_rank, 1024);
+	ck_assert_int_eq(cfg.engine.wire, GSP_DTYPE_FLOAT32);
 	ck_assert_uint_eq(cfg.max_staleness, 4);
 	ck_assert_uint_eq(cfg.rekey_after_s, 120);
 	ck_assert_uint_eq(cfg.drain_wait_ms, 2000);
@@ -125,6 +128,9 @@ START_TEST(test_errors_name_the_line)
 		{"[Node]\nMaxRank = 1025\n", "test.conf:2: MaxRank must be 1..1024"},
 		{"[Node]\nMaxRank = 2\n\nRank = 3\n", "test.conf:4: Rank 3 is above MaxRank 2"},
 		{"[Node]\n\nMaxRank = 2\n", "test.conf:3: Rank 4 (the default) is above MaxRank 2"},
+		{"[Node]\nWirePrecision = half\n", "test.conf:2: WirePrecision takes float32, float16"},
+		{"[Node]\nMethod = exact\nWirePrecision = bfloat16\n",
+		 "test.conf:3: WirePrecision = bfloat16 applies to powergossip only, not Method = exact"},
 		{"[Node]\n\nMethod = powergosip\n", "test.conf:3: unknown Method"},
 		{"[Node]\nGamma = -1\n", "test.conf:2: Gamma"},
 		{"[Node]\nGamma = nan\n", "test.conf:2: Gamma"},

@@ -52,6 +52,22 @@ START_TEST(test_no_options_are_the_configs_settings)
 }
 END_TEST
 
+/* The config's WirePrecision is a powergossip model's default; a model
+ * that asks another method sends float32 (its messages are float32). */
+START_TEST(test_wire_precision_from_the_config)
+{
+	gsp_api_register_opts none = {0};
+	gsp_api_register_opts exact = {.set = GSP_REG_METHOD, .method = GSP_METHOD_EXACT};
+	gsp_config c;
+	cfg.engine.wire = GSP_DTYPE_BFLOAT16;
+	resolve(&none, &c, 0, NULL);
+	ck_assert_int_eq(c.wire, GSP_DTYPE_BFLOAT16);
+	resolve(&exact, &c, 0, NULL);
+	ck_assert_int_eq(c.method, GSP_METHOD_EXACT);
+	ck_assert_int_eq(c.wire, GSP_DTYPE_FLOAT32);
+}
+END_TEST
+
 START_TEST(test_each_option_replaces_its_setting)
 {
 	gsp_api_register_opts o = {.set = GSP_REG_RANK, .rank = 2};
@@ -175,6 +191,7 @@ static Suite *model_options_suite(void)
 	TCase *tc = tcase_create("resolve");
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_no_options_are_the_configs_settings);
+	tcase_add_test(tc, test_wire_precision_from_the_config);
 	tcase_add_test(tc, test_each_option_replaces_its_setting);
 	tcase_add_test(tc, test_beyond_the_limits_is_refused_with_the_reason);
 	tcase_add_test(tc, test_what_is_not_implemented_is_refused);
