@@ -593,7 +593,7 @@ cat >"$T/expect-status" <<EOF
 node:      hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo= (gossipd 0.1.0)
 listen:    127.0.0.1:7000
 socket:    /run/gossipd/gossipd.sock
-method:    powergossip, rank 4, gamma 1
+defaults:  powergossip, rank 4, gamma 1
 model:     powergossip r4, 3 tensors, 40064 floats "q" \\ ?[31m; step 123; fingerprint 0011223344556677
 counters:  rx_malformed 1, hs_refused 2, hs_replayed 3, links_closed 4, api_malformed 5, version_mismatch 6, a-b c 7, a_b_c 8
 edges:     5 (1 up)

@@ -18,7 +18,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s status [--json] [--socket PATH]\n\n"
-		"Shows the daemon's key, address and method, its model and the trainer\n"
+		"Shows the daemon's key, address and default method, its model (with the\n"
+		"method, rank and dtype it registered with) and the trainer\n"
 		"that registered it, its counters and one line per edge: the peer (the\n"
 		"first %d characters of its key), the state, the round, the megabytes\n"
 		"sent and received and the compression ratio against exact gossip;\n"
@@ -69,7 +70,7 @@ static void print_node(const gsp_sdoc *st)
 		printf("\nsocket:    ");
 		gctl_print_text(stdout, st->socket);
 	}
-	printf("\nmethod:    ");
+	printf("\ndefaults:  ");
 	gctl_print_text(stdout, st->method);
 	if (st->rank.set)
 		printf(", rank %" PRIu64, st->rank.v);
