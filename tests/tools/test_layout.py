@@ -28,7 +28,7 @@ PRODUCT = {
     "gossipcluster.py",             # gossip-run's local cluster (installed)
     "gossip-cluster",               # the quick start's local cluster
     "quickstart", "deps.sh",        # install, build, run the quick start
-    "run-tests", "fuzz", "sim-sweep",   # the developer's entry points
+    "run-tests", "fuzz", "sim-sweep", "sim-mutants",   # the developer's entry points
     "cli.c", "cli.h", "idx.c", "idx.h", "shapes.c", "shapes.h",
     "trainerlink.c", "trainerlink.h",
     "data",                         # folder: model layouts (resnet50.shapes)
