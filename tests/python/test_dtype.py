@@ -31,15 +31,7 @@ import sys
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-try:
-    import numpy as np
-except ImportError as e:
-    print("SKIP: %s (python3-numpy)" % e)
-    sys.exit(77)
-import gossipcluster as cluster  # noqa: E402
-import gossipd  # noqa: E402
+from daemonharness import np, cluster, gossipd  # noqa: E402 (exit 77 without NumPy)
 from gossipd import protocol as P  # noqa: E402
 
 BUILD = None

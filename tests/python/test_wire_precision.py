@@ -18,21 +18,12 @@ Needs NumPy (exit 77, a meson skip, without it).
 usage: test_wire_precision.py BUILD_DIR [unittest options]
 """
 import errno
-import os
 import re
 import sys
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-try:
-    import numpy as np
-except ImportError as e:
-    print("SKIP: %s (python3-numpy)" % e)
-    sys.exit(77)
-import gossipcluster as cluster  # noqa: E402
-import gossipd  # noqa: E402
+from daemonharness import np, cluster, gossipd  # noqa: E402 (exit 77 without NumPy)
 
 BUILD = None
 CONF = "Method = powergossip\nRank = 2\nGamma = 1\nMaxWait = 60000\n"
