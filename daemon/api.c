@@ -205,6 +205,9 @@ void api_stop_keeping_model(gossipd *d)
 				model_hold_connection(&d->model, hold);
 		}
 	d->model.owner = NULL;   /* closing it detaches nothing */
+	/* Nor a local group's members: the group writes no buffer again
+	 * (they stay mapped until the process exits). */
+	group_end_begin(&d->model.group);
 	api_stop(d);
 }
 

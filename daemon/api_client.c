@@ -33,7 +33,17 @@ void api__client_close(api_client *c)
 		return;
 	c->closing = true;
 	core_forget(&d->step.core, c);
-	if (d->model.registered && d->model.owner == c) {
+	fetch_forget(&d->fetch, c);
+	group_forget(&d->model.group, c);
+	bool last = true;
+	if (d->model.mode == MODEL_GROUP && model_owned_by(&d->model, c) &&
+	    d->model.group.n_members > 1) {
+		gsp_info("trainer '%s' went away: it leaves the local group", c->log_name);
+		group_leave(&d->model.group, c);
+		last = false;
+	}
+	if (last && model_owned_by(&d->model, c)) {
+		group_end_begin(&d->model.group);
 		gsp_info("trainer '%s' went away: detaching its model", c->log_name);
 		core_detach(&d->step.core, NULL, NULL);
 		/* A detach that waits for a running step or the neighbours: no

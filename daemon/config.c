@@ -31,11 +31,15 @@ void gsp_daemon_config_default(gsp_daemon_config *cfg)
 	cfg->detach_wait_ms = GSP_DAEMON_DEFAULT_DETACH_WAIT_MS;
 	cfg->leave_wait_ms = GSP_DAEMON_DEFAULT_LEAVE_WAIT_MS;
 	cfg->drain_wait_ms = GSP_DAEMON_DEFAULT_DRAIN_WAIT_MS;
+	cfg->max_local_trainers = GSP_DAEMON_DEFAULT_MAX_LOCAL_TRAINERS;
+	cfg->local_wait_ms = GSP_DAEMON_DEFAULT_LOCAL_WAIT_MS;
 	cfg->max_round_change = GSP_DAEMON_DEFAULT_MAX_ROUND_CHANGE;
 	cfg->sync_records = true;
 	cfg->rekey_after_s = GSP_DAEMON_DEFAULT_REKEY_AFTER_S;
 	cfg->log_level = GSP_LOG_INFO;
 	cfg->index = -1;
+	cfg->resolve_interval_s = GSP_DEFAULT_RESOLVE_INTERVAL_S;
+	cfg->cluster.max_members = GSP_DEFAULT_MAX_MEMBERS;
 }
 
 void gsp_daemon_config_clear(gsp_daemon_config *cfg)
@@ -81,15 +85,7 @@ static char *reader(char *str, int num, void *stream)
 
 static int parse_uint(const char *s, unsigned long max, unsigned *ret)
 {
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*ret = (unsigned)v;
-	return 0;
+	return config__parse_uint(s, max, ret);
 }
 
 static int parse_float(const char *s, float *ret)
@@ -105,21 +101,12 @@ static int parse_float(const char *s, float *ret)
 	return 0;
 }
 
-static int copy_str(char *dst, size_t cap, const char *v)
-{
-	size_t n = strlen(v);
-	if (n == 0 || n >= cap)
-		return -EINVAL;
-	memcpy(dst, v, n + 1);
-	return 0;
-}
-
 /* ListenAddress, MetricsListen: numeric ipv4:port or [ipv6]:port. */
 static int numeric_address(parser *p, const char *name, char *dst, size_t cap,
 			   const char *v)
 {
 	struct sockaddr_storage ss;
-	if (copy_str(dst, cap, v) || gsp_endpoint_numeric(v, &ss))
+	if (config__copy_str(dst, cap, v) || gsp_endpoint_numeric(v, &ss))
 		return config__fail(p, -EINVAL, "%s must be a numeric ipv4:port or "
 			    "[ipv6]:port, not '%s'", name, v);
 	return 1;
@@ -134,7 +121,7 @@ static int node_key(parser *p, const char *name, const char *v)
 		return numeric_address(p, name, c->metrics_listen,
 				       sizeof(c->metrics_listen), v);
 	if (!strcmp(name, "PrivateKeyFile"))
-		return copy_str(c->private_key_file, sizeof(c->private_key_file), v)
+		return config__copy_str(c->private_key_file, sizeof(c->private_key_file), v)
 			       ? config__fail(p, -EINVAL, "bad PrivateKeyFile '%s'", v)
 			       : 1;
 	if (!strcmp(name, "PrivateKey")) {
@@ -144,7 +131,7 @@ static int node_key(parser *p, const char *name, const char *v)
 		return 1;
 	}
 	if (!strcmp(name, "Socket"))
-		return copy_str(c->socket_path, sizeof(c->socket_path), v)
+		return config__copy_str(c->socket_path, sizeof(c->socket_path), v)
 			       ? config__fail(p, -EINVAL, "bad Socket '%s'", v)
 			       : 1;
 	if (!strcmp(name, "Method"))
@@ -242,6 +229,16 @@ static int node_key(parser *p, const char *name, const char *v)
 		return parse_uint(v, 3600000, &c->drain_wait_ms)
 			       ? config__fail(p, -EINVAL, "DrainWait must be 0..3600000 (ms), not '%s'", v)
 			       : 1;
+	if (!strcmp(name, "MaxLocalTrainers"))
+		return parse_uint(v, GSP_DAEMON_MAX_LOCAL_TRAINERS, &c->max_local_trainers) ||
+				       !c->max_local_trainers
+			       ? config__fail(p, -EINVAL, "MaxLocalTrainers must be 1..%u, not '%s'",
+				      GSP_DAEMON_MAX_LOCAL_TRAINERS, v)
+			       : 1;
+	if (!strcmp(name, "LocalWait"))
+		return parse_uint(v, 3600000, &c->local_wait_ms)
+			       ? config__fail(p, -EINVAL, "LocalWait must be 0..3600000 (ms), not '%s'", v)
+			       : 1;
 	if (!strcmp(name, "RekeyAfterSeconds"))
 		return parse_uint(v, GSP_DAEMON_MAX_REKEY_AFTER_S, &c->rekey_after_s) ||
 				       !c->rekey_after_s
@@ -290,7 +287,7 @@ static int peer_key(parser *p, const char *name, const char *v)
 	{
 		char host[GSP_HOSTNAME_MAX + 1];
 		uint16_t port;
-		if (copy_str(peer->endpoint, sizeof(peer->endpoint), v) ||
+		if (config__copy_str(peer->endpoint, sizeof(peer->endpoint), v) ||
 		    gsp_endpoint_split(v, host, sizeof(host), &port))
 			return config__fail(p, -EINVAL, "bad Endpoint '%s' (want ipv4:port, "
 				    "[ipv6]:port or name:port)", v);
@@ -307,7 +304,7 @@ static int peer_key(parser *p, const char *name, const char *v)
 		bool printable = true;
 		for (const char *q = v; *q; q++)
 			printable = printable && *q >= 0x20 && *q < 0x7f;
-		if (!printable || copy_str(peer->name, sizeof(peer->name), v))
+		if (!printable || config__copy_str(peer->name, sizeof(peer->name), v))
 			return config__fail(p, -EINVAL, "Name must be 1..%d printable ASCII "
 				    "characters", GSP_PEER_NAME_MAX - 1);
 		return 1;
@@ -323,13 +320,14 @@ static int peer_key(parser *p, const char *name, const char *v)
 static int open_section(parser *p, const char *sec)
 {
 	gsp_daemon_config *c = p->cfg;
-	if (!strcmp(sec, "Node")) {
-		p->sec = SEC_NODE;
+	if (!strcmp(sec, "Node") || !strcmp(sec, "Cluster")) {
+		p->sec = sec[0] == 'N' ? SEC_NODE : SEC_CLUSTER;
 		return 1;
 	}
 	if (strcmp(sec, "Peer")) {
 		p->sec = SEC_OTHER;
-		return config__fail(p, -EINVAL, "unknown section [%s] (expected [Node] or [Peer])", sec);
+		return config__fail(p, -EINVAL, "unknown section [%s] (expected [Node], [Peer] "
+				    "or [Cluster])", sec);
 	}
 	if (c->n_peers >= GSP_MAX_PEERS)
 		return config__fail(p, -E2BIG, "too many [Peer] sections (at most %d)", GSP_MAX_PEERS);
@@ -362,6 +360,8 @@ static int handler(void *user, const char *sec, const char *name,
 		return node_key(p, name, value);
 	if (p->sec == SEC_PEER)
 		return peer_key(p, name, value);
+	if (p->sec == SEC_CLUSTER)
+		return config__cluster_key(p, name, value);
 	return 0;
 }
 

@@ -17,6 +17,9 @@
  *                                      schedule (Topology and Nodes); off
  *   WarmStart = on
  *   MaxStaleness = 4                   steps an edge may lag before STEP waits
+ *   MaxLocalTrainers = 16              trainers in the machine's local group
+ *   LocalWait = 50                     ms a local group's step waits for its
+ *                                      other trainers' STEPs (group.h)
  *   LogLevel = info                    error|warning|info|debug
  *   MetricsListen = 127.0.0.1:9464     optional: serve GET /metrics
  *                                      (metrics_http.h); port 0 = any
@@ -28,6 +31,31 @@
  *   Endpoint = 127.0.0.1:7001          optional: without it, accept only;
  *                                      [v6]:port or a DNS name:port too
  *   Name = node-2                      optional: the metrics' name label
+ *   (without PublicKey, when [Cluster] has an Authority: the key is
+ *   learned from the certificate the Endpoint presents, PROTOCOL.md 4.2)
+ *
+ *   [Cluster]                          optional: discovery (seeds.h) and
+ *                                      admission by certificate
+ *   Seed = seeds.gossip.svc:7000       repeatable: host:port, [v6]:port or
+ *                                      name:port (every A/AAAA address)
+ *   SeedSRV = _gossip._tcp.example     repeatable: an SRV name; each target's
+ *                                      A/AAAA addresses with its port
+ *   ResolveIntervalSeconds = 30        names resolved again this often
+ *                                      (1..86400)
+ *   At most GSP_MAX_SEEDS Seed and SeedSRV lines in all.
+ *   Authority = <base64>               the cluster authority's Ed25519
+ *                                      public key (gossipctl pubkey --ca)
+ *   Certificate = /path/node.cert      this node's (gossipctl cert-issue)
+ *   RevocationList = /path/revoked     optional (gossipctl revoke); re-read
+ *                                      at SIGHUP
+ *   Advertise = 10.0.0.5:7000          repeatable (4): where members reach this
+ *                                      node; default the bound ListenAddress
+ *   MaxMembers = 1024                  members kept at most (2..10000)
+ *   LeaveOnStop = off                  on: SIGTERM and SIGINT tell the
+ *                                      members it leaves
+ *   With an Authority and a Seed or SeedSRV, the node is a member: its
+ *   neighbours are computed from the member list (cluster.h), beside its
+ *   [Peer] sections.
  */
 #ifndef GSP_DAEMON_CONFIG_H
 #define GSP_DAEMON_CONFIG_H
@@ -59,7 +87,45 @@ typedef struct gsp_peer_config {
 	float weight;                   /* 0 = Metropolis-Hastings default */
 	int index;                      /* Index = (SimSeed mode), else -1 */
 	unsigned line;                  /* where its section starts */
+	/* Set by the cluster, never by a file: a seed or a member that is
+	 * not a neighbour, linked for the member records only; its edge
+	 * starts no generation (NO_START) and counts in no degree. */
+	bool members_only;
 } gsp_peer_config;
+
+/* [Cluster]'s seeds: Seed (host:port, resolved to all its addresses) or
+ * SeedSRV (an SRV name, _service._proto.name). */
+#define GSP_MAX_SEEDS 16
+#define GSP_DEFAULT_RESOLVE_INTERVAL_S 30
+#define GSP_MAX_RESOLVE_INTERVAL_S 86400
+
+typedef enum gsp_seed_kind {
+	GSP_SEED_HOST,          /* Seed = host:port */
+	GSP_SEED_SRV,           /* SeedSRV = _service._proto.name */
+} gsp_seed_kind;
+
+typedef struct gsp_seed_config {
+	gsp_seed_kind kind;
+	char text[GSP_ADDR_MAX];        /* the value as written */
+	unsigned line;
+} gsp_seed_config;
+
+/* [Cluster]: admission by certificate (admission.h) and membership. */
+#define GSP_MAX_ADVERTISE 4
+#define GSP_DEFAULT_MAX_MEMBERS 1024
+#define GSP_MAX_MEMBERS 10000
+typedef struct gsp_cluster_config {
+	bool have_authority;
+	uint8_t authority[GSP_KEY_BYTES];     /* an Ed25519 public key */
+	char certificate[GSP_PATH_MAX];       /* "": none */
+	char revocation_list[GSP_PATH_MAX];   /* "": none */
+	/* Membership (cluster.h): where others reach this node, and the
+	 * most members it keeps. */
+	char advertise[GSP_MAX_ADVERTISE][GSP_ADDR_MAX];  /* numeric ip:port */
+	size_t n_advertise;
+	unsigned max_members;                 /* MaxMembers */
+	bool leave_on_stop;                   /* LeaveOnStop */
+} gsp_cluster_config;
 
 typedef struct gsp_daemon_config {
 	char path[GSP_PATH_MAX];        /* the file read, for messages */
@@ -86,6 +152,9 @@ typedef struct gsp_daemon_config {
 	unsigned detach_wait_ms;        /* DETACH waits at most this for the peers */
 	unsigned leave_wait_ms;         /* a removed peer's edge ends alone after this */
 	unsigned drain_wait_ms;         /* DRAIN waits at most this for rounds */
+	unsigned max_local_trainers;    /* MaxLocalTrainers: a local group's bound */
+	unsigned local_wait_ms;         /* LocalWait: a group step waits at most
+					   this for its trainers' STEPs */
 	float max_round_change;         /* a received round's bound; 0: none */
 	bool sync_records;              /* the edges' records fdatasync'ed (slotfile.h) */
 	unsigned rekey_after_s;         /* a session is replaced this old */
@@ -95,8 +164,15 @@ typedef struct gsp_daemon_config {
 	bool sim_seed_set;
 	uint64_t sim_seed;
 	int index;
+	gsp_cluster_config cluster;
 	gsp_peer_config *peers;
 	size_t n_peers;
+	gsp_seed_config seeds[GSP_MAX_SEEDS];   /* [Cluster] Seed, SeedSRV */
+	size_t n_seeds;
+	unsigned resolve_interval_s;    /* ResolveIntervalSeconds */
+	/* Set by the cluster in the peer lists it computes, never by a file:
+	 * a peer admitted by its certificate stays only while listed. */
+	bool peers_computed;
 } gsp_daemon_config;
 
 /* The daemon's default Rank: the quick start's measured choice
@@ -116,6 +192,14 @@ typedef struct gsp_daemon_config {
  * (a straggler's it does not wait for); then their edges are stragglers
  * and it returns.  DRAIN with SYNC waits for every round. */
 #define GSP_DAEMON_DEFAULT_DRAIN_WAIT_MS 2000
+/* Trainers on one machine that may join its local group (REGISTER's
+ * group option, group.h), and the most that may be configured (the API's
+ * client limit). */
+#define GSP_DAEMON_DEFAULT_MAX_LOCAL_TRAINERS 16
+#define GSP_DAEMON_MAX_LOCAL_TRAINERS 256
+/* How long a local group's step waits, after the first of its trainers'
+ * STEPs, for the others; then it steps without them (never for ever). */
+#define GSP_DAEMON_DEFAULT_LOCAL_WAIT_MS 50
 /* The most a neighbour's ROUND message may differ from ours, in units of
  * our own message's norm (or of sqrt(its length), if that is larger): a
  * listed peer cannot push arbitrary values into the model. */

@@ -1,11 +1,14 @@
 /* config_check: the refusals of the configuration (config_impl.h): how
  * one is recorded (config__fail, for every key's check in config.c too),
+ * the decimal numbers of keys (config__parse_uint), a string key's copy
+ * (config__copy_str),
  * and what one key cannot say alone, checked once the whole file is read:
  * peers listed once each with a key, and what Gamma = auto, SimSeed and
  * AverageSchedule need of the others. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config_impl.h"
@@ -31,6 +34,28 @@ int config__fail(parser *p, int err, const char *fmt, ...)
 	return 0;
 }
 
+int config__copy_str(char *dst, size_t cap, const char *v)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n >= cap)
+		return -EINVAL;
+	memcpy(dst, v, n + 1);
+	return 0;
+}
+
+int config__parse_uint(const char *s, unsigned long max, unsigned *ret)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
 /* 1, or 0 with the first refusal recorded (config__fail). */
 int config__check(parser *p)
 {
@@ -38,12 +63,23 @@ int config__check(parser *p)
 	for (size_t i = 0; i < c->n_peers; i++) {
 		p->line = c->peers[i].line;
 		static const uint8_t zero[GSP_KEY_BYTES];
-		if (!memcmp(c->peers[i].public_key, zero, GSP_KEY_BYTES))
-			return config__fail(p, -EINVAL, "[Peer] without PublicKey");
-		for (size_t j = 0; j < i; j++)
-			if (!memcmp(c->peers[i].public_key, c->peers[j].public_key,
-				    GSP_KEY_BYTES))
+		bool keyless = !memcmp(c->peers[i].public_key, zero, GSP_KEY_BYTES);
+		if (keyless && !c->cluster.have_authority)
+			return config__fail(p, -EINVAL, "[Peer] without PublicKey (one with "
+				    "an Endpoint may leave it out when [Cluster] has an "
+				    "Authority)");
+		if (keyless && !c->peers[i].endpoint[0])
+			return config__fail(p, -EINVAL, "[Peer] without PublicKey needs an "
+				    "Endpoint (its key is learned from there)");
+		for (size_t j = 0; j < i; j++) {
+			if (!keyless && !memcmp(c->peers[i].public_key,
+						c->peers[j].public_key, GSP_KEY_BYTES))
 				return config__fail(p, -EINVAL, "PublicKey listed twice");
+			if (keyless && !memcmp(c->peers[j].public_key, zero, GSP_KEY_BYTES) &&
+			    !strcmp(c->peers[i].endpoint, c->peers[j].endpoint))
+				return config__fail(p, -EINVAL, "Endpoint listed twice "
+					    "without PublicKey");
+		}
 	}
 	for (size_t i = 0; c->sim_seed_set && i < c->n_peers; i++)
 		if (c->peers[i].index < 0 || c->peers[i].index == c->index) {
@@ -51,6 +87,22 @@ int config__check(parser *p)
 			return config__fail(p, -EINVAL, "with SimSeed every [Peer] needs its "
 				    "own Index");
 		}
+	if ((c->cluster.certificate[0] || c->cluster.revocation_list[0]) &&
+	    !c->cluster.have_authority) {
+		p->line = 0;
+		return config__fail(p, -EINVAL, "[Cluster] Certificate and RevocationList "
+			    "need its Authority");
+	}
+	if (c->cluster.n_advertise && !(c->cluster.have_authority && c->n_seeds)) {
+		p->line = 0;
+		return config__fail(p, -EINVAL, "[Cluster] Advertise is for membership, "
+			    "which needs an Authority and a Seed or SeedSRV");
+	}
+	if (c->cluster.have_authority && c->n_seeds && !c->cluster.certificate[0]) {
+		p->line = 0;
+		return config__fail(p, -EINVAL, "[Cluster] membership (an Authority and "
+			    "seeds) needs this node's Certificate");
+	}
 	if (c->sim_seed_set && c->index < 0) {
 		p->line = 0;
 		return config__fail(p, -EINVAL, "SimSeed needs Index in [Node]");

@@ -10,7 +10,7 @@
 
 #include "config.h"
 
-typedef enum section { SEC_NONE, SEC_NODE, SEC_PEER, SEC_OTHER } section;
+typedef enum section { SEC_NONE, SEC_NODE, SEC_PEER, SEC_CLUSTER, SEC_OTHER } section;
 
 typedef struct parser {
 	gsp_daemon_config *cfg;
@@ -35,6 +35,13 @@ typedef struct parser {
  * line); returns 0, which also tells inih the line failed. */
 int config__fail(parser *p, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* A decimal 0..max: 0, or -EINVAL. */
+int config__parse_uint(const char *s, unsigned long max, unsigned *ret);
+/* Copies v, 1 to cap - 1 bytes, into dst: 0, or -EINVAL. */
+int config__copy_str(char *dst, size_t cap, const char *v);
+/* A key of [Cluster] (config_cluster.c): 1, or 0 with the refusal
+ * recorded. */
+int config__cluster_key(parser *p, const char *name, const char *value);
 /* The checks across keys, once the file is read: 1 or 0 (failed). */
 int config__check(parser *p);
 

@@ -39,10 +39,17 @@ static int send_model(edge *e)
 
 void edge_session_up(edge *e, const uint8_t seed[GSP_SEED_BYTES])
 {
+	edge_set *s = e->set;
+	uint32_t cap;
 	memcpy(e->seed, seed, GSP_SEED_BYTES);
 	e->session_no++;
 	EDGE_ROW(S1);
 	e->state = EDGE_WAIT_MODEL;
+	/* With a model here, the link takes its ROUNDs from the start: a
+	 * peer may send its first ROUNDs before this end has read the
+	 * session's RESYNC (a step off the loop defers it). */
+	if (s->attached && gsp_proto_peer_max_frame(s->model.max_payload, &cap) == 0)
+		s->ops->set_max_frame(s->ctx, e, cap);
 	e->peer_continues = false;
 	if (send_model(e) != 0 && e->state == EDGE_WAIT_MODEL)
 		e->set->ops->close(e->set->ctx, e, GSP_BYE_INTERNAL, "cannot send MODEL");
@@ -210,7 +217,7 @@ void edge_release(edge *e)
 	else if (e->ended_generation == e->unsent_generation && e->ended_msg.buf &&
 		 e->ended_msg.round == e->unsent_round)
 		m = &e->ended_msg;
-	if (m && edge__send(e, m->buf, m->len) != 0 && e->state != EDGE_DOWN)
+	if (m && edge__send_round(e, m) < 0 && e->state != EDGE_DOWN)
 		e->set->ops->close(e->set->ctx, e, GSP_BYE_INTERNAL, "cannot send a ROUND");
 }
 

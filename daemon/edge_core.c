@@ -58,6 +58,14 @@ int edge__send(edge *e, const uint8_t *pt, size_t len)
 	return e->set->ops->send(e->set->ctx, e, pt, len);
 }
 
+int edge__send_round(edge *e, const edge_msg *m)
+{
+	if (!e->set->attached || !e->peer_attached)
+		return 0;
+	int err = edge__send(e, m->buf, m->len);
+	return err < 0 ? err : 1;
+}
+
 void edge__msg_free(edge_msg *m)
 {
 	free(m->buf);

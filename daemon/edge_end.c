@@ -207,7 +207,7 @@ static void begin_ending(edge *e, edge_end_why why)
 	if (edge__decided(e)) {
 		int k = edge__kept(e, e->end_count);
 		if (k >= 0)
-			(void)edge__send(e, e->sent[k].buf, e->sent[k].len);
+			(void)edge__send_round(e, &e->sent[k]);
 		(void)edge__send_resync(e, true);
 	}
 }

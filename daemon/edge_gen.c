@@ -260,13 +260,15 @@ static void learn_end(edge *e, const gsp_msg_resync *m)
 /* Our kept messages the peer lacks, oldest first. */
 static void resend(edge *e, uint64_t peer_completed)
 {
+	/* Only while both ends have the model (edge__send_round): else in
+	 * the session after the model is back (an attach starts the
+	 * sessions over). */
 	/* Ending it: nothing past the count we end at, or the one the peer
 	 * told (a restart may have made it forget, see learn_end). */
 	uint64_t last = edge__below_told_end(e, e->ending_self ? e->end_count : UINT64_MAX);
 	for (int k = 0; k < 2; k++)
 		if (e->sent[k].buf && e->sent[k].round > peer_completed &&
-		    e->sent[k].round <= last &&
-		    edge__send(e, e->sent[k].buf, e->sent[k].len) == 0)
+		    e->sent[k].round <= last && edge__send_round(e, &e->sent[k]) > 0)
 			e->retransmits++;
 }
 
@@ -346,9 +348,6 @@ static void decide(edge *e, const gsp_msg_resync *m)
 	else
 		EDGE_ROW(S5);
 	e->state = both ? EDGE_UP : EDGE_IDLE;
-	uint32_t cap;
-	if (both && gsp_proto_peer_max_frame(s->model.max_payload, &cap) == 0)
-		s->ops->set_max_frame(s->ctx, e, cap);
 }
 
 int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
@@ -370,7 +369,7 @@ int edge__on_resync(edge *e, const uint8_t *pt, size_t len)
 	 * round from our kept message. */
 	if (current && (m.flags & GSP_RESYNC_LIVE) && m.generation == e->ended_generation &&
 	    m.last_completed < e->ended_applied && e->ended_msg.buf &&
-	    edge__send(e, e->ended_msg.buf, e->ended_msg.len) == 0)
+	    edge__send_round(e, &e->ended_msg) > 0)
 		e->retransmits++;
 	edge__settle(e);
 	check_agreement(e, &m);

@@ -178,6 +178,12 @@ void edge__row(edge_row row);
  * session that has ended (kept while the engine was busy, INPUT_KEPT_ENDED),
  * whose answers would land on the wrong session. */
 int edge__send(edge *e, const uint8_t *pt, size_t len);
+/* A ROUND we keep (m), only while both ends have the model: a link caps
+ * frames below a ROUND until its end has a model, and an end without
+ * one could not apply it.  Not sent, it stays kept, and the next session
+ * with the model at both ends resends it (resend, edge_gen.c).  1 sent,
+ * 0 not, or edge__send's error. */
+int edge__send_round(edge *e, const edge_msg *m);
 bool edge__quiet(const edge *e);
 void edge__changed(edge *e);
 void edge__msg_free(edge_msg *m);

@@ -54,7 +54,7 @@ void edge__fill_resync(const edge *e, gsp_msg_resync *m, bool ending)
 	}
 	if (e->no_history)
 		m->flags |= GSP_RESYNC_NO_HISTORY;
-	if (e->ending_self || e->set->detaching)
+	if (e->ending_self || e->set->detaching || e->cfg->members_only)
 		m->flags |= GSP_RESYNC_NO_START;
 	m->weight = e->cfg->weight;
 	m->schedule = edge__sched_id(e);

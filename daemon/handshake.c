@@ -12,9 +12,9 @@
 static const char PROTOCOL_NAME[] = "gossipd-IK-25519-ChaChaPoly-BLAKE2b-v1";
 static const char MAC1_LABEL[] = "gossipd-mac1";
 
-/* Where mac1 starts in INIT's payload: it covers the clear bytes and
- * everything before it. */
-#define MAC1_AT (GSP_HS_INIT_BYTES - GSP_HS_MAC1)
+/* INIT's sealed timestamp, certificate length and certificate. */
+#define INIT_SEALED_AT (2 * GSP_KEY_BYTES + GSP_HS_TAG)
+#define INIT_PT_MIN (GSP_HS_TIMESTAMP + GSP_HS_CERT_LEN)
 
 static void hash2(uint8_t out[32], const uint8_t *a, size_t alen,
 		  const uint8_t *b, size_t blen)
@@ -51,12 +51,12 @@ static void kdf2(const uint8_t ck[32], const uint8_t *ikm, size_t len,
 }
 
 /* mac1 = BLAKE2b-128 keyed with H(MAC1_LABEL || S_r), over INIT's clear
- * bytes and payload[0..MAC1_AT): one hash of a public value and one MAC,
+ * bytes and payload[0..at), everything before mac1: one hash of a public value and one MAC,
  * no Diffie-Hellman, so a responder refuses a sender that does not know
  * its key at the cost of two hashes (PROTOCOL.md 4.2). */
 static void mac1_of(const uint8_t responder_pub[GSP_KEY_BYTES],
 		    const uint8_t clear[GSP_HS_CLEAR], const uint8_t *payload,
-		    uint8_t out[GSP_HS_MAC1])
+		    size_t at, uint8_t out[GSP_HS_MAC1])
 {
 	uint8_t key[32];
 	crypto_generichash_state st;
@@ -64,7 +64,7 @@ static void mac1_of(const uint8_t responder_pub[GSP_KEY_BYTES],
 	      responder_pub, GSP_KEY_BYTES);
 	crypto_generichash_init(&st, key, sizeof(key), GSP_HS_MAC1);
 	crypto_generichash_update(&st, clear, GSP_HS_CLEAR);
-	crypto_generichash_update(&st, payload, MAC1_AT);
+	crypto_generichash_update(&st, payload, at);
 	crypto_generichash_final(&st, out, GSP_HS_MAC1);
 }
 
@@ -131,26 +131,24 @@ void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP])
 		out[8 + i] = (uint8_t)(ns >> (24 - 8 * i));
 }
 
-int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
+/* INIT with certificate cert[0..cert_len) and ephemeral e. */
+static int initiate(gsp_hs *hs, const gsp_keypair *s,
 		    const uint8_t remote_pub[GSP_KEY_BYTES],
 		    const uint8_t clear[GSP_HS_CLEAR],
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
-		    uint8_t out[GSP_HS_INIT_BYTES])
+		    const uint8_t *cert, size_t cert_len, const gsp_keypair *e,
+		    uint8_t *out, size_t *ret_len)
 {
-	gsp_keypair e;
-	gsp_keypair_generate(&e);
-	int err = gsp_hs_initiate_with(hs, s, remote_pub, clear, timestamp, &e, out);
-	sodium_memzero(&e, sizeof(e));
-	return err;
-}
-
-int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
-			 const uint8_t remote_pub[GSP_KEY_BYTES],
-			 const uint8_t clear[GSP_HS_CLEAR],
-			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
-			 const gsp_keypair *e, uint8_t out[GSP_HS_INIT_BYTES])
-{
-	uint8_t k[32];
+	uint8_t k[32], pt[INIT_PT_MIN + GSP_CERT_MAX];
+	if (cert_len && (!cert || cert_len < GSP_CERT_MIN || cert_len > GSP_CERT_MAX))
+		return -EINVAL;
+	size_t pt_len = INIT_PT_MIN + cert_len;
+	size_t mac1_at = INIT_SEALED_AT + pt_len + GSP_HS_TAG;
+	memcpy(pt, timestamp, GSP_HS_TIMESTAMP);
+	pt[GSP_HS_TIMESTAMP] = (uint8_t)cert_len;
+	pt[GSP_HS_TIMESTAMP + 1] = (uint8_t)(cert_len >> 8);
+	if (cert_len)
+		memcpy(pt + INIT_PT_MIN, cert, cert_len);
 	hs_start(hs, s, true, remote_pub);
 	memcpy(hs->remote_s, remote_pub, GSP_KEY_BYTES);
 	mix_hash(hs, clear, GSP_HS_CLEAR);
@@ -162,10 +160,11 @@ int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
 	seal_hash(hs, k, s->pub, GSP_KEY_BYTES, out + GSP_KEY_BYTES);
 	if (mix_dh(hs, s->priv, hs->remote_s, k))
 		goto fail;
-	seal_hash(hs, k, timestamp, GSP_HS_TIMESTAMP, out + 2 * GSP_KEY_BYTES + GSP_HS_TAG);
-	mac1_of(remote_pub, clear, out, out + MAC1_AT);
+	seal_hash(hs, k, pt, pt_len, out + INIT_SEALED_AT);
+	mac1_of(remote_pub, clear, out, mac1_at, out + mac1_at);
 	sodium_memzero(k, sizeof(k));
 	hs->step = 1;
+	*ret_len = mac1_at + GSP_HS_MAC1;
 	return 0;
 fail:
 	sodium_memzero(k, sizeof(k));
@@ -173,18 +172,68 @@ fail:
 	return -EINVAL;
 }
 
-int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
-		     const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
-		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
-		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP])
+/* initiate() with a fresh ephemeral key pair. */
+static int initiate_fresh(gsp_hs *hs, const gsp_keypair *s,
+			  const uint8_t remote_pub[GSP_KEY_BYTES],
+			  const uint8_t clear[GSP_HS_CLEAR],
+			  const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			  const uint8_t *cert, size_t cert_len, uint8_t *out,
+			  size_t *ret_len)
 {
-	uint8_t k[32], peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP];
+	gsp_keypair e;
+	gsp_keypair_generate(&e);
+	int err = initiate(hs, s, remote_pub, clear, timestamp, cert, cert_len,
+			   &e, out, ret_len);
+	sodium_memzero(&e, sizeof(e));
+	return err;
+}
+
+int gsp_hs_initiate_cert(gsp_hs *hs, const gsp_keypair *s,
+			 const uint8_t remote_pub[GSP_KEY_BYTES],
+			 const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			 const uint8_t *cert, size_t cert_len,
+			 uint8_t out[GSP_HS_INIT_MAX_BYTES], size_t *ret_len)
+{
+	return initiate_fresh(hs, s, remote_pub, clear, timestamp, cert, cert_len,
+			      out, ret_len);
+}
+
+int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
+		    const uint8_t remote_pub[GSP_KEY_BYTES],
+		    const uint8_t clear[GSP_HS_CLEAR],
+		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
+		    uint8_t out[GSP_HS_INIT_BYTES])
+{
+	size_t n;
+	return initiate_fresh(hs, s, remote_pub, clear, timestamp, NULL, 0, out, &n);
+}
+
+int gsp_hs_initiate_with(gsp_hs *hs, const gsp_keypair *s,
+			 const uint8_t remote_pub[GSP_KEY_BYTES],
+			 const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			 const gsp_keypair *e, uint8_t out[GSP_HS_INIT_BYTES])
+{
+	size_t n;
+	return initiate(hs, s, remote_pub, clear, timestamp, NULL, 0, e, out, &n);
+}
+
+int gsp_hs_read_init_cert(gsp_hs *hs, const gsp_keypair *s,
+			  const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
+			  size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
+			  uint8_t ret_timestamp[GSP_HS_TIMESTAMP],
+			  uint8_t ret_cert[GSP_CERT_MAX], size_t *ret_cert_len)
+{
+	uint8_t k[32], peer[GSP_KEY_BYTES], pt[INIT_PT_MIN + GSP_CERT_MAX];
 	uint8_t mac1[GSP_HS_MAC1];
 	int err = -EBADMSG;
-	if (len != GSP_HS_INIT_BYTES)
+	if (len < GSP_HS_INIT_BYTES || len > GSP_HS_INIT_MAX_BYTES)
 		return -EBADMSG;
-	mac1_of(s->pub, clear, in, mac1);
-	if (crypto_verify_16(mac1, in + MAC1_AT) != 0)
+	size_t mac1_at = len - GSP_HS_MAC1;
+	size_t pt_len = mac1_at - INIT_SEALED_AT - GSP_HS_TAG;
+	mac1_of(s->pub, clear, in, mac1_at, mac1);
+	if (crypto_verify_16(mac1, in + mac1_at) != 0)
 		return -EPERM;
 	hs_start(hs, s, false, s->pub);
 	mix_hash(hs, clear, GSP_HS_CLEAR);
@@ -193,11 +242,20 @@ int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
 	if (mix_dh(hs, s->priv, hs->remote_e, k) ||
 	    open_hash(hs, k, in + GSP_KEY_BYTES, GSP_KEY_BYTES + GSP_HS_TAG, peer) ||
 	    mix_dh(hs, s->priv, peer, k) ||
-	    open_hash(hs, k, in + 2 * GSP_KEY_BYTES + GSP_HS_TAG, GSP_HS_TIMESTAMP + GSP_HS_TAG, ts))
+	    open_hash(hs, k, in + INIT_SEALED_AT, pt_len + GSP_HS_TAG, pt))
+		goto out;
+	/* The sealed length must be the one it declares: no slack bytes. */
+	size_t cert_len = pt[GSP_HS_TIMESTAMP] | (size_t)pt[GSP_HS_TIMESTAMP + 1] << 8;
+	if (INIT_PT_MIN + cert_len != pt_len ||
+	    (cert_len && cert_len < GSP_CERT_MIN))
 		goto out;
 	memcpy(hs->remote_s, peer, GSP_KEY_BYTES);
 	memcpy(ret_peer, peer, GSP_KEY_BYTES);
-	memcpy(ret_timestamp, ts, GSP_HS_TIMESTAMP);
+	memcpy(ret_timestamp, pt, GSP_HS_TIMESTAMP);
+	if (ret_cert && ret_cert_len) {
+		memcpy(ret_cert, pt + INIT_PT_MIN, cert_len);
+		*ret_cert_len = cert_len;
+	}
 	hs->step = 1;
 	err = 0;
 out:
@@ -205,6 +263,15 @@ out:
 	if (err)
 		gsp_hs_clear(hs);
 	return err;
+}
+
+int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
+		     const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
+		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
+		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP])
+{
+	return gsp_hs_read_init_cert(hs, s, clear, in, len, ret_peer,
+				     ret_timestamp, NULL, NULL);
 }
 
 /* Both ends: session keys from the final chaining key. */

@@ -6,8 +6,8 @@
  * The construction and what it protects against are in proto/PROTOCOL.md.
  *
  *   initiator                                   responder
- *   gsp_hs_initiate() -- INIT (e, {s}, {ts}) -->  gsp_hs_read_init()
- *                                                 (caller: allowlist, replay)
+ *   gsp_hs_initiate() -- INIT (e, {s}, {ts, cert}) --> gsp_hs_read_init()
+ *                                     (caller: allowlist or certificate, replay)
  *   gsp_hs_read_response() <-- RESPONSE (e, {}) -- gsp_hs_respond()
  *   both: a gsp_session with the same edge seed
  *
@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cert.h"             /* GSP_CERT_MAX */
 #include "key.h"              /* GSP_KEY_BYTES, gsp_keypair */
 
 #define GSP_HS_TAG 16
@@ -33,9 +34,14 @@
 /* HS_INIT's last bytes: a MAC keyed by the responder's public key
  * (WireGuard's mac1), checked before any Diffie-Hellman. */
 #define GSP_HS_MAC1 16
-/* e (32) | {s} (32 + 16) | {timestamp} (12 + 16) | mac1 (16) */
+/* e (32) | {s} (32 + 16) | {timestamp | u16 cert_len | cert} (14 +
+ * cert_len + 16) | mac1 (16): without a certificate, and with the
+ * longest. */
+#define GSP_HS_CERT_LEN 2
 #define GSP_HS_INIT_BYTES (GSP_KEY_BYTES + GSP_KEY_BYTES + GSP_HS_TAG + \
-			   GSP_HS_TIMESTAMP + GSP_HS_TAG + GSP_HS_MAC1)
+			   GSP_HS_TIMESTAMP + GSP_HS_CERT_LEN + GSP_HS_TAG + \
+			   GSP_HS_MAC1)
+#define GSP_HS_INIT_MAX_BYTES (GSP_HS_INIT_BYTES + GSP_CERT_MAX)
 /* e (32) | {} (16) */
 #define GSP_HS_RESP_BYTES (GSP_KEY_BYTES + GSP_HS_TAG)
 #define GSP_SESSION_OVERHEAD GSP_HS_TAG
@@ -63,12 +69,21 @@ typedef struct gsp_session {
 void gsp_hs_timestamp(uint8_t out[GSP_HS_TIMESTAMP]);
 
 /* Initiator: writes INIT's payload for the responder with static key
- * remote_pub, behind INIT's clear bytes. */
+ * remote_pub, behind INIT's clear bytes, without a certificate. */
 int gsp_hs_initiate(gsp_hs *hs, const gsp_keypair *s,
 		    const uint8_t remote_pub[GSP_KEY_BYTES],
 		    const uint8_t clear[GSP_HS_CLEAR],
 		    const uint8_t timestamp[GSP_HS_TIMESTAMP],
 		    uint8_t out[GSP_HS_INIT_BYTES]);
+/* The same with our certificate cert[0..cert_len) sealed with the
+ * timestamp (cert_len 0: none; else GSP_CERT_MIN..GSP_CERT_MAX, -EINVAL
+ * otherwise): out[0..*ret_len), at most GSP_HS_INIT_MAX_BYTES. */
+int gsp_hs_initiate_cert(gsp_hs *hs, const gsp_keypair *s,
+			 const uint8_t remote_pub[GSP_KEY_BYTES],
+			 const uint8_t clear[GSP_HS_CLEAR],
+			 const uint8_t timestamp[GSP_HS_TIMESTAMP],
+			 const uint8_t *cert, size_t cert_len,
+			 uint8_t out[GSP_HS_INIT_MAX_BYTES], size_t *ret_len);
 /* Responder: checks INIT's mac1 first (-EPERM, and no Diffie-Hellman
  * done, if the sender does not know our public key or INIT was changed),
  * then authenticates INIT (its clear bytes and payload as received) and
@@ -80,6 +95,14 @@ int gsp_hs_read_init(gsp_hs *hs, const gsp_keypair *s,
 		     const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
 		     size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
 		     uint8_t ret_timestamp[GSP_HS_TIMESTAMP]);
+/* The same, and the certificate INIT carried, its bytes as sealed (not
+ * decoded: the caller's): *ret_cert_len 0 for none.  -EBADMSG also for
+ * a cert_len out of range or other than what the sealed bytes hold. */
+int gsp_hs_read_init_cert(gsp_hs *hs, const gsp_keypair *s,
+			  const uint8_t clear[GSP_HS_CLEAR], const uint8_t *in,
+			  size_t len, uint8_t ret_peer[GSP_KEY_BYTES],
+			  uint8_t ret_timestamp[GSP_HS_TIMESTAMP],
+			  uint8_t ret_cert[GSP_CERT_MAX], size_t *ret_cert_len);
 /* Responder: writes RESPONSE's payload, behind its clear bytes, and
  * derives the session. */
 int gsp_hs_respond(gsp_hs *hs, const uint8_t clear[GSP_HS_CLEAR],

@@ -137,7 +137,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 			if (l->owner)
 				gsp_warn("%s: closing link: %s", l->name, gsp_strerror(err));
 			else
-				link__preauth_warn(l, "closing a connection: %s",
+				link_preauth_warn(l, "closing a connection: %s",
 						   gsp_strerror(err));
 			if (!why[0] && err != -EACCES)
 				snprintf(why, sizeof(why), "closed the link: %s",

@@ -72,10 +72,20 @@ typedef struct link_stats {
 
 typedef struct link_ops {
 	/* Responder: the initiator proved static key `key` with handshake
-	 * timestamp ts.  0 accepts (the owner binds the link with
-	 * link_bind), a negative errno refuses and closes it. */
+	 * timestamp ts, and sent certificate cert[0..cert_len) (its bytes
+	 * as sealed, not checked; cert_len 0: none).  0 accepts (the owner
+	 * binds the link with link_bind), a negative errno refuses and
+	 * closes it. */
 	int (*authorize)(plink *l, const uint8_t key[GSP_KEY_BYTES],
-			 const uint8_t ts[GSP_HS_TIMESTAMP]);
+			 const uint8_t ts[GSP_HS_TIMESTAMP], const uint8_t *cert,
+			 size_t cert_len);
+	/* Initiator of a keyless dial (link_connect without a key): the
+	 * responder's HS_CERT carried cert[0..len) (not checked).  0 with
+	 * the key to continue with in ret_key (the owner may rebind the
+	 * link first), or a negative errno closes it.  NULL: keyless dials
+	 * fail. */
+	int (*learn)(plink *l, const uint8_t *cert, size_t len,
+		     uint8_t ret_key[GSP_KEY_BYTES]);
 	/* Session keys agreed: frames may be sent. */
 	void (*up)(plink *l);
 	/* Optional.  l, a session this end initiated, is older than the
@@ -96,6 +106,9 @@ typedef struct link_ops {
 typedef struct link_env {
 	uv_loop_t *loop;
 	const gsp_keypair *key;       /* our static key pair */
+	const uint8_t *cert;          /* our certificate: in every HS_INIT,
+				       * the answer to HS_WHO; NULL: none */
+	size_t cert_len;
 	counters *counters;
 	const link_ops *ops;
 	void *ctx;                    /* the env's owner, for callbacks */
@@ -111,7 +124,9 @@ typedef struct link_env {
 } link_env;
 
 /* Dials sa and, once connected, starts the handshake with the responder
- * whose static key is remote_key.  The link is bound to owner at once. */
+ * whose static key is remote_key; NULL: a keyless dial, which asks the
+ * responder's certificate first (HS_WHO) and continues with the key
+ * ops->learn takes from it.  The link is bound to owner at once. */
 int link_connect(link_env *env, const struct sockaddr *sa,
 		 const uint8_t remote_key[GSP_KEY_BYTES], void *owner,
 		 link_stats *stats, plink **ret);
@@ -135,6 +150,11 @@ int link_send(plink *l, const uint8_t *pt, size_t len);
 void link_close(plink *l, uint16_t reason, const char *text);
 /* Closes every link of env (daemon shutdown). */
 void link_close_all(link_env *env, uint16_t reason, const char *text);
+
+/* A warning about l, not yet authenticated: rate-limited with the
+ * link's own (LINK_PREAUTH_LOG_PER_S), with its address. */
+void link_preauth_warn(plink *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* The largest frame body it accepts from now on. */
 void link_set_max_frame(plink *l, uint32_t max_body);

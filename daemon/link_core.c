@@ -308,7 +308,18 @@ void link__ping(plink *l)
 		link_send(l, buf, n);
 }
 
-void link__preauth_warn(plink *l, const char *fmt, ...)
+static void preauth_vwarn(plink *l, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+void link_preauth_warn(plink *l, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	preauth_vwarn(l, fmt, ap);
+	va_end(ap);
+}
+
+static void preauth_vwarn(plink *l, const char *fmt, va_list ap)
 {
 	link_env *env = l->env;
 	uint64_t now = uv_now(env->loop);
@@ -325,9 +336,6 @@ void link__preauth_warn(plink *l, const char *fmt, ...)
 	}
 	env->log_lines++;
 	char line[300];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
 	gsp_warn("%s (from %s)", line, l->addr);
 }

@@ -15,11 +15,20 @@
 #include "link.h"
 #include "rxbuf.h"
 
+/* Which handshake message a link in LINK_HANDSHAKE waits for. */
+typedef enum link_hs_wait {
+	LINK_WAIT_WHO_OR_INIT = 0,   /* responder, at first */
+	LINK_WAIT_INIT,              /* responder, HS_CERT sent */
+	LINK_WAIT_CERT,              /* initiator, keyless: HS_WHO sent */
+	LINK_WAIT_RESP,              /* initiator, HS_INIT sent */
+} link_hs_wait;
+
 struct plink {
 	link_env *env;
 	uv_tcp_t tcp;
 	uv_timer_t timer;        /* handshake deadline, then heartbeats */
 	link_phase phase;
+	link_hs_wait hs_wait;
 	bool initiator;
 	bool confirming;         /* responder: keys agreed, not yet confirmed */
 	bool down_called;
@@ -31,7 +40,8 @@ struct plink {
 	char name[24];
 	char addr[64];           /* the remote address, ip:port */
 	char host[48];           /* its ip part (pre-auth caps) */
-	uint8_t remote_key[GSP_KEY_BYTES];   /* initiator: the responder's */
+	uint8_t remote_key[GSP_KEY_BYTES];   /* initiator: the responder's
+					      * (keyless: once learned) */
 	gsp_hs hs;
 	gsp_session sess;
 	rxbuf rx;
@@ -70,15 +80,13 @@ int link__send_clear(plink *l, const uint8_t *msg, size_t len);
 /* Session keys agreed (and, at the responder, confirmed by the
  * initiator's first transport frame): frames flow, ops->up is told. */
 void link__opened(plink *l);
-/* A warning about a link not yet authenticated, rate-limited. */
-void link__preauth_warn(plink *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 /* Sends a PING (heartbeat, RTT, and the initiator's confirmation). */
 void link__ping(plink *l);
 
 /* link_handshake.c */
 
-/* Initiator, once connected: sends HS_INIT. */
+/* Initiator, once connected: sends HS_INIT, or HS_WHO for a keyless
+ * dial (hs_wait LINK_WAIT_CERT set by link_connect). */
 int link__hs_initiate(plink *l);
 /* A frame before the handshake ended.  why: the reason to record, for
  * a refusal the owner should see. */

@@ -76,7 +76,7 @@ static void preauth_make_room(plink *l)
 	}
 	plink *victim = same >= per ? oldest_same : all >= max ? oldest : NULL;
 	if (victim) {
-		link__preauth_warn(victim, "too many connections in the handshake: "
+		link_preauth_warn(victim, "too many connections in the handshake: "
 				   "closing the oldest");
 		link_close(victim, GSP_BYE_UNSPECIFIED, "");
 	}
@@ -94,7 +94,7 @@ static bool rate_allows(plink *l, const struct sockaddr *sa)
 		return true;
 	env->counters->hs_rate_limited++;
 	if (refused)
-		link__preauth_warn(l, "%u connection%s refused: over the handshake rate "
+		link_preauth_warn(l, "%u connection%s refused: over the handshake rate "
 				   "of %u a second from one address", refused,
 				   refused == 1 ? "" : "s", env->hs_limit->per_s);
 	return false;
@@ -114,7 +114,9 @@ int link_connect(link_env *env, const struct sockaddr *sa,
 		}
 		return -ENOMEM;
 	}
-	memcpy(l->remote_key, remote_key, GSP_KEY_BYTES);
+	if (remote_key)
+		memcpy(l->remote_key, remote_key, GSP_KEY_BYTES);
+	l->hs_wait = remote_key ? LINK_WAIT_RESP : LINK_WAIT_CERT;
 	link_addr_name(sa, l->addr, sizeof(l->addr));
 	l->owner = owner;
 	l->stats = stats;

@@ -1,10 +1,8 @@
-/* gossipd: options, configuration and keys, the libuv loop, signals
- * (SIGTERM/SIGINT: the edges' records saved, or the model detached,
- * then GOODBYE to peers and exit 0; SIGHUP: re-read peers), the
- * metrics listener (MetricsListen: started with the daemon, stopped when
- * it starts stopping; a reload leaves it as it is),
- * and the service manager's protocol (notify.h, never blocking): READY=1,
- * RELOADING=1, STOPPING=1 and WATCHDOG=1 from a loop timer. */
+/* gossipd: options, configuration and keys, the modules set up on the
+ * libuv loop in their order, the metrics listener (MetricsListen:
+ * started with the daemon, stopped when it starts stopping; a reload
+ * leaves it as it is), and the loop run.  Signals, reload, the stop and
+ * the service manager's protocol are lifecycle.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -13,14 +11,15 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
-#include <systemd/sd-daemon.h>
 
 #include "api.h"
 #include "daemon.h"
 #include "key.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "notify.h"
@@ -219,164 +218,38 @@ static int setup(gossipd *d, const char *config_path)
 	}
 	if (d->cfg.avg_finite && (rc = finite_schedule(&d->cfg)) != 0)
 		return rc;
+	rc = admission_init(&d->admission, &d->cfg, d->key->pub, &d->counters,
+			    (uint64_t)time(NULL), msg, sizeof(msg));
+	if (rc) {
+		fprintf(stderr, "gossipd: %s: [Cluster] %s\n", d->cfg.path, msg);
+		return rc;
+	}
 	rc = mesh_init(&d->mesh, d->loop, d->key, &d->counters, &d->cfg, msg,
 		       sizeof(msg));
 	if (rc) {
 		fprintf(stderr, "gossipd: %s\n", msg);
 		return rc;
 	}
+	peers_set_admission(&d->mesh.peers, &d->admission);
 	model_init(&d->model, &d->mesh, &d->cfg);
 	state_files(d);
 	return 0;
 }
 
-/* SIGHUP: the log level and the peers (added, removed, new endpoints
- * and weights) from the file again; the rest needs a restart. */
-static void reload(gossipd *d)
-{
-	gsp_daemon_config cfg;
-	char err[512];
-	gsp_daemon_config_default(&cfg);
-	if (!d->cfg.path[0] || gsp_daemon_config_load(d->cfg.path, &cfg, err, sizeof(err))) {
-		gsp_err("reload: %s", d->cfg.path[0] ? err : "no configuration file");
-		gsp_daemon_config_clear(&cfg);
-		return;
-	}
-	gsp_log_set_level(cfg.log_level);
-	gsp_info("reload: configuration re-read from %s", d->cfg.path);
-	if (strcmp(cfg.metrics_listen, d->cfg.metrics_listen))
-		gsp_warn("reload: MetricsListen takes effect at the next start");
-	mesh_reload(&d->mesh, &cfg);    /* takes cfg */
-}
-
-/* The service manager's watchdog (WatchdogSec=): WATCHDOG=1 at half the
- * interval from a loop timer, so the pings stop when the loop stalls. */
-static void on_watchdog(uv_timer_t *t)
-{
-	notify_send("WATCHDOG=1");
-}
-
-static void watchdog_start(gossipd *d)
-{
-	static uv_timer_t timer;
-	uint64_t usec = 0;
-	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
-		return;
-	uint64_t ms = usec / 2000 ? usec / 2000 : 1;
-	uv_timer_init(d->loop, &timer);
-	uv_timer_start(&timer, on_watchdog, ms, ms);
-	/* Pings go on while the daemon stops, without keeping it alive. */
-	uv_unref((uv_handle_t *)&timer);
-	gsp_info("watchdog: WATCHDOG=1 every %llu ms", (unsigned long long)ms);
-}
-
-static void on_force_exit(uv_timer_t *t)
-{
-	uv_stop(t->loop);
-}
-
-/* The model is gone (its edges ended with their peers): GOODBYE to the
- * peers, and out. */
-static void finish_shutdown(void *ctx)
+/* The seeds' addresses: shown by STATUS, and dialed by a member
+ * (cluster.h). */
+static void on_seeds(void *ctx, const seed_addr *list, size_t n)
 {
 	gossipd *d = ctx;
-	gsp_info("stopping: saying GOODBYE to peers");
-	peers_stop(&d->mesh.peers);
-	step_close(&d->step);
-	/* Peers normally close within a round trip; never wait past 1.5 s. */
-	static uv_timer_t force;
-	uv_timer_init(d->loop, &force);
-	uv_timer_start(&force, on_force_exit, 1500, 0);
-	uv_unref((uv_handle_t *)&force);
+	cluster_seeds(&d->cluster, list, n);
 }
 
-/* A stop that keeps the model's generations (a restart continues them,
- * PROTOCOL.md 4.6): once no step runs and no write into the buffer is
- * under way, the records are written a last time, and the peers get
- * GOODBYE, which ends no generation. */
-static void on_park_timer(uv_timer_t *t)
-{
-	gossipd *d = t->data;
-	if (core_busy(&d->step.core) || d->mesh.edges.writing)
-		return;
-	uv_timer_stop(t);
-	uv_close((uv_handle_t *)t, NULL);
-	edges_records_changed(&d->mesh.edges);
-	core_persist(&d->step.core);
-	mesh_records_stop(&d->mesh);
-	gsp_info("stopping: the edges' records are saved; their generations "
-		 "continue when gossipd starts again and the trainer registers");
-	finish_shutdown(d);
-}
-
-static void park(gossipd *d)
-{
-	/* The trainer's connection closes without a DETACH, its EOF at
-	 * exit: its client steps on offline and registers again at the next
-	 * start, as after a kill. */
-	peers_stop_begin(&d->mesh.peers);
-	if (core_busy(&d->step.core))
-		gsp_info("stopping: waiting for the step under way to end");
-	api_stop_keeping_model(d);
-	core_halt(&d->step.core);
-	uv_timer_init(d->loop, &d->park_timer);
-	d->park_timer.data = d;
-	uv_timer_start(&d->park_timer, on_park_timer, 0, 5);
-}
-
-static void shutdown_daemon(gossipd *d)
-{
-	if (d->stopping)
-		return;
-	d->stopping = true;
-	notify_send("STOPPING=1");
-	metrics_http_stop(d->metrics);
-	d->metrics = NULL;
-	uv_signal_stop(&d->sigterm);
-	uv_signal_stop(&d->sigint);
-	uv_signal_stop(&d->sighup);
-	uv_close((uv_handle_t *)&d->sigterm, NULL);
-	uv_close((uv_handle_t *)&d->sigint, NULL);
-	uv_close((uv_handle_t *)&d->sighup, NULL);
-	/* With a model whose generations the records can keep whole, they
-	 * stay for the next start (a restart loses neither a round nor the
-	 * warm start).  Otherwise the trainers go first: their model
-	 * detaches, each edge ending its generation with its peer (at most
-	 * DetachWait), so a restart loses no round; then the peers get
-	 * GOODBYE. */
-	if (d->model.registered && !d->step.core.detaching && !d->step.core.detach_pending &&
-	    mesh_resumable(&d->mesh)) {
-		park(d);
-		return;
-	}
-	peers_stop_begin(&d->mesh.peers);
-	api_stop(d);
-	core_detach(&d->step.core, d, finish_shutdown);
-}
-
-static void ready(gossipd *d)
-{
-	char msg[GSP_ADDR_MAX + 64];
-	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=listening on %s",
-		 d->mesh.peers.listen_addr);
-	notify_send(msg);
-}
+static const seeds_ops seeds_cb = {.changed = on_seeds};
 
 /* The metrics listener's document: the STATUS one. */
 static char *metrics_doc(void *ctx)
 {
 	return status_json(ctx);
-}
-
-static void on_signal(uv_signal_t *s, int signum)
-{
-	gossipd *d = s->data;
-	if (signum == SIGHUP) {
-		notify_send("RELOADING=1");
-		reload(d);
-		ready(d);
-	} else
-		shutdown_daemon(d);
 }
 
 int main(int argc, char **argv)
@@ -435,31 +308,37 @@ int main(int argc, char **argv)
 	step_init(&d.step, d.loop, &d.model, d.cfg.max_staleness, d.cfg.max_wait_ms);
 	d.step.core.detach_wait_ms = d.cfg.detach_wait_ms;
 	d.step.core.drain_wait_ms = d.cfg.drain_wait_ms;
-	uv_signal_init(d.loop, &d.sigterm);
-	uv_signal_init(d.loop, &d.sigint);
-	uv_signal_init(d.loop, &d.sighup);
-	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
-	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-	uv_signal_start(&d.sigint, on_signal, SIGINT);
-	uv_signal_start(&d.sighup, on_signal, SIGHUP);
+	fetch_init(&d.fetch, d.loop, &d.mesh, &d.model, &d.step, &d.counters);
+	lifecycle_signals_start(&d);
 	if (peers_start(&d.mesh.peers, d.cfg.listen) != 0 || api_start(&d) != 0)
 		return 1;
+	char err[256] = "";
+	if (cluster_init(&d.cluster, d.loop, &d.mesh, d.key, &d.admission, &d.cfg,
+			 d.mesh.peers.listen_addr, err, sizeof(err)) != 0) {
+		gsp_err("[Cluster]: %s", err);
+		return 1;
+	}
 	if (d.cfg.metrics_listen[0] &&
 	    metrics_http_start(d.loop, d.cfg.metrics_listen, &d.counters,
 			       metrics_doc, &d, &d.metrics, d.metrics_addr,
 			       sizeof(d.metrics_addr)) != 0)
+		return 1;
+	if (d.cfg.n_seeds &&
+	    seeds_start(&d.seeds, d.loop, &d.cfg, &d.counters, &seeds_cb, &d) != 0)
 		return 1;
 	gsp_info("listening on %s, socket %s, public key %s, %zu peer(s), %s "
 		 "rank %u gamma %.4g, kernel %s", d.mesh.peers.listen_addr,
 		 d.cfg.socket_path, d.key_b64, d.mesh.peers.n,
 		 gsp_method_name(d.cfg.engine.method), d.cfg.engine.rank,
 		 d.cfg.engine.gamma, gsp_kernel_name());
-	ready(&d);
-	watchdog_start(&d);
+	lifecycle_ready(&d);
+	lifecycle_watchdog_start(&d);
 	status_rates_start(&d);
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	gsp_info("stopped");
 	mesh_free(&d.mesh);
+	cluster_free(&d.cluster);
+	admission_free(&d.admission);
 	free(d.api);
 	gsp_daemon_config_clear(&d.cfg);
 	return 0;

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "file.h"
 
 #include "log.h"
@@ -26,16 +28,43 @@ static void on_session_up(void *ctx, peer *p)
 {
 	mesh *m = ctx;
 	edge_session_up(mesh_edge_of(m, p), link_edge_seed(p->session));
+	if (m->cluster)
+		m->cluster->session_up(m->cluster_ctx, p);
 }
 
+/* The edge's frames to the edge; MEMBERS to the cluster above, or
+ * dropped without one (a peer whose cluster has membership, ours not:
+ * the edge works all the same). */
 static int on_frame(void *ctx, peer *p, const uint8_t *pt, size_t len)
 {
-	return edge_frame(mesh_edge_of(ctx, p), pt, len);
+	mesh *m = ctx;
+	if (len && pt[0] == GSP_MSG_MEMBERS)
+		return m->cluster ? m->cluster->frame(m->cluster_ctx, p, pt, len) : 0;
+	if (len && pt[0] == GSP_MSG_FETCH)
+		return m->fetch ? m->fetch->frame(m->fetch_ctx, p, pt, len) : 0;
+	return edge_frame(mesh_edge_of(m, p), pt, len);
 }
 
 static void on_session_down(void *ctx, peer *p)
 {
-	edge_session_down(mesh_edge_of(ctx, p));
+	mesh *m = ctx;
+	edge_session_down(mesh_edge_of(m, p));
+	if (m->cluster)
+		m->cluster->session_down(m->cluster_ctx, p);
+	if (m->fetch)
+		m->fetch->session_down(m->fetch_ctx, p);
+}
+
+void mesh_set_cluster(mesh *m, const mesh_cluster_ops *ops, void *ctx)
+{
+	m->cluster = ops;
+	m->cluster_ctx = ctx;
+}
+
+void mesh_set_fetch(mesh *m, const mesh_cluster_ops *ops, void *ctx)
+{
+	m->fetch = ops;
+	m->fetch_ctx = ctx;
 }
 
 /* A new peer in a new slot gets a new edge; in a gone peer's slot, that
@@ -43,11 +72,19 @@ static void on_session_down(void *ctx, peer *p)
 static int on_added(void *ctx, peer *p)
 {
 	mesh *m = ctx;
-	if (p->index < m->edges.n) {
+	if (p->index < m->edges.n)
 		edge_reuse(mesh_edge_of(m, p), &p->cfg, p->name, peers_we_are_lo(p));
-		return 0;
-	}
-	return edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p)) ? 0 : -ENOMEM;
+	else if (!edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p)))
+		return -ENOMEM;
+	/* A peer admitted by certificate, or a keyless one that learned its
+	 * key: its edge's record of before a restart, if the file had one. */
+	for (size_t k = 0; p->origin != PEER_CONFIGURED && k < m->n_orphans; k++)
+		if (!memcmp(m->orphans[k].key, p->cfg.public_key, GSP_KEY_BYTES)) {
+			int rc = edge_restore(mesh_edge_of(m, p), &m->orphans[k]);
+			m->orphans[k] = m->orphans[--m->n_orphans];
+			return rc;
+		}
+	return 0;
 }
 
 /* A gone peer's slot takes another peer only once its edge holds nothing
@@ -183,8 +220,18 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 	return 0;
 }
 
+static void orphans_free(mesh *m)
+{
+	free(m->orphans);
+	free(m->orphan_buf);
+	m->orphans = NULL;
+	m->orphan_buf = NULL;
+	m->n_orphans = 0;
+}
+
 void mesh_free(mesh *m)
 {
+	orphans_free(m);
 	slotfile_close(&m->records);
 	edge_set_free(&m->edges);
 	peers_free(&m->peers);
@@ -255,10 +302,28 @@ int mesh_set_state_file(mesh *m, const char *path)
 	int n = buf ? (r ? edgestate_parse(buf, len, r, &writes, &owner) : -ENOMEM) : 0;
 	if (buf && n >= 0)
 		edges_records_found(&m->edges, writes, &owner);
-	for (int k = 0; !rc && k < n; k++)
+	size_t orphans = 0;
+	for (int k = 0; !rc && k < n; k++) {
+		bool slot = false;
 		for (size_t i = 0; !rc && i < m->peers.n; i++)
-			if (!memcmp(m->peers.peer[i].cfg.public_key, r[k].key, GSP_KEY_BYTES))
+			/* A keyless [Peer]'s key is all zero until learned:
+			 * no record is its. */
+			if (peers_key_known(&m->peers.peer[i]) &&
+			    !memcmp(m->peers.peer[i].cfg.public_key, r[k].key, GSP_KEY_BYTES)) {
 				rc = edge_restore(edges_at(&m->edges, i), &r[k]);
+				slot = true;
+			}
+		if (!slot && !sodium_is_zero(r[k].key, GSP_KEY_BYTES))
+			r[orphans++] = r[k];
+	}
+	orphans_free(m);
+	if (!rc && orphans) {
+		m->orphans = r;
+		m->n_orphans = orphans;
+		m->orphan_buf = buf;
+		r = NULL;
+		buf = NULL;
+	}
 	free(r);
 	free(buf);
 	if (n < 0)
@@ -286,12 +351,23 @@ void mesh_save_records(mesh *m)
 	if (!m->state_path[0])
 		return;
 	edge_set *s = &m->edges;
-	edge_record *r = calloc(s->n ? s->n : 1, sizeof(*r));
+	edge_record *r = calloc(s->n + m->n_orphans + 1, sizeof(*r));
 	int err = r ? 0 : -ENOMEM;
-	size_t total = 0, state = 0;
+	size_t total = 0, state = 0, n = s->n;
 	for (size_t i = 0; !err && i < s->n; i++) {
 		edge_record_of(edges_at(s, i), &r[i]);
 		memcpy(r[i].key, m->peers.peer[i].cfg.public_key, GSP_KEY_BYTES);
+	}
+	/* The records still waiting for their key's slot (a slot the key
+	 * got otherwise, by a reload, has its own). */
+	for (size_t k = 0; !err && k < m->n_orphans && n < EDGESTATE_MAX; k++) {
+		bool slot = false;
+		for (size_t i = 0; i < s->n; i++)
+			slot |= !memcmp(r[i].key, m->orphans[k].key, GSP_KEY_BYTES);
+		if (!slot)
+			r[n++] = m->orphans[k];
+	}
+	for (size_t i = 0; !err && i < n; i++) {
 		total += r[i].msg_len;
 		state += (size_t)r[i].engine_len + r[i].kept_len[0] + r[i].kept_len[1];
 	}
@@ -300,16 +376,16 @@ void mesh_save_records(mesh *m)
 	 * counts, as without it), and then the messages (a peer one round
 	 * behind then cannot complete it, and counts it unreconciled). */
 	m->state_dropped = r && total + state > EDGESTATE_FILE_MAX / 2;
-	for (size_t i = 0; r && total + state > EDGESTATE_FILE_MAX / 2 && i < s->n; i++) {
+	for (size_t i = 0; r && total + state > EDGESTATE_FILE_MAX / 2 && i < n; i++) {
 		r[i].engine = r[i].kept[0] = r[i].kept[1] = NULL;
 		r[i].engine_len = r[i].kept_len[0] = r[i].kept_len[1] = 0;
 	}
-	for (size_t i = 0; r && total > EDGESTATE_FILE_MAX / 2 && i < s->n; i++) {
+	for (size_t i = 0; r && total > EDGESTATE_FILE_MAX / 2 && i < n; i++) {
 		r[i].msg = NULL;
 		r[i].msg_len = 0;
 	}
 	if (!err)
-		err = edgestate_save(&m->records, r, s->n, s->writes, &s->owner);
+		err = edgestate_save(&m->records, r, n, s->writes, &s->owner);
 	if (!err)
 		s->counters->records_saved++;
 	if (!err && m->state_legacy)

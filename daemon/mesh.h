@@ -5,7 +5,9 @@
  * edge's actions go out on its peer's session.  It also holds a reload
  * that comes while the engine is busy until the engine is free again, so
  * no SIGHUP is dropped.  Above it, one callback (mesh_set_changed) hears
- * that rounds moved.
+ * that rounds moved, and the cluster (mesh_set_cluster) hears the
+ * sessions and their MEMBERS frames, and the fetcher (mesh_set_fetch)
+ * their FETCH frames.
  */
 #ifndef GOSSIPD_MESH_H
 #define GOSSIPD_MESH_H
@@ -15,11 +17,24 @@
 #include "edgestate.h"
 #include "peers.h"
 
+/* What the cluster above (membership) hears of the sessions: each
+ * session's coming and going (after the edge's), and its MEMBERS frames
+ * (a negative errno closes the session as malformed). */
+typedef struct mesh_cluster_ops {
+	void (*session_up)(void *ctx, peer *p);
+	int (*frame)(void *ctx, peer *p, const uint8_t *pt, size_t len);
+	void (*session_down)(void *ctx, peer *p);
+} mesh_cluster_ops;
+
 typedef struct mesh {
 	peers peers;
 	edge_set edges;
 	void (*changed)(void *ctx);
 	void *changed_ctx;
+	const mesh_cluster_ops *cluster;  /* NULL: no membership */
+	void *cluster_ctx;
+	const mesh_cluster_ops *fetch;    /* FETCH frames (fetch.h), or NULL */
+	void *fetch_ctx;
 	gsp_daemon_config pending;   /* a reload waiting for the engine */
 	bool has_pending;
 	char state_path[GSP_PATH_MAX];  /* edgestate file ("": none) */
@@ -28,6 +43,12 @@ typedef struct mesh {
 	bool state_legacy;       /* state_path itself held the records */
 	bool state_failed;       /* a save failed (logged once) */
 	bool state_dropped;      /* the last save left out generations' state */
+	/* Records of keys that had no slot at start (peers admitted by
+	 * certificate, keyless [Peer]s not yet learned): each goes into the
+	 * slot its key gets, and is kept in every save until then. */
+	edge_record *orphans;
+	size_t n_orphans;
+	uint8_t *orphan_buf;     /* the read file they point into */
 } mesh;
 
 /* The peers of cfg and their edges.  -EINVAL with the reason in err. */
@@ -35,6 +56,11 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 	      const gsp_daemon_config *cfg, char *err, size_t err_len);
 void mesh_free(mesh *m);
 void mesh_set_changed(mesh *m, void (*changed)(void *ctx), void *ctx);
+/* The cluster above hears sessions and MEMBERS frames (ops stays valid). */
+void mesh_set_cluster(mesh *m, const mesh_cluster_ops *ops, void *ctx);
+/* The fetcher above hears FETCH frames and sessions going down (ops has
+ * no session_up; NULL: none, FETCH frames are dropped). */
+void mesh_set_fetch(mesh *m, const mesh_cluster_ops *ops, void *ctx);
 
 /* Applies a re-read [Peer] list, now or, while the engine is busy, once
  * mesh_idle is called.  Takes cfg (it is cleared when applied). */

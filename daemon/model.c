@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "model.h"
+#include "model_impl.h"
 #include "model_options.h"
 
 void model_init(model *m, mesh *ms, const gsp_daemon_config *cfg)
@@ -27,6 +27,11 @@ void model_hold_connection(model *m, int fd)
 
 static void model_free(model *m)
 {
+	group_end(&m->group);    /* its members take the node's last change */
+	if (m->first)
+		model_member_release(m->first);
+	m->first = NULL;
+	m->mode = MODEL_ALONE;
 	gsp_node_free(m->node);
 	gsp_layout_free(m->layout);
 	undo_detach(&m->undo);
@@ -45,87 +50,19 @@ static void model_free(model *m)
 	m->owner = NULL;
 }
 
-/* Layout from a decoded REGISTER; wire tensors become gsp_tensors. */
-static int layout_of(const gsp_api_register *reg, gsp_layout **ret,
-		     gsp_wire_tensor **ret_wire)
-{
-	gsp_tensor *t = calloc(reg->n_tensors, sizeof(*t));
-	gsp_wire_tensor *w = calloc(reg->n_tensors, sizeof(*w));
-	if (!t || !w) {
-		free(t);
-		free(w);
-		return -ENOMEM;
-	}
-	gsp_api_tensor_iter it;
-	gsp_api_tensor_iter_init(&it, reg);
-	for (uint32_t i = 0; i < reg->n_tensors && gsp_api_tensor_next(&it, &w[i]) == 1; i++) {
-		memcpy(t[i].name, w[i].name, w[i].name_len);
-		t[i].ndim = w[i].ndim;
-		for (unsigned k = 0; k < w[i].ndim; k++)
-			t[i].shape[k] = w[i].dims[k];
-	}
-	int err = gsp_layout_new(t, reg->n_tensors, ret);
-	free(t);
-	if (err)
-		free(w);
-	else
-		*ret_wire = w;
-	return err;
-}
-
-static int describe(model *m, const gsp_wire_tensor *wire, uint32_t n)
-{
-	const gsp_config *c = &m->settings;
-	gsp_model_desc desc = {
-		.method = (uint8_t)c->method, .rank = (uint16_t)c->rank,
-		.warm_start = c->warm_start, .gamma = c->gamma,
-		.choco_fraction = c->choco_fraction, .dtype = (uint8_t)m->dtype,
-		.precision = (uint8_t)c->wire,
-		.tensors = wire,
-		.n_tensors = n,
-	};
-	int err = gsp_model_fingerprint(&desc, m->fingerprint);
-	if (!err)
-		err = gsp_model_summary(&desc, m->summary, sizeof(m->summary));
-	return err < 0 ? err : 0;   /* the summary returns its length */
-}
-
-/* Whether an fd passed to REGISTER may be mapped: only a memfd sealed
- * against shrinking and growing, so the trainer cannot truncate the
- * mapping under the daemon (a SIGBUS) and its size is final. */
-static int check_buffer(int fd, uint64_t need, char *err_text, size_t err_len)
-{
-	struct stat st;
-	int seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
-			 (F_SEAL_SHRINK | F_SEAL_GROW)) {
-		snprintf(err_text, err_len, "the buffer must be a memfd sealed with "
-			 "F_SEAL_SHRINK and F_SEAL_GROW (%s)",
-			 seals < 0 ? "this fd takes no seals" : "its seals lack those");
-		return -EPERM;
-	}
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < need) {
-		snprintf(err_text, err_len, "buffer of %lld bytes is too small for "
-			 "its REGISTER's %llu bytes", (long long)st.st_size,
-			 (unsigned long long)need);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* The largest ROUND payload of any edge (rounds 1 and 2 cover both
- * message shapes; the finite-time schedule's rounds carry the whole
- * model). */
-static uint64_t max_payload(const model *m, size_t n_edges)
+/* The largest ROUND payload of any edge, those added after REGISTER
+ * too (rounds 1 and 2 cover both message shapes; the finite-time
+ * schedule's rounds carry the whole model). */
+static uint64_t max_payload(const model *m)
 {
 	uint64_t best = 0;
-	for (uint64_t r = 1; n_edges && r <= 2; r++) {
-		int64_t sz = gsp_node_message_size(m->node, 0, r);
+	for (uint64_t r = 1; r <= 2; r++) {
+		int64_t sz = gsp_node_method_message_size(m->node, r);
 		if (sz > (int64_t)best)
 			best = (uint64_t)sz;
 	}
 	uint64_t whole = (uint64_t)gsp_layout_floats(m->layout) * 4;   /* float32 */
-	if (n_edges && m->mesh->edges.sched_n && whole > best)
+	if (m->mesh->edges.sched_n && whole > best)
 		best = whole;
 	return best;
 }
@@ -170,17 +107,25 @@ int model_register(model *m, void *owner, const char *trainer,
 	gsp_api_register reg;
 	gsp_wire_tensor *wire = NULL;
 	gsp_config settings;
+	bool grouped = false;
 	int err = gsp_api_register_decode(body, len, &reg);
 	if (err) {
 		snprintf(err_text, err_len, "malformed REGISTER: %s", gsp_strerror(err));
 		err = -EBADMSG;
 		goto refuse;
 	}
+	grouped = reg.opts.set & GSP_REG_GROUP;
+	if (m->registered && grouped && m->mode == MODEL_GROUP)
+		return model__group_join(m, owner, &reg, fd, err_text, err_len);
 	if (m->registered) {
 		err = -EBUSY;
-		if (m->owner == owner)
+		if (model_owned_by(m, owner))
 			snprintf(err_text, err_len, "this connection already registered "
 				 "a model; DETACH it first");
+		else if (m->mode == MODEL_GROUP)
+			snprintf(err_text, err_len, "a local group's model is registered, "
+				 "first by trainer '%s': REGISTER with the group option "
+				 "to join it", m->trainer);
 		else
 			snprintf(err_text, err_len, "a model is already registered, held "
 				 "by trainer '%s'; one model per daemon: that trainer "
@@ -200,7 +145,7 @@ int model_register(model *m, void *owner, const char *trainer,
 	fd = -1;
 	m->settings = settings;
 	m->dtype = model_options_dtype(&reg.opts);
-	err = layout_of(&reg, &m->layout, &wire);
+	err = model__layout_of(&reg, &m->layout, &wire);
 	if (err) {
 		snprintf(err_text, err_len, "bad tensor list: %s", gsp_strerror(err));
 		goto fail;
@@ -213,7 +158,7 @@ int model_register(model *m, void *owner, const char *trainer,
 		err = -EINVAL;
 		goto fail;
 	}
-	if ((err = check_buffer(m->fd, reg.buffer_bytes, err_text, err_len)) != 0)
+	if ((err = model__check_buffer(m->fd, reg.buffer_bytes, err_text, err_len)) != 0)
 		goto fail;
 	m->map_bytes = reg.buffer_bytes;   /* the undo section with it */
 	m->params = mmap(NULL, m->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -228,7 +173,10 @@ int model_register(model *m, void *owner, const char *trainer,
 	 * trainer keeps across a restart of gossipd). */
 	edge_model em = {.owner.set = true};
 	struct stat st;
-	err = describe(m, wire, reg.n_tensors);
+	if (grouped && (err = model__group_machine(m, n, err_text, err_len)) != 0)
+		goto fail;
+	err = model__describe(&m->settings, m->dtype, wire, reg.n_tensors,
+			      m->fingerprint, m->summary, sizeof(m->summary));
 	if (!err && fstat(m->fd, &st) != 0)
 		err = -errno;
 	if (!err) {
@@ -237,7 +185,7 @@ int model_register(model *m, void *owner, const char *trainer,
 		em.owner.ino = (uint64_t)st.st_ino;
 		/* A 16-bit buffer's section is not read: the undo section
 		 * holds float32 copies (PROTOCOL.md 5.3). */
-		if (m->dtype == GSP_DTYPE_FLOAT32)
+		if (m->dtype == GSP_DTYPE_FLOAT32 && !grouped)
 			take_undo(m, n, &em.owner);
 		err = gsp_node_new_typed(m->layout, m->params, m->dtype, &m->settings,
 					 &m->node);
@@ -259,7 +207,7 @@ int model_register(model *m, void *owner, const char *trainer,
 			 gsp_strerror(err));
 		goto fail;
 	}
-	m->max_payload = max_payload(m, m->mesh->edges.n);
+	m->max_payload = max_payload(m);
 	edges_model_max_payload(&m->mesh->edges, m->max_payload);
 	uint32_t cap;
 	if (gsp_proto_peer_max_frame(m->max_payload, &cap) != 0) {
@@ -274,8 +222,12 @@ int model_register(model *m, void *owner, const char *trainer,
 	 * while the model does not count as registered yet, or they would be
 	 * less the last registration's base). */
 	model_bytes(m, &m->bytes_base_tx, &m->bytes_base_rx);
+	if (grouped && (err = model__group_start(m, owner, err_text, err_len)) != 0) {
+		edges_detach(&m->mesh->edges);
+		goto fail;
+	}
 	m->registered = true;
-	m->owner = owner;
+	m->owner = grouped ? NULL : owner;
 	snprintf(m->trainer, sizeof(m->trainer), "%s", trainer);
 	gsp_info("model registered by trainer '%s': %s", trainer, m->summary);
 	peers_reconnect_all(&m->mesh->peers, GSP_BYE_MODEL_CHANGED, "model registered");
@@ -296,6 +248,16 @@ void model_detach(model *m)
 	model_free(m);
 	gsp_info("model detached");
 	peers_reconnect_all(&m->mesh->peers, GSP_BYE_MODEL_CHANGED, "model detached");
+}
+
+bool model_owned_by(const model *m, const void *client)
+{
+	if (!m->registered)
+		return false;
+	/* A group ends with its last member's DETACH: no one owns it then. */
+	if (m->mode == MODEL_GROUP)
+		return m->group.state != GROUP_ENDING && group_has(&m->group, client);
+	return m->owner == client;
 }
 
 void model_bytes(const model *m, uint64_t *ret_sent, uint64_t *ret_received)

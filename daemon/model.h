@@ -7,6 +7,11 @@
  * the model's fingerprint and summary, and the buffer's undo section.
  * The buffer is the trainer's; the daemon writes it only inside a
  * request, in the core's writes (core.h: core_write_begin/end).
+ *
+ * A REGISTER with the group option makes or joins the machine's local
+ * group (group.h; model_group.c): the node then works on a buffer of the
+ * daemon's own (a memfd, the machine's model), and each member's buffer
+ * is the group's.
  */
 #ifndef GOSSIPD_MODEL_H
 #define GOSSIPD_MODEL_H
@@ -16,9 +21,15 @@
 
 #include "config.h"
 #include "gossip.h"
+#include "group.h"
 #include "mesh.h"
 #include "proto.h"
 #include "undo.h"
+
+typedef enum model_mode {
+	MODEL_ALONE = 0,         /* the node works on its trainer's buffer */
+	MODEL_GROUP,             /* on the machine's, for a local group */
+} model_mode;
 
 typedef struct model {
 	mesh *mesh;
@@ -43,6 +54,9 @@ typedef struct model {
 	 * runs: closed with the buffer, so the client's EOF says the daemon
 	 * no longer touches it (PROTOCOL.md 5.3).  -1 if none. */
 	int hold_fd;
+	model_mode mode;
+	group group;             /* MODEL_GROUP: the members */
+	struct model_member *first;  /* the first member's buffer, until it joins */
 } model;
 
 void model_init(model *m, mesh *ms, const gsp_daemon_config *cfg);
@@ -65,6 +79,12 @@ void model_hold_connection(model *m, int fd);
  * The core (core.h) calls it once the edges are detached and the write
  * under way is over, never while the node is busy. */
 void model_detach(model *m);
+
+/* Whether client may ask for the model's requests: its owner, or a
+ * member of its local group. */
+bool model_owned_by(const model *m, const void *client);
+/* A local group's member buffer goes (group_ops.release). */
+void model_member_release(void *handle);
 
 /* Peer traffic since REGISTER. */
 void model_bytes(const model *m, uint64_t *ret_sent, uint64_t *ret_received);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -79,18 +80,73 @@ int peers_set_replay_file(peers *ps, const char *path)
 	return 0;
 }
 
+/* The verdict on a certificate (cert_len 0: none), counted by reason
+ * when it refuses; for key, or (key NULL) for the key it names, which
+ * goes into ret_key. */
+static admit_verdict admit_check(peers *ps, const uint8_t *key,
+				 const uint8_t *cert, size_t cert_len,
+				 uint8_t ret_key[GSP_KEY_BYTES],
+				 char name[GSP_CERT_NAME_MAX + 1], const char **why)
+{
+	admit_verdict v = ADMIT_NO_AUTHORITY;
+	uint64_t now = (uint64_t)time(NULL);
+	if (ps->adm && key)
+		v = admission_check(ps->adm, key, cert, cert_len, now, name);
+	else if (ps->adm)
+		v = admission_learn(ps->adm, cert, cert_len, now, ret_key, name);
+	if (v != ADMIT_OK && ps->adm) {
+		*why = admission_refused(ps->adm, v);
+	} else if (v != ADMIT_OK) {
+		ps->counters->hs_refused++;
+		*why = "its key is not a configured peer";
+	}
+	return v;
+}
+
+/* An unlisted key: a slot if its certificate admits it, else nothing
+ * allocated (PROTOCOL.md 4.2, "Admission"). */
+static peer *admit(peers *ps, plink *l, const uint8_t key[GSP_KEY_BYTES],
+		   const uint8_t *cert, size_t cert_len)
+{
+	char name[GSP_CERT_NAME_MAX + 1], b64[45];
+	const char *why = "";
+	peer *p = NULL;
+	gsp_key_to_base64(key, b64);
+	if (admit_check(ps, key, cert, cert_len, NULL, name, &why) == ADMIT_OK &&
+	    !(p = peers__admit(ps, key, name))) {
+		ps->counters->hs_refused++;
+		why = "no slot for another peer";
+	}
+	if (!p)
+		link_preauth_warn(l, "handshake refused: public key %s: %s", b64, why);
+	return p;
+}
+
+/* A peer admitted by an earlier certificate (or whose key a keyless
+ * [Peer] learned from one): every handshake shows a valid one again (it
+ * may have expired or been revoked since). */
+static bool readmit(peers *ps, plink *l, peer *p, const uint8_t *cert,
+		    size_t cert_len)
+{
+	char name[GSP_CERT_NAME_MAX + 1];
+	const char *why = "";
+	if (admit_check(ps, p->cfg.public_key, cert, cert_len, NULL, name, &why) ==
+	    ADMIT_OK)
+		return true;
+	link_preauth_warn(l, "handshake refused: peer %s: %s", p->name, why);
+	return false;
+}
+
 static int on_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
-			const uint8_t ts[GSP_HS_TIMESTAMP])
+			const uint8_t ts[GSP_HS_TIMESTAMP], const uint8_t *cert,
+			size_t cert_len)
 {
 	peers *ps = link_env_ctx(l);
 	peer *p = peer_by_key(ps, key);
-	if (!p) {
-		char b64[45];
-		gsp_key_to_base64(key, b64);
-		ps->counters->hs_refused++;
-		gsp_warn("handshake refused: public key %s is not a configured peer", b64);
+	if (!p && !(p = admit(ps, l, key, cert, cert_len)))
 		return -EACCES;
-	}
+	if (p->origin != PEER_CONFIGURED && !readmit(ps, l, p, cert, cert_len))
+		return -EACCES;
 	if (memcmp(ts, p->last_ts, GSP_HS_TIMESTAMP) <= 0) {
 		ps->counters->hs_replayed++;
 		gsp_warn("peer %s: handshake refused: replayed or old timestamp", p->name);
@@ -102,6 +158,51 @@ static int on_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
 	save_timestamps(ps);
 	link_bind(l, p, &p->stats, p->name);
 	p->links++;
+	return 0;
+}
+
+/* A keyless dial: the responder's certificate names its key.  Our own
+ * key (a seed that is this node) is refused; a key already in the
+ * table takes the dial over, and the keyless slot goes. */
+static int on_learn(plink *l, const uint8_t *cert, size_t len,
+		    uint8_t ret_key[GSP_KEY_BYTES])
+{
+	peer *p = link_owner(l);
+	peers *ps = p->set;
+	char name[GSP_CERT_NAME_MAX + 1];
+	const char *why = "";
+	if (admit_check(ps, NULL, cert, len, ret_key, name, &why) != ADMIT_OK) {
+		gsp_warn("peer %s: Endpoint %s refused: %s", p->name, p->cfg.endpoint, why);
+		peers_error(p, "Endpoint %s refused: %s", p->cfg.endpoint, why);
+		return -EACCES;
+	}
+	if (peers_key_known(p)) {
+		/* Learned before: the same key, or the address moved to
+		 * another node, which this slot does not follow. */
+		if (!sodium_memcmp(p->cfg.public_key, ret_key, GSP_KEY_BYTES))
+			return 0;
+		ps->counters->hs_refused++;
+		gsp_warn("peer %s: Endpoint %s now presents another key ('%s'): "
+			 "not taken (restart gossipd to learn it)", p->name,
+			 p->cfg.endpoint, name);
+		peers_error(p, "Endpoint %s now presents another key", p->cfg.endpoint);
+		return -EACCES;
+	}
+	peer *q = peer_by_key(ps, ret_key);
+	if (!q) {
+		peers__learned(p, ret_key, name);
+		link_bind(l, p, &p->stats, p->name);
+		return 0;
+	}
+	bool take = !q->session && !q->dialed;
+	peers__merge(p, q);
+	if (!take)
+		return -EACCES;     /* q has its session or dial: this one goes */
+	p->links--;
+	p->dialed = NULL;
+	link_bind(l, q, &q->stats, q->name);
+	q->links++;
+	q->dialed = l;
 	return 0;
 }
 
@@ -243,6 +344,7 @@ static void on_rekey(plink *l)
 
 static const link_ops peer_link_ops = {
 	.authorize = on_authorize,
+	.learn = on_learn,
 	.up = on_up,
 	.rekey = on_rekey,
 	.frame = on_frame,
@@ -275,6 +377,7 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 		p->set = ps;
 		p->index = i;
 		p->cfg = cfg->peers[i];
+		p->origin = peers_key_known(p) ? PEER_CONFIGURED : PEER_KEYLESS;
 		peers__name(p);
 		if (!memcmp(p->cfg.public_key, key->pub, GSP_KEY_BYTES)) {
 			snprintf(err, err_len, "%s:%u: [Peer] is this node's own key",
@@ -284,6 +387,13 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 	}
 	ps->n = cfg->n_peers;
 	return 0;
+}
+
+void peers_set_admission(peers *ps, admission *adm)
+{
+	ps->adm = adm;
+	ps->env.cert = adm->cert_len ? adm->cert : NULL;
+	ps->env.cert_len = adm->cert_len;
 }
 
 void peers_free(peers *ps)

@@ -4,10 +4,12 @@
  * traffic), the TCP listener, dialing with exponential backoff and
  * jitter (a name is resolved again before every attempt), which of two
  * sessions with one peer is kept, and applying a re-read [Peer] list
- * (SIGHUP).  It admits a handshake only from a listed key with a newer
- * timestamp, and gives a removed peer LeaveWait to leave.  It reports up
- * only through peers_ops: sessions coming and
- * going, and their frames.
+ * (SIGHUP).  It admits a handshake from a listed key, or from a key whose
+ * certificate admission.h admits (a slot of its own, accept-only), with
+ * a newer timestamp; it dials a [Peer] known by its address alone after
+ * learning its key from its certificate; and it gives a removed peer
+ * LeaveWait to leave.  It reports up only through peers_ops: sessions
+ * coming and going, and their frames.
  *
  * A peer is found by its public key; its slot (peer.index, also its
  * edge's and engine edge's index) is reused by a peer added later once
@@ -23,6 +25,7 @@
 
 #include <uv.h>
 
+#include "admission.h"
 #include "config.h"
 #include "link.h"
 #include "proto.h"
@@ -48,6 +51,16 @@ typedef enum peer_listing {
 				  * the peer added back reconciles the count */
 } peer_listing;
 
+/* How a peer came into the table. */
+typedef enum peer_origin {
+	PEER_CONFIGURED = 0,     /* a [Peer] with its PublicKey */
+	PEER_KEYLESS,            /* a [Peer] with an Endpoint alone: its key is
+				  * the one its certificate names (all zero
+				  * until learned) */
+	PEER_ADMITTED,           /* in no [Peer]: admitted by its certificate
+				  * (accept-only, as a [Peer] without Endpoint) */
+} peer_origin;
+
 /* A key whose slot another peer took, with its newest handshake
  * timestamp: added back, it starts from that, not from zero. */
 typedef struct peer_retired {
@@ -65,6 +78,10 @@ typedef struct peer {
 	plink *held;              /* its session, up while our dial that
 				   * would win over it is still under way */
 	peer_listing listing;
+	peer_origin origin;
+	char cert_name[GSP_CERT_NAME_MAX + 1];  /* its certificate's, or "" */
+	char alias[GSP_ADDR_MAX];  /* a keyless [Peer]'s Endpoint that turned
+				    * out to be this peer's, or "" */
 	unsigned links;          /* links bound to it not yet down */
 	bool timers_ready;       /* retry and leave are initialised */
 	bool resolving;
@@ -102,6 +119,7 @@ typedef struct peers_ops {
 
 struct peers {
 	link_env env;
+	admission *adm;          /* NULL: the allowlist only */
 	uv_loop_t *loop;
 	const gsp_keypair *key;
 	counters *counters;
@@ -118,6 +136,8 @@ struct peers {
 	bool stop_begun;         /* no reconnect for a model change */
 	char replay_path[GSP_PATH_MAX];  /* "" : timestamps in memory only */
 	bool replay_failed;      /* a save failed (logged once) */
+	bool admit_members_only; /* a peer admitted by its certificate is
+				  * members_only until listed (cluster.h) */
 };
 
 /* The table of cfg's peers.  -EINVAL with the reason in err when one is
@@ -126,6 +146,13 @@ int peers_init(peers *ps, uv_loop_t *loop, const gsp_keypair *key,
 	       counters *c, const gsp_daemon_config *cfg, const peers_ops *ops,
 	       void *ctx, char *err, size_t err_len);
 void peers_free(peers *ps);
+/* Admission by certificate (before peers_start): unlisted keys whose
+ * certificate adm admits get a slot, keyless [Peer]s learn their key,
+ * and our certificate goes into every handshake. */
+void peers_set_admission(peers *ps, admission *adm);
+/* The cluster's (cluster.h): peers admitted from now on are linked for
+ * the member records only until a reload lists them. */
+void peers_admit_members_only(peers *ps);
 /* Listens on a numeric ipv4:port or [ipv6]:port and dials every peer
  * with an Endpoint. */
 int peers_start(peers *ps, const char *listen);
@@ -169,6 +196,9 @@ uint16_t peers_degree(const peers *ps);
 /* "down", "connecting" or "handshake" while p has no session, else
  * NULL. */
 const char *peers_link_state(const peer *p);
+/* Whether p's key is known (a keyless [Peer]'s is learned at its
+ * first handshake). */
+bool peers_key_known(const peer *p);
 /* Whether our static key sorts before p's (the edge's lo end). */
 bool peers_we_are_lo(const peer *p);
 

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "peers_impl.h"
 
 static void peer_verror(peer *p, const char *fmt, va_list ap)
@@ -48,7 +50,7 @@ uint16_t peers_degree(const peers *ps)
 {
 	uint16_t n = 0;
 	for (size_t i = 0; i < ps->n; i++)
-		n += peers__present(&ps->peer[i]);
+		n += peers__present(&ps->peer[i]) && !ps->peer[i].cfg.members_only;
 	return n ? n : 1;
 }
 
@@ -61,6 +63,11 @@ void peers_traffic(const peers *ps, uint64_t *ret_tx, uint64_t *ret_rx)
 	}
 	*ret_tx = tx;
 	*ret_rx = rx;
+}
+
+bool peers_key_known(const peer *p)
+{
+	return !sodium_is_zero(p->cfg.public_key, GSP_KEY_BYTES);
 }
 
 bool peers_we_are_lo(const peer *p)
@@ -82,7 +89,9 @@ void peers__name(peer *p)
 {
 	char b64[45];
 	gsp_key_to_base64(p->cfg.public_key, b64);
-	snprintf(p->name, sizeof(p->name), "%.8s", b64);
+	/* A keyless [Peer] before its key is learned: "keyless". */
+	snprintf(p->name, sizeof(p->name), "%.8s",
+		 peers_key_known(p) ? b64 : "keyless");
 }
 
 /* ---- keys whose slot went to another peer ----------------------------- */

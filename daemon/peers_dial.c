@@ -50,7 +50,11 @@ void peers__dial_later(peer *p)
 static void connect_to(peer *p, const struct sockaddr *sa)
 {
 	plink *l;
-	int err = link_connect(&p->set->env, sa, p->cfg.public_key, p, &p->stats, &l);
+	/* A keyless [Peer] asks for the certificate at every dial, so it is
+	 * checked again each time (expiry, the revocation list). */
+	int err = link_connect(&p->set->env, sa,
+			       p->origin == PEER_KEYLESS ? NULL : p->cfg.public_key,
+			       p, &p->stats, &l);
 	if (err) {
 		gsp_debug("peer %s: cannot connect: %s", p->name, gsp_strerror(err));
 		peers__dial_next_or_later(p);

@@ -5,8 +5,10 @@
  *   peers_core.c    a peer's record, what the table tells, sending and
  *                   closing a session, retired keys' timestamps
  *   peers_dial.c    dialing, resolving, backoff
- *   peers_reload.c  a re-read [Peer] list and the slots
- *   peers.c         the link callbacks, the listener, start and stop
+ *   peers_reload.c  a re-read [Peer] list and the slots (also those of
+ *                   peers admitted by certificate or learned by address)
+ *   peers.c         the link callbacks (admission, a keyless dial's
+ *                   certificate), the listener, start and stop
  * The table tells the layers above only through peers_ops.
  */
 #ifndef GOSSIPD_PEERS_IMPL_H
@@ -29,6 +31,17 @@ void peers__name(peer *p);
  * handshake. */
 void peers__retire(peers *ps, const uint8_t key[GSP_KEY_BYTES],
 		   const uint8_t ts[GSP_HS_TIMESTAMP]);
+
+/* peers_reload.c */
+
+/* A slot for key, admitted by its certificate named name: NULL when the
+ * table is full or the layer above refuses it. */
+peer *peers__admit(peers *ps, const uint8_t key[GSP_KEY_BYTES], const char *name);
+/* Keyless p learned key, which q already has: q takes p's Endpoint
+ * (as its alias) and p goes. */
+void peers__merge(peer *p, peer *q);
+/* Keyless p learned its key (named name): the slot is its. */
+void peers__learned(peer *p, const uint8_t key[GSP_KEY_BYTES], const char *name);
 
 /* peers_dial.c */
 

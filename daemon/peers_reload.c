@@ -1,9 +1,12 @@
-/* peers: applying a re-read [Peer] list (peers.h): peers found by key,
- * a removed one leaving until its edge has ended, and the slots of gone
- * peers taken by peers added later.  Above peers_core.c and peers_dial.c
+/* peers: applying a re-read [Peer] list (peers.h): peers found by key
+ * (a keyless one by its Endpoint), a removed one leaving until its edge
+ * has ended, and the slots of gone peers taken by peers added later or
+ * admitted by their certificate.  Above peers_core.c and peers_dial.c
  * in the module's order (peers_impl.h). */
 #include <stdio.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "log.h"
 #include "peers_impl.h"
@@ -31,12 +34,45 @@ static peer *peer_listed(peers *ps, const uint8_t key[GSP_KEY_BYTES])
 	return NULL;
 }
 
-static bool in_config(const gsp_daemon_config *cfg, const uint8_t key[GSP_KEY_BYTES])
+static bool keyless_cfg(const gsp_peer_config *pc)
+{
+	return sodium_is_zero(pc->public_key, GSP_KEY_BYTES);
+}
+
+/* Whether keyless [Peer] pc (found by its Endpoint) is p. */
+static bool is_keyless_of(const peer *p, const gsp_peer_config *pc)
+{
+	const char *ep = p->origin == PEER_KEYLESS ? p->cfg.endpoint : p->alias;
+	return peers__present(p) && !strcmp(ep, pc->endpoint);
+}
+
+static bool in_config(const gsp_daemon_config *cfg, const peer *p)
+{
+	for (size_t i = 0; i < cfg->n_peers; i++) {
+		const gsp_peer_config *pc = &cfg->peers[i];
+		if (keyless_cfg(pc) ? is_keyless_of(p, pc)
+				    : !memcmp(p->cfg.public_key, pc->public_key, GSP_KEY_BYTES))
+			return true;
+	}
+	return false;
+}
+
+/* Whether a keyless [Peer] of cfg has Endpoint ep. */
+static bool alias_listed(const gsp_daemon_config *cfg, const char *ep)
 {
 	for (size_t i = 0; i < cfg->n_peers; i++)
-		if (!memcmp(key, cfg->peers[i].public_key, GSP_KEY_BYTES))
+		if (keyless_cfg(&cfg->peers[i]) && !strcmp(cfg->peers[i].endpoint, ep))
 			return true;
 	return false;
+}
+
+/* An admitted peer stays through a reload unless its key is revoked, or,
+ * in a list the cluster computed, unless it is not in it. */
+static bool stays(peers *ps, const peer *p, const gsp_daemon_config *cfg)
+{
+	if (p->origin == PEER_ADMITTED && !cfg->peers_computed)
+		return !ps->adm || !admission_revoked(ps->adm, p->cfg.public_key);
+	return in_config(cfg, p);
 }
 
 /* p is gone as `how` says, and nothing of it is left: no link (whose
@@ -93,27 +129,71 @@ static peer *take_slot(peers *ps)
 }
 
 /* A peer the reload lists for the first time (or again, after its slot
- * went to another). */
-static void peer_add(peers *ps, const gsp_peer_config *pc)
+ * went to another), or one admitted by its certificate. */
+static peer *peer_add(peers *ps, const gsp_peer_config *pc, peer_origin origin)
 {
+	/* What added it: a reload, or a handshake's certificate. */
+	const char *by = origin == PEER_ADMITTED ? "admission" : "reload";
 	peer *p = take_slot(ps);
 	if (!p) {
-		gsp_err("reload: cannot add another peer (%d at most)", GSP_MAX_PEERS);
-		return;
+		gsp_err("%s: cannot add another peer (%d at most)", by, GSP_MAX_PEERS);
+		return NULL;
 	}
 	p->cfg = *pc;
+	p->origin = origin;
 	peers__name(p);
 	unretire(ps, p);
 	int err = ps->ops->added(ps->ctx, p);
 	if (err) {
-		gsp_err("reload: cannot add peer %s: %s", p->name, gsp_strerror(err));
+		gsp_err("%s: cannot add peer %s: %s", by, p->name, gsp_strerror(err));
 		p->listing = PEER_GONE;   /* its slot is free again */
-		return;
+		return NULL;
 	}
 	if (p->index == ps->n)
 		ps->n++;
-	gsp_info("reload: peer %s added (slot %zu)", p->name, p->index);
+	gsp_info("%s: peer %s added (slot %zu%s)", by, p->name, p->index,
+		 origin == PEER_ADMITTED ? ", admitted by its certificate" : "");
 	peers__start_peer(p);
+	return p;
+}
+
+peer *peers__admit(peers *ps, const uint8_t key[GSP_KEY_BYTES], const char *name)
+{
+	gsp_peer_config pc = {.index = -1, .members_only = ps->admit_members_only};
+	memcpy(pc.public_key, key, GSP_KEY_BYTES);
+	snprintf(pc.name, sizeof(pc.name), "%s", name);
+	peer *p = peer_add(ps, &pc, PEER_ADMITTED);
+	if (p)
+		snprintf(p->cert_name, sizeof(p->cert_name), "%s", name);
+	return p;
+}
+
+void peers__learned(peer *p, const uint8_t key[GSP_KEY_BYTES], const char *name)
+{
+	peers *ps = p->set;
+	memcpy(p->cfg.public_key, key, GSP_KEY_BYTES);
+	snprintf(p->cert_name, sizeof(p->cert_name), "%s", name);
+	peers__name(p);
+	unretire(ps, p);
+	/* Its edge, never started without a key, learns which end is lo. */
+	if (ps->ops->added(ps->ctx, p) != 0)
+		gsp_warn("peer %s: its edge could not be set up again", p->name);
+	gsp_info("peer %s: Endpoint %s presents certificate '%s'", p->name,
+		 p->cfg.endpoint, name);
+}
+
+void peers__merge(peer *p, peer *q)
+{
+	gsp_info("peer %s: Endpoint %s is peer %s's; one peer for both", q->name,
+		 p->cfg.endpoint, q->name);
+	snprintf(q->alias, sizeof(q->alias), "%s", p->cfg.endpoint);
+	if (!q->cfg.endpoint[0])
+		snprintf(q->cfg.endpoint, sizeof(q->cfg.endpoint), "%s", p->cfg.endpoint);
+	/* p never had a session: its edge has nothing to end. */
+	(void)p->set->ops->removed(p->set->ctx, p);
+	p->listing = PEER_GONE;
+	uv_timer_stop(&p->retry);
+	peers__forget_addrs(p);
 }
 
 /* A removed peer goes: no more dialing, its sessions close. */
@@ -147,11 +227,28 @@ static void on_leave_wait(uv_timer_t *t)
 		p->set->ops->leave_expired(p->set->ctx, p);
 }
 
+void peers_admit_members_only(peers *ps)
+{
+	ps->admit_members_only = true;
+}
+
 void peers_update(peers *ps, const gsp_daemon_config *cfg)
 {
 	for (size_t j = 0; j < ps->n; j++) {
 		peer *p = &ps->peer[j];
-		if (!peers_listed(p) || in_config(cfg, p->cfg.public_key))
+		if (p->alias[0] && !alias_listed(cfg, p->alias)) {
+			/* The keyless [Peer] that was p went: an admitted p
+			 * is accept-only again (a listed one's Endpoint is
+			 * its own, set below). */
+			p->alias[0] = '\0';
+			if (p->origin == PEER_ADMITTED)
+				p->cfg.endpoint[0] = '\0';
+		}
+		if (p->origin == PEER_KEYLESS && peers_key_known(p) && ps->adm &&
+		    admission_revoked(ps->adm, p->cfg.public_key))
+			/* Its next dial asks its certificate again: refused. */
+			peers_close(p, GSP_BYE_NOT_ALLOWED, "revoked");
+		if (!peers_listed(p) || stays(ps, p, cfg))
 			continue;
 		if (ps->ops->removed(ps->ctx, p)) {
 			gsp_info("reload: peer %s removed", p->name);
@@ -168,11 +265,20 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 		const gsp_peer_config *pc = &cfg->peers[i];
 		if (!memcmp(pc->public_key, ps->key->pub, GSP_KEY_BYTES))
 			continue;
-		peer *p = peer_listed(ps, pc->public_key);
-		if (!p) {
-			peer_add(ps, pc);
+		if (keyless_cfg(pc)) {
+			bool known = false;
+			for (size_t j = 0; j < ps->n; j++)
+				known |= is_keyless_of(&ps->peer[j], pc);
+			if (!known)
+				(void)peer_add(ps, pc, PEER_KEYLESS);
 			continue;
 		}
+		peer *p = peer_listed(ps, pc->public_key);
+		if (!p) {
+			(void)peer_add(ps, pc, PEER_CONFIGURED);
+			continue;
+		}
+		p->origin = PEER_CONFIGURED;
 		bool gone = !peers_listed(p) && !peers_leaving(p);
 		bool moved = strcmp(p->cfg.endpoint, pc->endpoint) != 0 || gone;
 		if (!peers_listed(p))
@@ -182,6 +288,16 @@ void peers_update(peers *ps, const gsp_daemon_config *cfg)
 		memcpy(p->cfg.endpoint, pc->endpoint, sizeof(p->cfg.endpoint));
 		memcpy(p->cfg.name, pc->name, sizeof(p->cfg.name));
 		p->cfg.weight = pc->weight;
+		if (p->cfg.members_only && !pc->members_only) {
+			/* A neighbour now: its edge starts a generation in a
+			 * session whose first RESYNC does not say NO_START. */
+			p->cfg.members_only = false;
+			if (p->session) {
+				gsp_info("peer %s: a neighbour now; its edge starts in "
+					 "a new session", p->name);
+				peers_close(p, GSP_BYE_MODEL_CHANGED, "a neighbour now");
+			}
+		}
 		if (moved && !p->session && !p->dialed)
 			peers__dial_now(p);
 	}

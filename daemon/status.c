@@ -1,5 +1,6 @@
 /* gossipd's status document: the JSON that STATUS returns and
  * `gossipctl status --json` prints (schema in docs/DAEMON.md). */
+#include <arpa/inet.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,6 +103,15 @@ static void put_str(sbuf *b, const char *s)
 	put(b, "\"");
 }
 
+/* s as a JSON string, or null when it is empty. */
+static void put_str_or_null(sbuf *b, const char *s)
+{
+	if (s[0])
+		put_str(b, s);
+	else
+		put(b, "null");
+}
+
 static void put_num(sbuf *b, double v)
 {
 	if (isfinite(v))
@@ -118,6 +128,8 @@ static const char *edge_state_name(const peer *p, edge_state state)
 		return "leaving";
 	if (link)
 		return link;
+	if (p->cfg.members_only && (state == EDGE_UP || state == EDGE_IDLE))
+		return "members";    /* linked for the member records only */
 	switch (state) {
 	case EDGE_UP:
 		return "up";
@@ -174,6 +186,15 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	}
 	put(b, ",\"endpoint\":");
 	put_str(b, p->cfg.endpoint);
+	static const char *const origins[] = {
+		[PEER_CONFIGURED] = "configured", [PEER_KEYLESS] = "keyless",
+		[PEER_ADMITTED] = "certificate",
+	};
+	put(b, ",\"admitted_by\":\"%s\"", origins[p->origin]);
+	if (p->cert_name[0]) {
+		put(b, ",\"certificate\":");
+		put_str(b, p->cert_name);
+	}
 	put(b, ",\"state\":\"%s\",\"generation\":%u,\"round\":%llu,"
 	    "\"staleness\":%llu,\"payload_tx_bytes\":%llu,"
 	    "\"wire_tx_bytes\":%llu,\"wire_rx_bytes\":%llu,"
@@ -202,11 +223,124 @@ static void put_edge(sbuf *b, const gossipd *d, const peer *p, const edge *e)
 	put(b, ",\"straggler\":%s,\"diff_norm\":", v.straggler ? "true" : "false");
 	put_num(b, v.rounds_completed ? v.diff_norm : NAN);
 	put(b, ",\"last_error\":");
-	if (p->last_error[0])
-		put_str(b, p->last_error);
-	else
-		put(b, "null");
+	put_str_or_null(b, p->last_error);
 	put(b, "}");
+}
+
+/* [Cluster]'s seeds: each one's state and last good addresses. */
+static void put_seeds(sbuf *b, const seeds *s)
+{
+	put(b, ",\"seeds\":[");
+	for (size_t i = 0; i < s->n_seeds; i++) {
+		const seed *sd = &s->seed[i];
+		put(b, "%s{\"seed\":", i ? "," : "");
+		put_str(b, sd->cfg.text);
+		put(b, ",\"kind\":\"%s\",\"state\":\"%s\",\"resolutions\":%llu,"
+		    "\"failures\":%llu,\"cut\":%zu,\"addresses\":[",
+		    sd->cfg.kind == GSP_SEED_SRV ? "srv" : "host", seeds_state_name(sd->state),
+		    (unsigned long long)sd->resolutions, (unsigned long long)sd->failures,
+		    sd->cut);
+		for (size_t k = 0; k < sd->n; k++) {
+			char text[SEEDS_ADDR_TEXT_MAX];
+			seeds_addr_text(&sd->addrs[k], text, sizeof(text));
+			put(b, "%s\"%s\"", k ? "," : "", text);
+		}
+		put(b, "],\"last_error\":");
+		put_str_or_null(b, sd->last_error);
+		put(b, "}");
+	}
+	put(b, "],\"seed_addresses\":%zu", s->n_list);
+}
+
+/* Membership: our incarnation, the members (the first STATUS_MEMBERS_MAX
+ * in the order), the computed neighbours and the counters. */
+#define STATUS_MEMBERS_MAX 1024
+static void put_cluster(sbuf *b, const cluster *c)
+{
+	const membership *ms = &c->ms;
+	const membership_counters *k = &ms->counters;
+	const members_counters *t = &ms->table.counters;
+	char key[GSP_KEY_BASE64_LEN + 1];
+	size_t n = members_count(&ms->table);
+	put(b, ",\"cluster\":{\"incarnation\":%llu,\"members_total\":%zu,\"members\":[",
+	    (unsigned long long)ms->self.incarnation, n);
+	for (size_t i = 0; i < n && i < STATUS_MEMBERS_MAX; i++) {
+		const gsp_member *r = &members_at(&ms->table, i)->rec;
+		char name[GSP_CERT_NAME_MAX + 1] = "";
+		char host[INET6_ADDRSTRLEN] = "";
+		if (r->has_cert)
+			snprintf(name, sizeof(name), "%.*s", (int)r->cert.name_len,
+				 (const char *)r->cert.name);
+		gsp_key_to_base64(r->node_key, key);
+		put(b, "%s{\"key\":", i ? "," : "");
+		put_str(b, key);
+		put(b, ",\"name\":");
+		put_str(b, name);
+		int seen = probe_status(&c->probe, r->node_key);
+		put(b, ",\"status\":\"%s\",\"incarnation\":%llu,\"probe\":",
+		    gsp_member_status_name(r->status), (unsigned long long)r->incarnation);
+		if (seen >= 0)
+			put(b, "\"%s\"", gsp_member_status_name((unsigned)seen));
+		else
+			put(b, "null");
+		put(b, ",\"endpoint\":");
+		if (r->n_endpoints) {
+			char ep[GSP_ADDR_MAX + 8];
+			bool v4 = r->endpoints[0].family == 4;
+			inet_ntop(v4 ? AF_INET : AF_INET6, r->endpoints[0].addr, host, sizeof(host));
+			snprintf(ep, sizeof(ep), v4 ? "%s:%u" : "[%s]:%u", host, r->endpoints[0].port);
+			put_str(b, ep);
+		} else {
+			put(b, "null");
+		}
+		put(b, "}");
+	}
+	put(b, "],\"neighbours\":[");
+	for (size_t i = 0; i < ms->n_nb; i++) {
+		gsp_key_to_base64(ms->nb[i].key, key);
+		put(b, "%s", i ? "," : "");
+		put_str(b, key);
+	}
+	put(b, "],\"syncs_received\":%llu,\"syncs_sent\":%llu,\"records_in\":%llu,"
+	    "\"records_refused\":%llu,\"refutations\":%llu,\"graph_changes\":%llu,"
+	    "\"joins\":%llu,\"leaves\":%llu,\"members_full\":%llu}",
+	    (unsigned long long)k->syncs_received, (unsigned long long)k->syncs_sent,
+	    (unsigned long long)k->records_in, (unsigned long long)k->records_refused,
+	    (unsigned long long)k->refutations, (unsigned long long)k->graph_changes,
+	    (unsigned long long)t->joins, (unsigned long long)t->leaves,
+	    (unsigned long long)t->merged[MERGE_FULL]);
+}
+
+/* Membership's counters among the others (metrics): zero on a node that
+ * is not a member. */
+static void put_member_counters(sbuf *b, const cluster *c)
+{
+	const membership_counters *k = &c->ms.counters;
+	const members_counters *t = &c->ms.table.counters;
+	const swim_stats *s = c->probe.sw ? &c->probe.sw->stats : NULL;
+	bool on = c->on;
+	put(b, ",\"member_joins\":%llu,\"member_leaves\":%llu,\"member_deaths\":%llu,"
+	    "\"member_suspicions\":%llu,\"member_refutations\":%llu,"
+	    "\"member_records_refused\":%llu,\"member_records_limited\":%llu,"
+	    "\"member_graph_changes\":%llu,"
+	    "\"members_full\":%llu,\"probe_probes\":%llu,\"probe_suspicions\":%llu,"
+	    "\"probe_deaths\":%llu,\"probe_refutations\":%llu,\"probe_refused\":%llu,"
+	    "\"probe_rate_limited\":%llu",
+	    on ? (unsigned long long)t->joins : 0ULL, on ? (unsigned long long)t->leaves : 0ULL,
+	    on ? (unsigned long long)t->deaths : 0ULL,
+	    on ? (unsigned long long)t->suspicions : 0ULL,
+	    on ? (unsigned long long)(t->refutations + k->refutations) : 0ULL,
+	    on ? (unsigned long long)k->records_refused : 0ULL,
+	    on ? (unsigned long long)k->records_limited : 0ULL,
+	    on ? (unsigned long long)k->graph_changes : 0ULL,
+	    on ? (unsigned long long)t->merged[MERGE_FULL] : 0ULL,
+	    on && s ? (unsigned long long)s->probes : 0ULL,
+	    on && s ? (unsigned long long)s->suspicions : 0ULL,
+	    on && s ? (unsigned long long)s->deaths : 0ULL,
+	    on && s ? (unsigned long long)s->refutations : 0ULL,
+	    on ? (unsigned long long)(c->probe.counters.rx_refused +
+				      c->probe.counters.rx_unknown) : 0ULL,
+	    on ? (unsigned long long)c->probe.counters.rx_limited : 0ULL);
 }
 
 char *status_json(const gossipd *d)
@@ -227,6 +361,10 @@ char *status_json(const gossipd *d)
 	put(&b, ",\"method\":\"%s\",\"rank\":%u,\"gamma\":",
 	    gsp_method_name(d->cfg.engine.method), d->cfg.engine.rank);
 	put_num(&b, d->cfg.engine.gamma);
+	if (d->seeds.n_seeds)
+		put_seeds(&b, &d->seeds);
+	if (d->cluster.on)
+		put_cluster(&b, &d->cluster);
 	put(&b, ",\"model\":{\"registered\":%s", m->registered ? "true" : "false");
 	if (m->registered) {
 		char fp[2 * GSP_FINGERPRINT_BYTES + 1];
@@ -243,6 +381,8 @@ char *status_json(const gossipd *d)
 		put_num(&b, m->settings.gamma);
 		put(&b, ",\"dtype\":\"%s\",\"trainer\":", gsp_dtype_name(m->dtype));
 		put_str(&b, m->trainer);
+		/* 0: a model alone; else its local group's trainers. */
+		put(&b, ",\"local_trainers\":%u", m->mode == MODEL_GROUP ? m->group.n_members : 0);
 		put(&b, ",\"consensus_estimate\":");
 		put_num(&b, edges_estimate(&d->mesh.edges));
 		static const char *const requests[] = {
@@ -256,19 +396,32 @@ char *status_json(const gossipd *d)
 	}
 	const counters *c = &d->counters;
 	put(&b, "},\"counters\":{\"rx_malformed\":%llu,\"hs_refused\":%llu,"
-	    "\"hs_replayed\":%llu,\"hs_rate_limited\":%llu,\"hs_mac1_bad\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
+	    "\"hs_replayed\":%llu,\"hs_rate_limited\":%llu,\"hs_mac1_bad\":%llu,\"hs_cert_missing\":%llu,\"hs_cert_malformed\":%llu,"
+	    "\"hs_cert_foreign\":%llu,\"hs_cert_expired\":%llu,\"hs_cert_not_yet\":%llu,"
+	    "\"hs_cert_revoked\":%llu,\"hs_cert_other_key\":%llu,\"hs_cert_self\":%llu,"
+	    "\"hs_who_refused\":%llu,\"links_closed\":%llu,\"api_malformed\":%llu,"
 	    "\"fingerprint_mismatch\":%llu,\"version_mismatch\":%llu,"
 	    "\"rounds_refused\":%llu,\"rounds_rolled_back\":%llu,"
 	    "\"rounds_unreconciled\":%llu,\"writes_redone\":%llu,"
 	    "\"writes_undone\":%llu,\"sessions_rekeyed\":%llu,"
 	    "\"records_saved\":%llu,\"metrics_scrapes\":%llu,"
 	    "\"metrics_rejected\":%llu,\"metrics_bad_requests\":%llu,"
-	    "\"metrics_timed_out\":%llu},"
-	    "\"edges\":[",
+	    "\"metrics_timed_out\":%llu,\"seed_resolutions\":%llu,"
+	    "\"seed_failures\":%llu,\"seed_addresses_cut\":%llu,"
+	    "\"fetches_done\":%llu,\"fetches_failed\":%llu,\"fetches_served\":%llu",
 	    (unsigned long long)c->rx_malformed, (unsigned long long)c->hs_refused,
 	    (unsigned long long)c->hs_replayed,
 	    (unsigned long long)c->hs_rate_limited,
 	    (unsigned long long)c->hs_mac1_bad,
+	    (unsigned long long)c->hs_cert_missing,
+	    (unsigned long long)c->hs_cert_malformed,
+	    (unsigned long long)c->hs_cert_foreign,
+	    (unsigned long long)c->hs_cert_expired,
+	    (unsigned long long)c->hs_cert_not_yet,
+	    (unsigned long long)c->hs_cert_revoked,
+	    (unsigned long long)c->hs_cert_other_key,
+	    (unsigned long long)c->hs_cert_self,
+	    (unsigned long long)c->hs_who_refused,
 	    (unsigned long long)c->links_closed,
 	    (unsigned long long)c->api_malformed,
 	    (unsigned long long)c->fingerprint_mismatch,
@@ -283,7 +436,14 @@ char *status_json(const gossipd *d)
 	    (unsigned long long)c->metrics_scrapes,
 	    (unsigned long long)c->metrics_rejected,
 	    (unsigned long long)c->metrics_bad_requests,
-	    (unsigned long long)c->metrics_timed_out);
+	    (unsigned long long)c->metrics_timed_out,
+	    (unsigned long long)c->seed_resolutions,
+	    (unsigned long long)c->seed_failures,
+	    (unsigned long long)c->seed_addresses_cut,
+	    (unsigned long long)c->fetches_done, (unsigned long long)c->fetches_failed,
+	    (unsigned long long)c->fetches_served);
+	put_member_counters(&b, &d->cluster);
+	put(&b, "},\"edges\":[");
 	bool first = true;
 	const peers *ps = &d->mesh.peers;
 	for (size_t i = 0; i < ps->n; i++) {

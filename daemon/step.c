@@ -164,6 +164,51 @@ static const core_ops step_core_ops = {
 	.bytes = bytes,
 };
 
+/* ---- the local group (group.h) ---------------------------------------- */
+
+static void on_group_timer(uv_timer_t *t)
+{
+	stepper *s = t->data;
+	group_timer_fired(&s->model->group);
+}
+
+static void group_timer_start(void *ctx, uint64_t ms)
+{
+	stepper *s = ctx;
+	uv_timer_start(&s->group_timer, on_group_timer, ms, 0);
+}
+
+static void group_timer_stop(void *ctx)
+{
+	stepper *s = ctx;
+	uv_timer_stop(&s->group_timer);
+}
+
+/* The core's client for a group's request is the group. */
+static void on_node_done(void *client, const step_result *r)
+{
+	group_node_done(client, r);
+}
+
+static int node_start(void *ctx, const group_request *req)
+{
+	stepper *s = ctx;
+	group *g = &s->model->group;
+	return req->average ? core_average(&s->core, g, &req->avg, on_node_done)
+			    : core_step(&s->core, g, req->flags, on_node_done);
+}
+
+static void member_release(void *ctx, void *handle)
+{
+	model_member_release(handle);
+}
+
+static const group_ops step_group_ops = {
+	.now_ms = now_ms, .timer_start = group_timer_start,
+	.timer_stop = group_timer_stop, .node_start = node_start,
+	.release = member_release,
+};
+
 static void edges_changed(void *ctx)
 {
 	stepper *s = ctx;
@@ -183,6 +228,10 @@ void step_init(stepper *s, uv_loop_t *loop, model *m, unsigned max_staleness,
 		uv_timer_init(loop, &s->timer[t]);
 		s->timer[t].data = s;
 	}
+	group_init(&m->group, &step_group_ops, s, m->cfg->max_local_trainers,
+		   m->cfg->local_wait_ms);
+	uv_timer_init(loop, &s->group_timer);
+	s->group_timer.data = s;
 	mesh_set_changed(m->mesh, edges_changed, s);
 }
 
@@ -190,4 +239,5 @@ void step_close(stepper *s)
 {
 	for (int t = 0; t < CORE_TIMERS; t++)
 		uv_close((uv_handle_t *)&s->timer[t], NULL);
+	uv_close((uv_handle_t *)&s->group_timer, NULL);
 }

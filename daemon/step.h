@@ -5,7 +5,10 @@
  * meanwhile), and binds the core to the model's buffer (the undo
  * section, the model's going) and to the mesh (saving the records, a
  * reload that waited for the engine).  The requests themselves are the
- * core's: core_step, core_average, core_detach on stepper.core.
+ * core's: core_step, core_average, core_detach on stepper.core.  It also
+ * binds a local group (group.h, in the model) to the loop and the core:
+ * its timer (LocalWait), its node requests (the core's client is then
+ * the group), its members' buffers letting go.
  */
 #ifndef GOSSIPD_STEP_H
 #define GOSSIPD_STEP_H
@@ -23,6 +26,7 @@ typedef struct stepper {
 	uv_loop_t *loop;
 	model *model;
 	uv_timer_t timer[CORE_TIMERS];
+	uv_timer_t group_timer;  /* the local group's (LocalWait) */
 	size_t offload_floats;   /* models this large step off the loop */
 	unsigned test_delay_ms;  /* GSP_TEST_STEP_DELAY_MS (test hooks) */
 } stepper;

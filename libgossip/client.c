@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -23,6 +24,7 @@
 
 #include "client.h"
 #include "client_undo.h"
+#include "fetch_msg.h"
 #include "proto.h"
 
 /* client.h states the protocol's limits and flags without proto.h. */
@@ -405,6 +407,11 @@ static int decode_average_ok(const uint8_t *body, size_t len, void *ret)
 	return gsp_api_average_ok_decode(body, len, ret);
 }
 
+static int decode_fetch_ok(const uint8_t *body, size_t len, void *ret)
+{
+	return gsp_api_fetch_ok_decode(body, len, ret);
+}
+
 static int decode_status_ok(const uint8_t *body, size_t len, void *ret)
 {
 	return gsp_api_status_ok_decode(body, len, ret);
@@ -459,6 +466,19 @@ static int encode_average(const void *msg, uint8_t *buf, size_t cap,
 			  size_t *ret_len)
 {
 	return gsp_api_average_encode(msg, buf, cap, ret_len);
+}
+
+static int encode_fetch(const void *msg, uint8_t *buf, size_t cap,
+			size_t *ret_len)
+{
+	return gsp_api_fetch_encode(msg, buf, cap, ret_len);
+}
+
+static int encode_leave(const void *msg, uint8_t *buf, size_t cap,
+			size_t *ret_len)
+{
+	(void)msg;
+	return gsp_api_leave_encode(buf, cap, ret_len);
 }
 
 static int encode_status(const void *msg, uint8_t *buf, size_t cap,
@@ -802,8 +822,10 @@ static int wire_options(const gsp_client_register_options *o,
 	if (o->rank > UINT16_MAX || o->power_iterations > UINT16_MAX ||
 	    !isfinite(o->gamma) || o->gamma < 0 ||
 	    (unsigned)o->precision > GSP_CLIENT_PRECISION_BFLOAT16 ||
-	    (unsigned)o->dtype > GSP_CLIENT_DTYPE_BFLOAT16)
+	    (unsigned)o->dtype > GSP_CLIENT_DTYPE_BFLOAT16 || o->group > 1)
 		return -EINVAL;
+	if (o->group)
+		w.set |= GSP_REG_GROUP;
 	if (o->dtype != GSP_CLIENT_DTYPE_DEFAULT) {
 		w.set |= GSP_REG_DTYPE;
 		w.dtype = (uint8_t)(o->dtype - GSP_CLIENT_DTYPE_FLOAT32 +
@@ -1064,6 +1086,39 @@ int gsp_client_average(gsp_client *c, double target, uint32_t time_limit_ms,
 			.reached = ok.reached,
 		};
 	return 0;
+}
+
+int gsp_client_fetch(gsp_client *c, uint32_t time_limit_ms,
+		     gsp_client_fetch_result *ret)
+{
+	gsp_api_fetch msg = {.time_limit_ms = time_limit_ms};
+	gsp_api_fetch_ok ok;
+	int64_t wait = c && c->timeout_ms != NO_DEADLINE ?
+		       c->timeout_ms + time_limit_ms : NO_DEADLINE;
+	int err;
+
+	if (!c)
+		return -EINVAL;
+	begin(c);
+	if (time_limit_ms == 0)
+		return local(c, -EINVAL);
+	err = small_request(c, encode_fetch, &msg, decode_fetch_ok, &ok, wait);
+	if (err < 0)
+		return err;
+	if (ret) {
+		*ret = (gsp_client_fetch_result){.bytes = ok.bytes, .took_ms = ok.took_ms};
+		snprintf(ret->peer, sizeof(ret->peer), "%.*s", (int)ok.peer_len,
+			 ok.peer ? ok.peer : "");
+	}
+	return 0;
+}
+
+int gsp_client_leave(gsp_client *c)
+{
+	if (!c)
+		return -EINVAL;
+	begin(c);
+	return small_request(c, encode_leave, NULL, decode_ok, NULL, c->timeout_ms);
 }
 
 int gsp_client_status(gsp_client *c, char **ret_json)

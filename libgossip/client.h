@@ -206,6 +206,13 @@ typedef struct gsp_client_average_result {
 	bool reached;                /* estimate <= target */
 } gsp_client_average_result;
 
+/* What gsp_client_fetch() reports. */
+typedef struct gsp_client_fetch_result {
+	uint64_t bytes;              /* copied into the buffer */
+	uint32_t took_ms;
+	char peer[65];               /* the short key of the peer copied */
+} gsp_client_fetch_result;
+
 /* The default of gsp_client_options.timeout_ms, and the value for none. */
 #define GSP_CLIENT_TIMEOUT_MS 60000u
 #define GSP_CLIENT_NO_TIMEOUT UINT32_MAX
@@ -367,6 +374,11 @@ typedef struct gsp_client_register_options {
 	 * undo section, and the daemon gossips a float32 master copy of it
 	 * and writes it back rounded (PROTOCOL.md 5.3). */
 	gsp_client_dtype dtype;
+	/* 1: join the machine's local group, the trainers on this machine
+	 * that share one model (same tensors, settings and float32 dtype):
+	 * the daemon averages them at each step and gossips their mean
+	 * (PROTOCOL.md 5.3, "Local group").  0: this model alone. */
+	unsigned group;
 } gsp_client_register_options;
 
 /* gsp_client_register() asking for the settings in opts (NULL: the
@@ -422,6 +434,34 @@ GSP_EXPORT int gsp_client_step(gsp_client *c, uint32_t flags,
 GSP_EXPORT int gsp_client_average(gsp_client *c, double target,
 				  uint32_t time_limit_ms, uint32_t max_rounds,
 				  gsp_client_average_result *ret) GSP_MUST_CHECK;
+
+/* Copies a neighbour's current model into the buffer (PROTOCOL.md 5.3, FETCH):
+ * the daemon asks a peer whose edge is up (so whose model has this one's
+ * fingerprint: same layout, dtype and settings) for a snapshot, checks it
+ * against the peer's BLAKE2b hash and writes it into the buffer at once,
+ * before this returns.  For a trainer that joins a running job (call it
+ * after gsp_client_register(), before the first step) or that restarted
+ * from an old checkpoint.  The copy moves the network's average by the
+ * difference, as any write of the trainer's does.  ret->bytes 0 (and
+ * peer "") when every neighbour up said its model has not stepped yet:
+ * a job that starts, the buffer keeps its own model.  Errors: -ETIMEDOUT
+ * (no copy within time_limit_ms: no neighbour with this model, say),
+ * -EOPNOTSUPP (a local group), -EBUSY, and daemon codes as for
+ * gsp_client_step().  Needs a daemon of protocol 1.8.
+ *
+ *	gsp_client_fetch_result fr;
+ *	if (gsp_client_fetch(c, 30000, &fr) == 0)
+ *		printf("started from peer %s's model\n", fr.peer);
+ */
+GSP_EXPORT int gsp_client_fetch(gsp_client *c, uint32_t time_limit_ms,
+				gsp_client_fetch_result *ret) GSP_MUST_CHECK;
+
+/* The daemon leaves its cluster and goes on running (PROTOCOL.md 5.3,
+ * LEAVE; gossipctl leave): its member record says LEFT at once, and its
+ * edges with the members end their generations exactly.  Allowed with
+ * or without a registration.  Errors: -EOPNOTSUPP (not a member),
+ * -EALREADY (left already), and the I/O codes of gsp_client_step(). */
+GSP_EXPORT int gsp_client_leave(gsp_client *c) GSP_MUST_CHECK;
 
 /* The daemon's status document (the JSON of `gossipctl status --json`) as
  * a malloc'd NUL-terminated string in *ret_json; free() it.  The document

@@ -322,6 +322,11 @@ GSP_EXPORT int gsp_node_message_diff_norms(const gsp_node *node, size_t edge,
 /* Size in bytes of any message for that edge and round (either end). */
 GSP_EXPORT int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
 					 uint64_t round);
+/* Size in bytes of the method's message at round on any edge outside a
+ * finite-time window (whose rounds carry the whole model or nothing),
+ * known before the node has an edge: what a link that may carry rounds
+ * must let through.  -EINVAL for no node or round 0. */
+GSP_EXPORT int64_t gsp_node_method_message_size(const gsp_node *node, uint64_t round);
 /* Completes an IN_FLIGHT edge's round with the neighbour's message for the
  * same round (msg aligned to 4 bytes).  Validates length and content
  * (finite values, indices in range) before changing anything. */
@@ -355,6 +360,15 @@ GSP_EXPORT const char *gsp_topology_name(gsp_topology topo);
  * exponential links i and i +- 2^j mod n. */
 GSP_EXPORT int gsp_graph_new(gsp_topology topo, unsigned n,
 			     gsp_graph **ret_graph) GSP_MUST_CHECK;
+/* Node i's neighbours in the graph gsp_graph_new(topo, n) builds, without
+ * building it: ascending, distinct, in ret[0..*ret_count).  Same topologies
+ * and n as gsp_graph_new (-EINVAL otherwise, or for i >= n); -ENOSPC if i
+ * has more than cap neighbours (n - 1 is always enough).  *ret_count is
+ * written on success only.  Time O(n x edges per node), memory O(1): one
+ * node's view of a computed graph (the daemon's membership). */
+GSP_EXPORT int gsp_topology_neighbours(gsp_topology topo, unsigned n,
+				       unsigned i, unsigned *ret, size_t cap,
+				       size_t *ret_count) GSP_MUST_CHECK;
 /* Parses an edge list "0-1,1-2,2-0" on n nodes (no self loops, no
  * duplicates; every node must have at least one edge). */
 GSP_EXPORT int gsp_graph_parse_edges(const char *spec, unsigned n,

@@ -626,6 +626,13 @@ int64_t gsp_node_message_size(const gsp_node *node, size_t edge,
 	return (int64_t)gsp__round_ops(node, &node->edges[edge], round)->msg_size(node, round);
 }
 
+int64_t gsp_node_method_message_size(const gsp_node *node, uint64_t round)
+{
+	if (!node || round == 0)
+		return -EINVAL;
+	return (int64_t)node->ops->msg_size(node, round);
+}
+
 int gsp_node_complete(gsp_node *node, size_t edge, uint64_t round,
 		      const void *msg, size_t len)
 {

@@ -27,6 +27,31 @@ static const field top_fields[] = {
 	FIELD(F_STR, "method", gsp_sdoc, method),
 	FIELD(F_UINT, "rank", gsp_sdoc, rank),
 	FIELD(F_REAL, "gamma", gsp_sdoc, gamma),
+	FIELD(F_UINT, "seed_addresses", gsp_sdoc, seed_addresses),
+};
+
+static const field seed_fields[] = {
+	FIELD(F_STR, "seed", gsp_sdoc_seed, seed),
+	FIELD(F_STR, "kind", gsp_sdoc_seed, kind),
+	FIELD(F_STR, "state", gsp_sdoc_seed, state),
+	FIELD(F_STR, "last_error", gsp_sdoc_seed, last_error),
+	FIELD(F_UINT, "resolutions", gsp_sdoc_seed, resolutions),
+	FIELD(F_UINT, "failures", gsp_sdoc_seed, failures),
+	FIELD(F_UINT, "cut", gsp_sdoc_seed, cut),
+};
+
+static const field cluster_fields[] = {
+	FIELD(F_UINT, "incarnation", gsp_sdoc, incarnation),
+	FIELD(F_UINT, "members_total", gsp_sdoc, members_total),
+};
+
+static const field member_fields[] = {
+	FIELD(F_STR, "key", gsp_sdoc_member, key),
+	FIELD(F_STR, "name", gsp_sdoc_member, name),
+	FIELD(F_STR, "status", gsp_sdoc_member, status),
+	FIELD(F_STR, "endpoint", gsp_sdoc_member, endpoint),
+	FIELD(F_STR, "probe", gsp_sdoc_member, probe),
+	FIELD(F_UINT, "incarnation", gsp_sdoc_member, incarnation),
 };
 
 static const field model_fields[] = {
@@ -214,6 +239,115 @@ static int read_edges(json_t *arr, gsp_sdoc *st, char *err, size_t err_len)
 	return 0;
 }
 
+/* seeds[i].addresses: an array of strings (or absent, or null). */
+static int seed_addresses(json_t *obj, size_t i, char *err, size_t err_len,
+			  size_t *count)
+{
+	json_t *a = json_object_get(obj, "addresses"), *v;
+	size_t k;
+
+	*count = 0;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return bad(err, err_len, "seeds[%zu].addresses is not an array", i);
+	json_array_foreach(a, k, v)
+		if (!json_is_string(v))
+			return bad(err, err_len, "seeds[%zu].addresses[%zu] is not a string",
+				   i, k);
+	*count = json_array_size(a);
+	return 0;
+}
+
+static int read_seeds(json_t *arr, gsp_sdoc *st, char *err, size_t err_len)
+{
+	size_t i, total = 0, used = 0, k;
+	json_t *v, *a, *addr;
+
+	if (!json_is_array(arr))
+		return bad(err, err_len, "seeds is not an array");
+	json_array_foreach(arr, i, v) {
+		size_t n;
+		if (!json_is_object(v))
+			return bad(err, err_len, "seeds[%zu] is not an object", i);
+		if (seed_addresses(v, i, err, err_len, &n) < 0)
+			return -1;
+		total += n;
+	}
+	if (json_array_size(arr) == 0)
+		return 0;
+	st->seeds = calloc(json_array_size(arr), sizeof(*st->seeds));
+	st->seed_addrs = calloc(total ? total : 1, sizeof(*st->seed_addrs));
+	if (!st->seeds || !st->seed_addrs)
+		return bad(err, err_len, "out of memory");
+	st->n_seeds = json_array_size(arr);
+	json_array_foreach(arr, i, v) {
+		char where[32];
+		gsp_sdoc_seed *sd = &st->seeds[i];
+
+		snprintf(where, sizeof(where), "seeds[%zu]", i);
+		if (read_fields(v, seed_fields, N(seed_fields), sd, where, err, err_len) < 0)
+			return -1;
+		sd->addresses = st->seed_addrs + used;
+		a = json_object_get(v, "addresses");
+		json_array_foreach(a, k, addr)
+			sd->addresses[sd->n_addresses++] = json_string_value(addr);
+		used += sd->n_addresses;
+	}
+	return 0;
+}
+
+/* "cluster": the members, and which of them are neighbours. */
+static int read_cluster(json_t *obj, gsp_sdoc *st, char *err, size_t err_len)
+{
+	json_t *arr, *nb, *v;
+	size_t i;
+
+	if (!json_is_object(obj))
+		return bad(err, err_len, "cluster is not an object");
+	st->have_cluster = true;
+	if (read_fields(obj, cluster_fields, N(cluster_fields), st, "cluster", err,
+			err_len) < 0)
+		return -1;
+	nb = json_object_get(obj, "neighbours");
+	if (nb && !json_is_null(nb)) {
+		if (!json_is_array(nb))
+			return bad(err, err_len, "cluster.neighbours is not an array");
+		json_array_foreach(nb, i, v)
+			if (!json_is_string(v))
+				return bad(err, err_len, "cluster.neighbours[%zu] is not a string", i);
+		st->n_neighbours = json_array_size(nb);
+	}
+	arr = json_object_get(obj, "members");
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr))
+		return bad(err, err_len, "cluster.members is not an array");
+	if (json_array_size(arr) == 0)
+		return 0;
+	st->members = calloc(json_array_size(arr), sizeof(*st->members));
+	if (!st->members)
+		return bad(err, err_len, "out of memory");
+	st->n_members = json_array_size(arr);
+	json_array_foreach(arr, i, v) {
+		char where[40];
+		gsp_sdoc_member *m = &st->members[i];
+		json_t *k;
+		size_t j;
+
+		snprintf(where, sizeof(where), "cluster.members[%zu]", i);
+		if (!json_is_object(v))
+			return bad(err, err_len, "%s is not an object", where);
+		if (read_fields(v, member_fields, N(member_fields), m, where, err, err_len) < 0)
+			return -1;
+		if (nb && m->key)
+			json_array_foreach(nb, j, k)
+				if (!strcmp(json_string_value(k), m->key))
+					m->neighbour = true;
+	}
+	return 0;
+}
+
 int gsp_sdoc_parse(const char *json, size_t len, gsp_sdoc *ret,
 		      char *err, size_t err_len)
 {
@@ -250,6 +384,12 @@ int gsp_sdoc_parse(const char *json, size_t len, gsp_sdoc *ret,
 	v = json_object_get(root, "edges");
 	if (v && !json_is_null(v) && read_edges(v, &st, err, err_len) < 0)
 		goto fail;
+	v = json_object_get(root, "seeds");
+	if (v && !json_is_null(v) && read_seeds(v, &st, err, err_len) < 0)
+		goto fail;
+	v = json_object_get(root, "cluster");
+	if (v && !json_is_null(v) && read_cluster(v, &st, err, err_len) < 0)
+		goto fail;
 	*ret = st;
 	return 0;
 fail:
@@ -263,6 +403,9 @@ void gsp_sdoc_clear(gsp_sdoc *st)
 		return;
 	free(st->counters);
 	free(st->edges);
+	free(st->seeds);
+	free(st->seed_addrs);
+	free(st->members);
 	json_decref(st->doc);
 	memset(st, 0, sizeof(*st));
 }

@@ -27,6 +27,10 @@
  *             rx_frames, exact_bytes, message_bytes, rounds,
  *             resyncs: integers >= 0,
  *             rtt_ms, diff_norm: numbers, last_error: string }, ... ]
+ *   seeds [ { seed, kind, state, last_error: strings,
+ *             resolutions, failures, cut: integers >= 0,
+ *             addresses: [ strings ] }, ... ]   [Cluster]'s seeds
+ *   seed_addresses                                   integer >= 0
  *
  * tx_bytes / rx_bytes are the old names of wire_tx_bytes / wire_rx_bytes
  * and message_bytes that of payload_tx_bytes: a document with only one
@@ -87,6 +91,26 @@ typedef struct gsp_sdoc_counter {
 	uint64_t value;
 } gsp_sdoc_counter;
 
+/* One of [Cluster]'s seeds and its current addresses ("10.0.0.1:7000",
+ * "[fd00::1]:7000"). */
+typedef struct gsp_sdoc_seed {
+	const char *seed;             /* as configured */
+	const char *kind;             /* host or srv */
+	const char *state;            /* pending, resolved, stale, failed */
+	const char *last_error;
+	gsp_opt_uint resolutions, failures, cut;
+	const char **addresses;       /* n_addresses, in st->seed_addrs */
+	size_t n_addresses;
+} gsp_sdoc_seed;
+
+/* A member of the cluster (a membership node's "cluster" object). */
+typedef struct gsp_sdoc_member {
+	const char *key, *name, *status, *endpoint;
+	const char *probe;            /* the failure detector's view, or NULL */
+	gsp_opt_uint incarnation;
+	bool neighbour;               /* its key is in "neighbours" */
+} gsp_sdoc_member;
+
 typedef struct gsp_sdoc_model {
 	gsp_opt_bool registered;
 	gsp_opt_uint tensors, floats, steps;
@@ -105,6 +129,15 @@ typedef struct gsp_sdoc {
 	size_t n_counters;
 	gsp_sdoc_edge *edges;
 	size_t n_edges;
+	gsp_sdoc_seed *seeds;
+	size_t n_seeds;
+	const char **seed_addrs;      /* every seed's addresses */
+	gsp_opt_uint seed_addresses;  /* the merged, deduplicated count */
+	bool have_cluster;            /* a "cluster" object was present */
+	gsp_opt_uint incarnation, members_total;
+	gsp_sdoc_member *members;     /* as listed (the first 1024) */
+	size_t n_members;
+	size_t n_neighbours;          /* keys in "neighbours" */
 	void *doc;                    /* the json_t owning every string */
 } gsp_sdoc;
 

@@ -3,7 +3,8 @@
  *
  * This module owns gsp_graph: an undirected simple graph on n nodes built
  * from a named topology (ring, torus, complete, exponential) or parsed from
- * an edge list, its Metropolis-Hastings mixing weights (by mixing.c's
+ * an edge list, one node's neighbours in a named topology without building
+ * the graph (the same edge generator), its Metropolis-Hastings mixing weights (by mixing.c's
  * rule), and the spectrum of I - W that fixes the best consensus step and
  * the finite-time schedule of steps that reaches the exact average.
  * Every graph it hands out has n >= 2, no self loops, no duplicate edges
@@ -189,70 +190,156 @@ static int torus_shape(unsigned n, unsigned *ret_a, unsigned *ret_b)
 	return 0;
 }
 
+/* A named topology on n nodes, as its edge generator needs it.  Node i
+ * generates fwd_count() edges, the t-th to fwd_node(); together (with
+ * duplicates, which graph_build merges) they are the graph's edges. */
+typedef struct topo_shape {
+	gsp_topology topo;
+	unsigned n;
+	unsigned a, b;      /* torus: a rows of b */
+	unsigned jmax;      /* exponential: 2^j < n for j < jmax */
+} topo_shape;
+
+/* The shape, and the number of edges all nodes generate together;
+ * -EINVAL for n < 2, an unnamed topology or a torus n does not shape. */
+static int shape_of(gsp_topology topo, unsigned n, topo_shape *ret,
+		    uint64_t *ret_count)
+{
+	topo_shape s = { .topo = topo, .n = n };
+
+	if (n < 2)
+		return -EINVAL;
+	switch (topo) {
+	case GSP_TOPO_RING:
+		*ret_count = n;
+		break;
+	case GSP_TOPO_TORUS:
+		if (torus_shape(n, &s.a, &s.b) < 0)
+			return -EINVAL;
+		*ret_count = 2 * (uint64_t)n;
+		break;
+	case GSP_TOPO_COMPLETE:
+		*ret_count = (uint64_t)n * (n - 1) / 2;
+		break;
+	case GSP_TOPO_EXPONENTIAL:
+		while (s.jmax < 32 && (UINT64_C(1) << s.jmax) < n)
+			s.jmax++;
+		*ret_count = (uint64_t)n * s.jmax;
+		break;
+	default:
+		return -EINVAL;
+	}
+	*ret = s;
+	return 0;
+}
+
+static unsigned fwd_count(const topo_shape *s, unsigned i)
+{
+	switch (s->topo) {
+	case GSP_TOPO_RING:
+		return 1;
+	case GSP_TOPO_TORUS:
+		return 2;
+	case GSP_TOPO_COMPLETE:
+		return s->n - 1 - i;
+	case GSP_TOPO_EXPONENTIAL:
+		return s->jmax;
+	default:
+		return 0;
+	}
+}
+
+static unsigned fwd_node(const topo_shape *s, unsigned i, unsigned t)
+{
+	unsigned n = s->n, r, c;
+
+	switch (s->topo) {
+	case GSP_TOPO_RING:
+		return (i + 1) % n;
+	case GSP_TOPO_TORUS:
+		/* Node r * b + c sits in row r, column c; link right and down. */
+		r = i / s->b;
+		c = i % s->b;
+		if (t == 0)
+			return r * s->b + (c + 1) % s->b;
+		return ((r + 1) % s->a) * s->b + c;
+	case GSP_TOPO_COMPLETE:
+		return i + 1 + t;
+	case GSP_TOPO_EXPONENTIAL:
+		/* i - 2^j is covered by the edge from (i - 2^j) + 2^j. */
+		return (unsigned)(((uint64_t)i + (UINT64_C(1) << t)) % n);
+	default:
+		return i;
+	}
+}
+
 int gsp_graph_new(gsp_topology topo, unsigned n, gsp_graph **ret_graph)
 {
+	topo_shape s;
 	uint64_t count;
-	unsigned a = 0, b = 0, jmax = 0;
 	edge *edges;
 	size_t k = 0;
 
-	if (!ret_graph || n < 2)
+	if (!ret_graph || shape_of(topo, n, &s, &count) < 0)
 		return -EINVAL;
-	switch (topo) {
-	case GSP_TOPO_RING:
-		count = n;
-		break;
-	case GSP_TOPO_TORUS:
-		if (torus_shape(n, &a, &b) < 0)
-			return -EINVAL;
-		count = 2 * (uint64_t)n;
-		break;
-	case GSP_TOPO_COMPLETE:
-		count = (uint64_t)n * (n - 1) / 2;
-		break;
-	case GSP_TOPO_EXPONENTIAL:
-		while (jmax < 32 && (UINT64_C(1) << jmax) < n)
-			jmax++;
-		count = (uint64_t)n * jmax;
-		break;
-	default:
-		return -EINVAL;
-	}
 	edges = edges_alloc(count);
 	if (!edges)
 		return -ENOMEM;
-
-	switch (topo) {
-	case GSP_TOPO_RING:
-		for (unsigned i = 0; i < n; i++)
-			edges[k++] = (edge){ i, (i + 1) % n };
-		break;
-	case GSP_TOPO_TORUS:
-		/* Node r * b + c sits in row r, column c; link right and down. */
-		for (unsigned r = 0; r < a; r++) {
-			for (unsigned c = 0; c < b; c++) {
-				unsigned i = r * b + c;
-
-				edges[k++] = (edge){ i, r * b + (c + 1) % b };
-				edges[k++] = (edge){ i, ((r + 1) % a) * b + c };
-			}
-		}
-		break;
-	case GSP_TOPO_COMPLETE:
-		for (unsigned i = 0; i < n; i++)
-			for (unsigned j = i + 1; j < n; j++)
-				edges[k++] = (edge){ i, j };
-		break;
-	case GSP_TOPO_EXPONENTIAL:
-		/* i - 2^j is covered by the edge from (i - 2^j) + 2^j. */
-		for (unsigned i = 0; i < n; i++)
-			for (unsigned j = 0; j < jmax; j++)
-				edges[k++] = (edge){ i, (unsigned)(((uint64_t)i + (UINT64_C(1) << j)) % n) };
-		break;
-	default:
-		break;
-	}
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned t = 0; t < fwd_count(&s, i); t++)
+			edges[k++] = (edge){ i, fwd_node(&s, i, t) };
 	return graph_build(n, edges, k, true, ret_graph);
+}
+
+/* Adds j to the ascending, distinct list[0..*len) if absent; counts it in
+ * *len even when cap leaves no room for it (then only counts). */
+static void sorted_add(unsigned *list, size_t cap, size_t *len, unsigned j)
+{
+	size_t lo = 0, hi = *len < cap ? *len : cap;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (list[mid] == j)
+			return;
+		if (list[mid] < j)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (*len < cap) {
+		memmove(list + lo + 1, list + lo, (*len - lo) * sizeof(*list));
+		list[lo] = j;
+	}
+	(*len)++;
+}
+
+int gsp_topology_neighbours(gsp_topology topo, unsigned n, unsigned i,
+			    unsigned *ret, size_t cap, size_t *ret_count)
+{
+	topo_shape s;
+	uint64_t count;
+	size_t len = 0;
+
+	if (!ret_count || (cap && !ret) || i >= n ||
+	    shape_of(topo, n, &s, &count) < 0)
+		return -EINVAL;
+	/* Every node's generated edges, as gsp_graph_new() builds them:
+	 * those from i and those to i. */
+	for (unsigned k = 0; k < n; k++) {
+		for (unsigned t = 0; t < fwd_count(&s, k); t++) {
+			unsigned j = fwd_node(&s, k, t);
+
+			if (k == i)
+				sorted_add(ret, cap, &len, j);
+			else if (j == i)
+				sorted_add(ret, cap, &len, k);
+		}
+	}
+	if (len > cap)
+		return -ENOSPC;
+	*ret_count = len;
+	return 0;
 }
 
 /* Parses a decimal id < n at *p, advancing p.  Digits only: no sign, no

@@ -364,6 +364,16 @@ int gsp_api_detach_decode(const uint8_t *buf, size_t len)
 	return empty_decode(GSP_API_DETACH, buf, len);
 }
 
+int gsp_api_leave_encode(uint8_t *buf, size_t cap, size_t *ret_len)
+{
+	return empty_encode(GSP_API_LEAVE, buf, cap, ret_len);
+}
+
+int gsp_api_leave_decode(const uint8_t *buf, size_t len)
+{
+	return empty_decode(GSP_API_LEAVE, buf, len);
+}
+
 /* ---- STEP / STEP_OK ----------------------------------------------------- */
 
 int gsp_api_step_encode(const gsp_api_step *msg, uint8_t *buf, size_t cap,

@@ -73,18 +73,18 @@ static int classify(const uint8_t *buf, size_t len, bool (*known)(uint8_t),
 
 static bool is_peer_type(uint8_t t)
 {
-	return t >= GSP_MSG_MODEL && t <= GSP_MSG_GOODBYE;
+	return t >= GSP_MSG_MODEL && t <= GSP_MSG_FETCH;
 }
 
 static bool is_hs_type(uint8_t t)
 {
-	return t == GSP_HS_INIT || t == GSP_HS_RESP;
+	return t >= GSP_HS_INIT && t <= GSP_HS_CERT;
 }
 
 static bool is_api_type(uint8_t t)
 {
-	return (t >= GSP_API_HELLO && t <= GSP_API_DETACH) ||
-	       (t >= GSP_API_HELLO_OK && t <= GSP_API_STATUS_OK) ||
+	return (t >= GSP_API_HELLO && t <= GSP_API_LEAVE) ||
+	       (t >= GSP_API_HELLO_OK && t <= GSP_API_FETCH_OK) ||
 	       t == GSP_API_ERROR;
 }
 
@@ -112,6 +112,8 @@ int gsp_proto_version_of(const uint8_t *buf, size_t len, uint16_t *ret_version)
 	switch (buf[0]) {
 	case GSP_HS_INIT:
 	case GSP_HS_RESP:
+	case GSP_HS_WHO:
+	case GSP_HS_CERT:
 	case GSP_MSG_MODEL:
 	case GSP_API_HELLO:
 	case GSP_API_HELLO_OK:

@@ -21,7 +21,7 @@ int gsp_hs_header_write(uint8_t type, uint16_t version, uint8_t *buf,
 {
 	wr w;
 
-	if ((type != GSP_HS_INIT && type != GSP_HS_RESP) || !version_ok(version))
+	if (type < GSP_HS_INIT || type > GSP_HS_CERT || !version_ok(version))
 		return -EINVAL;
 	if (!buf || cap < GSP_HS_HEADER_BYTES)
 		return -ENOBUFS;
@@ -50,40 +50,96 @@ static int hs_encode(uint8_t type, uint16_t version, const uint8_t *payload,
 	return 0;
 }
 
+/* The payload's length is plen, or any in [plen, plen_max]. */
 static int hs_decode(const uint8_t *buf, size_t len, uint8_t type,
-		     uint16_t *ret_version, uint8_t *ret_payload, size_t plen)
+		     uint16_t *ret_version, uint8_t *ret_payload, size_t plen,
+		     size_t plen_max, size_t *ret_plen)
 {
-	rd r;
 	int err = check_versioned(buf, len, type);
 
 	if (err < 0)
 		return err;
-	r = rd_init(buf + 1, len - 1);
-	uint16_t version = rd_u16(&r);
-	uint8_t payload[GSP_HS_INIT_PAYLOAD];
-	rd_copy(&r, payload, plen);
-	if (!rd_done(&r))
+	size_t n = len - GSP_HS_HEADER_BYTES;
+	if (n < plen || n > plen_max)
 		return -EBADMSG;
-	*ret_version = version;
-	memcpy(ret_payload, payload, plen);
+	*ret_version = get_u16(buf + 1);
+	memcpy(ret_payload, buf + GSP_HS_HEADER_BYTES, n);
+	*ret_plen = n;
 	return 0;
 }
 
 int gsp_hs_init_encode(const gsp_hs_init *msg, uint8_t *buf, size_t cap,
 		       size_t *ret_len)
 {
-	if (!msg)
+	if (!msg || msg->payload_len < GSP_HS_INIT_PAYLOAD ||
+	    msg->payload_len > GSP_HS_INIT_PAYLOAD_MAX)
 		return -EINVAL;
 	return hs_encode(GSP_HS_INIT, msg->version, msg->payload,
-			 sizeof(msg->payload), buf, cap, ret_len);
+			 msg->payload_len, buf, cap, ret_len);
 }
 
 int gsp_hs_init_decode(const uint8_t *buf, size_t len, gsp_hs_init *ret)
 {
+	size_t n;
 	if (!ret)
 		return -EINVAL;
-	return hs_decode(buf, len, GSP_HS_INIT, &ret->version, ret->payload,
-			 sizeof(ret->payload));
+	int err = hs_decode(buf, len, GSP_HS_INIT, &ret->version, ret->payload,
+			    GSP_HS_INIT_PAYLOAD, GSP_HS_INIT_PAYLOAD_MAX, &n);
+	if (!err)
+		ret->payload_len = (uint16_t)n;
+	return err;
+}
+
+int gsp_hs_who_decode(const uint8_t *buf, size_t len, uint16_t *ret_version)
+{
+	if (!ret_version)
+		return -EINVAL;
+	int err = check_versioned(buf, len, GSP_HS_WHO);
+	if (err < 0)
+		return err;
+	if (len != GSP_HS_WHO_MSG_BYTES)
+		return -EBADMSG;
+	*ret_version = get_u16(buf + 1);
+	return 0;
+}
+
+int gsp_hs_cert_encode(const gsp_hs_cert *msg, uint8_t *buf, size_t cap,
+		       size_t *ret_len)
+{
+	if (!msg || !msg->cert || msg->cert_len < GSP_CERT_MIN ||
+	    msg->cert_len > GSP_CERT_MAX || !version_ok(msg->version))
+		return -EINVAL;
+	size_t n = GSP_HS_HEADER_BYTES + GSP_HS_CERT_LEN_BYTES + msg->cert_len;
+	int r = room(buf, cap, n, ret_len);
+	if (r < 0)
+		return r;
+	r = gsp_hs_header_write(GSP_HS_CERT, msg->version, buf, cap);
+	if (r < 0)
+		return r;
+	put_u16(buf + GSP_HS_HEADER_BYTES, msg->cert_len);
+	memcpy(buf + GSP_HS_HEADER_BYTES + GSP_HS_CERT_LEN_BYTES, msg->cert,
+	       msg->cert_len);
+	*ret_len = n;
+	return 0;
+}
+
+int gsp_hs_cert_decode(const uint8_t *buf, size_t len, gsp_hs_cert *ret)
+{
+	if (!ret)
+		return -EINVAL;
+	int err = check_versioned(buf, len, GSP_HS_CERT);
+	if (err < 0)
+		return err;
+	if (len < GSP_HS_HEADER_BYTES + GSP_HS_CERT_LEN_BYTES)
+		return -EBADMSG;
+	uint16_t n = get_u16(buf + GSP_HS_HEADER_BYTES);
+	if (n < GSP_CERT_MIN || n > GSP_CERT_MAX ||
+	    len != GSP_HS_HEADER_BYTES + GSP_HS_CERT_LEN_BYTES + (size_t)n)
+		return -EBADMSG;
+	ret->version = get_u16(buf + 1);
+	ret->cert_len = n;
+	ret->cert = buf + GSP_HS_HEADER_BYTES + GSP_HS_CERT_LEN_BYTES;
+	return 0;
 }
 
 int gsp_hs_resp_encode(const gsp_hs_resp *msg, uint8_t *buf, size_t cap,
@@ -99,8 +155,9 @@ int gsp_hs_resp_decode(const uint8_t *buf, size_t len, gsp_hs_resp *ret)
 {
 	if (!ret)
 		return -EINVAL;
+	size_t n;
 	return hs_decode(buf, len, GSP_HS_RESP, &ret->version, ret->payload,
-			 sizeof(ret->payload));
+			 sizeof(ret->payload), sizeof(ret->payload), &n);
 }
 
 /* ---- MODEL -------------------------------------------------------------- */

@@ -66,6 +66,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cert.h"            /* GSP_CERT_MAX */
 #include "key.h"             /* GSP_KEY_BYTES */
 
 #ifdef __cplusplus
@@ -85,7 +86,7 @@ extern "C" {
  * docs/journal/PROTOCOL-changelog.md's newest entry say the same.  A
  * bump: change them, add the changelog entry, state it in PROTOCOL.md. */
 #define GSP_PROTO_VERSION_MAJOR 1
-#define GSP_PROTO_VERSION_MINOR 6
+#define GSP_PROTO_VERSION_MINOR 8
 #define GSP_PROTO_VERSION \
 	((uint16_t)(GSP_PROTO_VERSION_MAJOR << 8 | GSP_PROTO_VERSION_MINOR))
 #define GSP_PROTO_MAJOR(v) ((unsigned)((v) >> 8))
@@ -97,7 +98,8 @@ extern "C" {
 #define GSP_PEER_MIN_BODY (1 + GSP_AEAD_TAG_BYTES)
 
 /* Frame body caps (the max_len of gsp_frame_parse). */
-#define GSP_PROTO_PREAUTH_MAX 256   /* peer link, before the handshake ends */
+#define GSP_PROTO_PREAUTH_MAX 512   /* peer link, before the handshake ends
+				     * (an HS_INIT with a certificate: 371) */
 #define GSP_PROTO_CONTROL_MAX 4096  /* peer link, until models match */
 #define GSP_API_MAX_FRAME (1u << 20) /* local API, either direction */
 
@@ -126,9 +128,13 @@ enum {
 	GSP_MSG_PING = 0x04,
 	GSP_MSG_PONG = 0x05,
 	GSP_MSG_GOODBYE = 0x06,
+	GSP_MSG_MEMBERS = 0x07,    /* members_msg.h */
+	GSP_MSG_FETCH = 0x08,      /* since 1.8: fetch_msg.h */
 	/* Peer link, in clear (the handshake). */
 	GSP_HS_INIT = 0x10,
 	GSP_HS_RESP = 0x11,
+	GSP_HS_WHO = 0x12,           /* since 1.7: a dialer without our key */
+	GSP_HS_CERT = 0x13,          /* since 1.7: the answer, our certificate */
 	/* Local API requests (client to daemon). */
 	GSP_API_HELLO = 0x40,
 	GSP_API_REGISTER = 0x41,
@@ -136,24 +142,27 @@ enum {
 	GSP_API_AVERAGE = 0x43,
 	GSP_API_STATUS = 0x44,
 	GSP_API_DETACH = 0x45,
+	GSP_API_FETCH = 0x46,        /* since 1.8: fetch_msg.h */
+	GSP_API_LEAVE = 0x47,        /* since 1.8 */
 	/* Local API replies (daemon to client). */
 	GSP_API_HELLO_OK = 0xC0,
 	GSP_API_OK = 0xC1,
 	GSP_API_STEP_OK = 0xC2,
 	GSP_API_AVERAGE_OK = 0xC3,
 	GSP_API_STATUS_OK = 0xC4,
+	GSP_API_FETCH_OK = 0xC5,     /* since 1.8 */
 	GSP_API_ERROR = 0xFF,
 };
 
 /* The type of an encrypted peer message (MODEL..GOODBYE), of a handshake
- * message (HS_INIT, HS_RESP), or of a local API message (any request or
+ * message (HS_INIT, HS_RESP, HS_WHO, HS_CERT), or of a local API message (any request or
  * reply).  -EBADMSG if len is 0, -ENOMSG for a type outside the set. */
 int gsp_msg_type(const uint8_t *buf, size_t len, uint8_t *ret_type) GSP_MUST_CHECK;
 int gsp_hs_type(const uint8_t *buf, size_t len, uint8_t *ret_type) GSP_MUST_CHECK;
 int gsp_api_type(const uint8_t *buf, size_t len, uint8_t *ret_type) GSP_MUST_CHECK;
 
-/* The version field of a versioned message (HS_INIT, HS_RESP, MODEL,
- * HELLO, HELLO_OK) of any version, for diagnostics: -ENOMSG for another
+/* The version field of a versioned message (HS_INIT, HS_RESP, HS_WHO,
+ * HS_CERT, MODEL, HELLO, HELLO_OK) of any version, for diagnostics: -ENOMSG for another
  * type, -EBADMSG if shorter than 3 bytes. */
 int gsp_proto_version_of(const uint8_t *buf, size_t len,
 			 uint16_t *ret_version) GSP_MUST_CHECK;
@@ -248,24 +257,38 @@ int gsp_model_summary(const gsp_model_desc *desc, char *buf,
 
 /* Each handshake message is type, version and a payload that the daemon's
  * handshake code produces and consumes whole (PROTOCOL.md, "Handshake"):
- *   HS_INIT payload: e (32) | AEAD(s) (32 + 16) | AEAD(timestamp) (12 + 16)
+ *   HS_INIT payload: e (32) | AEAD(s) (32 + 16)
+ *                    | AEAD(timestamp (12) | u16 cert_len | cert) (+ 16)
  *                    | mac1 (16, since 1.3)
- *   HS_RESP payload: e (32) | AEAD(empty) (16) */
+ *     cert_len is 0 (no certificate) or GSP_CERT_MIN..GSP_CERT_MAX (since
+ *     1.7), so the payload is 126 bytes, or 126 + cert_len.
+ *   HS_RESP payload: e (32) | AEAD(empty) (16)
+ * Since 1.7 a dialer that does not know the responder's key sends HS_WHO
+ * (type and version alone) first; the responder answers HS_CERT: type,
+ * version, u16 cert_len, its certificate (cert.h), in the clear. */
 #define GSP_HS_MAC1_BYTES 16
+#define GSP_HS_CERT_LEN_BYTES 2
 #define GSP_HS_INIT_PAYLOAD (GSP_KEY_BYTES + GSP_KEY_BYTES + \
 			     GSP_AEAD_TAG_BYTES + GSP_TAI64N_BYTES + \
-			     GSP_AEAD_TAG_BYTES + GSP_HS_MAC1_BYTES) /* 124 */
+			     GSP_HS_CERT_LEN_BYTES + \
+			     GSP_AEAD_TAG_BYTES + GSP_HS_MAC1_BYTES) /* 126 */
+#define GSP_HS_INIT_PAYLOAD_MAX (GSP_HS_INIT_PAYLOAD + GSP_CERT_MAX) /* 368 */
 #define GSP_HS_RESP_PAYLOAD (GSP_KEY_BYTES + GSP_AEAD_TAG_BYTES) /* 48 */
 /* The clear bytes in front of the payload: type, then version.  The
  * handshake hash covers them (PROTOCOL.md 4.2), so the sender needs them
  * before it computes the payload. */
 #define GSP_HS_HEADER_BYTES 3
-#define GSP_HS_INIT_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_INIT_PAYLOAD) /* 127 */
+#define GSP_HS_INIT_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_INIT_PAYLOAD) /* 129 */
+#define GSP_HS_INIT_MSG_MAX (GSP_HS_HEADER_BYTES + GSP_HS_INIT_PAYLOAD_MAX) /* 371 */
 #define GSP_HS_RESP_MSG_BYTES (GSP_HS_HEADER_BYTES + GSP_HS_RESP_PAYLOAD) /* 51 */
+#define GSP_HS_WHO_MSG_BYTES GSP_HS_HEADER_BYTES                    /* 3 */
+#define GSP_HS_CERT_MSG_MAX (GSP_HS_HEADER_BYTES + GSP_HS_CERT_LEN_BYTES + \
+			     GSP_CERT_MAX)                              /* 247 */
 
 typedef struct gsp_hs_init {
 	uint16_t version;
-	uint8_t payload[GSP_HS_INIT_PAYLOAD];
+	uint16_t payload_len;   /* GSP_HS_INIT_PAYLOAD..GSP_HS_INIT_PAYLOAD_MAX */
+	uint8_t payload[GSP_HS_INIT_PAYLOAD_MAX];
 } gsp_hs_init;
 
 typedef struct gsp_hs_resp {
@@ -273,12 +296,23 @@ typedef struct gsp_hs_resp {
 	uint8_t payload[GSP_HS_RESP_PAYLOAD];
 } gsp_hs_resp;
 
-/* Writes the header of a handshake message of type GSP_HS_INIT or
- * GSP_HS_RESP: exactly the first GSP_HS_HEADER_BYTES its encoder writes.
- * -EINVAL for another type or a version of another major, -ENOBUFS when
- * cap is too small. */
+/* HS_CERT: the responder's certificate, its bytes unchecked here (the
+ * dialer decodes and verifies them: cert.h). */
+typedef struct gsp_hs_cert {
+	uint16_t version;
+	uint16_t cert_len;      /* GSP_CERT_MIN..GSP_CERT_MAX */
+	const uint8_t *cert;    /* into the decoded buffer */
+} gsp_hs_cert;
+
+/* Writes the header of a handshake message of type GSP_HS_INIT,
+ * GSP_HS_RESP, GSP_HS_WHO or GSP_HS_CERT: exactly the first
+ * GSP_HS_HEADER_BYTES its encoder writes.  -EINVAL for another type or a
+ * version of another major, -ENOBUFS when cap is too small. */
 int gsp_hs_header_write(uint8_t type, uint16_t version, uint8_t *buf,
 			size_t cap) GSP_MUST_CHECK;
+/* HS_INIT: -EBADMSG (decode) or -EINVAL (encode) for a payload length
+ * out of range or one that disagrees with its own cert_len cannot be
+ * told here (it is encrypted): the handshake checks it. */
 int gsp_hs_init_encode(const gsp_hs_init *msg, uint8_t *buf, size_t cap,
 		       size_t *ret_len) GSP_MUST_CHECK;
 int gsp_hs_init_decode(const uint8_t *buf, size_t len,
@@ -287,6 +321,13 @@ int gsp_hs_resp_encode(const gsp_hs_resp *msg, uint8_t *buf, size_t cap,
 		       size_t *ret_len) GSP_MUST_CHECK;
 int gsp_hs_resp_decode(const uint8_t *buf, size_t len,
 		       gsp_hs_resp *ret) GSP_MUST_CHECK;
+/* HS_WHO: exactly its 3 bytes (the header: gsp_hs_header_write). */
+int gsp_hs_who_decode(const uint8_t *buf, size_t len,
+		      uint16_t *ret_version) GSP_MUST_CHECK;
+int gsp_hs_cert_encode(const gsp_hs_cert *msg, uint8_t *buf, size_t cap,
+		       size_t *ret_len) GSP_MUST_CHECK;
+int gsp_hs_cert_decode(const uint8_t *buf, size_t len,
+		       gsp_hs_cert *ret) GSP_MUST_CHECK;
 
 /* ---- peer link messages (encrypted) ------------------------------------ */
 
@@ -433,7 +474,9 @@ typedef struct gsp_api_hello {
 #define GSP_REG_ITERATIONS 0x08u     /* power_iterations */
 #define GSP_REG_PRECISION 0x10u      /* precision */
 #define GSP_REG_DTYPE 0x20u          /* dtype: one more byte */
-#define GSP_REG_KNOWN 0x3fu
+/* Join the machine's local group (PROTOCOL.md 5.3): a flag, no field. */
+#define GSP_REG_GROUP 0x40u
+#define GSP_REG_KNOWN 0x7fu
 #define GSP_API_REGISTER_OPTS_BYTES 11
 /* The options with GSP_REG_DTYPE set: the 11 bytes, then dtype. */
 #define GSP_API_REGISTER_OPTS_DTYPE_BYTES 12
@@ -622,6 +665,8 @@ int gsp_api_status_ok_decode(const uint8_t *buf, size_t len,
 int gsp_api_detach_encode(uint8_t *buf, size_t cap,
 			  size_t *ret_len) GSP_MUST_CHECK;
 int gsp_api_detach_decode(const uint8_t *buf, size_t len) GSP_MUST_CHECK;
+int gsp_api_leave_encode(uint8_t *buf, size_t cap, size_t *ret_len) GSP_MUST_CHECK;
+int gsp_api_leave_decode(const uint8_t *buf, size_t len) GSP_MUST_CHECK;
 int gsp_api_error_encode(const gsp_api_error *msg, uint8_t *buf, size_t cap,
 			 size_t *ret_len) GSP_MUST_CHECK;
 int gsp_api_error_decode(const uint8_t *buf, size_t len,

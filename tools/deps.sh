@@ -22,9 +22,12 @@ GSP_TEST_PACKAGES=(
 	python3-numpy python3-torch       # suite python: the NumPy and PyTorch client
 	clang libclang-rt-14-dev          # build-fuzz/: libFuzzer harnesses
 	iproute2                          # suite bench-smoke: ip netns, tc tbf
+	dnsmasq-base                      # integration test seeds: DNS in a namespace (no service)
 	valgrind                          # memcheck over the Check unit tests
 	# tests/install/ (suite deploy): unit, man page, filter and metrics checks
 	systemd mandoc man-db strace python3-prometheus-client
+	# ... and deploy/'s manifests (test_manifests.py)
+	yamllint python3-yaml python3-kubernetes
 	prometheus                        # suite integration: test_metrics.py scrapes gossipd
 	gnuplot-nox
 )

@@ -244,6 +244,8 @@ class Cluster:
         self.notify_path = os.path.join(self.dir, "notify")
         self.notify = Notify(self.notify_path)
         self.proxy = proxy
+        # A gossipcerts.Membership: [Cluster] sections instead of [Peer]s.
+        self.membership = None
 
     def host(self, i):
         return self.hosts[i] if self.hosts else "127.0.0.1"
@@ -279,8 +281,9 @@ class Cluster:
 
     def write_config(self, i, extra_peers=(), node_conf=None, drop_peers=(), weights=None):
         """Writes node i's config: its neighbours (less drop_peers) as
-        [Peer]s, with a Weight for those in weights ({peer: w}), then
-        extra_peers ((public key, endpoint) pairs)."""
+        [Peer]s, with a Weight for those in weights ({peer: w}), or with
+        membership its [Cluster] section instead, then extra_peers
+        ((public key, endpoint) pairs)."""
         path = os.path.join(self.dir, "n%d.conf" % i)
         with open(path, "w") as f:
             f.write("[Node]\nListenAddress = %s:%d\nPrivateKeyFile = %s\n"
@@ -291,7 +294,9 @@ class Cluster:
                 f.write("SimSeed = %d\n" % self.sim_seed)
             if self.indexed:
                 f.write("Index = %d\n" % i)
-            for j in self.neighbours(i):
+            if self.membership is not None:
+                f.write(self.membership.section(i))
+            for j in ([] if self.membership else self.neighbours(i)):
                 if j in drop_peers:
                     continue
                 f.write("[Peer]\nPublicKey = %s\n" % self.keys[j][1])

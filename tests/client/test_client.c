@@ -643,13 +643,15 @@ START_TEST(test_register_options)
 		{.method = "powergosip"}, {.gamma = NAN}, {.gamma = INFINITY},
 		{.gamma = -1.0f}, {.rank = 65536}, {.power_iterations = 65536},
 		{.precision = (gsp_client_precision)9}, {.dtype = (gsp_client_dtype)9},
+		{.group = 2},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &bad[i], &p), -EINVAL);
 	/* Refused by the daemon: its code and reason, nothing registered. */
 	gsp_client_register_options o = {.method = "powergossip", .rank = 9,
 					 .gamma = 0.5f, .power_iterations = 1,
-					 .precision = GSP_CLIENT_PRECISION_FLOAT32};
+					 .precision = GSP_CLIENT_PRECISION_FLOAT32,
+					 .group = 1};
 	ck_assert_int_eq(gsp_client_register_opts(c, &t, 1, &o, &p), -ERANGE);
 	ck_assert_str_eq(gsp_client_last_error(c), "rank 9 is above this daemon's MaxRank 8");
 	ck_assert_ptr_null(p);

@@ -356,9 +356,17 @@ static inline void ep_end_init(ep_end *x, const char *spec, const gsp_config *cf
 	for (size_t i = 0; i < x->n_floats; i++)
 		x->params[i] = value0 + slope * (float)((i * 7919) % 101);
 	ck_assert_int_eq(gsp_node_new(x->layout, x->params, cfg, &x->node), 0);
+	/* The largest ROUND as the daemon sizes it (model.c): either shape
+	 * of message, or the whole model (an AVERAGE's finite rounds). */
+	uint64_t max_payload = (uint64_t)x->n_floats * 4;
+	for (uint64_t r = 1; r <= 2; r++) {
+		int64_t sz = gsp_node_method_message_size(x->node, r);
+		if (sz > (int64_t)max_payload)
+			max_payload = (uint64_t)sz;
+	}
 	edge_model m = {.node = x->node, .layout = x->layout, .method = (uint8_t)cfg->method,
 			.rank = (uint16_t)cfg->rank, .summary = "test model",
-			.max_payload = 1 << 20};
+			.max_payload = max_payload};
 	memset(m.fingerprint, fp, sizeof(m.fingerprint));
 	/* The buffer the records name (edgestate.h v4): a re-register keeps
 	 * it unless a test gives later another. */
@@ -499,6 +507,8 @@ static inline void ep_session_up(edgepair *p, uint8_t seed_byte)
 	uint8_t seed[GSP_SEED_BYTES];
 	memset(seed, seed_byte, sizeof(seed));
 	p->a.session = p->b.session = true;
+	/* A link's cap until both ends' models match (link_core.c). */
+	p->a.max_frame = p->b.max_frame = GSP_PROTO_CONTROL_MAX;
 	p->a.in_edge = p->b.in_edge = true;
 	edge_session_up(p->a.e, seed);
 	edge_session_up(p->b.e, seed);
@@ -519,6 +529,11 @@ static inline int ep_deliver_one(ep_end *x)
 	x->n_out--;
 	if (f.persists > x->delivered)
 		x->delivered = f.persists;
+	/* The receiving link would close on it (and again on every session
+	 * it resends it in): no end may send past the other's cap. */
+	ck_assert_msg(f.len + GSP_AEAD_TAG_BYTES <= x->other->max_frame,
+		      "frame type %u of %zu bytes over the receiver's cap %u",
+		      f.data[0], f.len, x->other->max_frame);
 	x->other->in_edge = true;
 	int err = edge_frame(x->other->e, f.data, f.len);
 	x->other->in_edge = false;

@@ -302,6 +302,12 @@ bool sim_free_at_unattached(const sim *s, int i);
 bool sim_quiet(const sim *s);
 
 /* sim_check.c */
+/* The model both ends register (a layout spec; --layout): by default
+ * 389 floats, whose ROUNDs fit a link's frames before the models match
+ * (GSP_PROTO_CONTROL_MAX); a larger one's exact-gossip ROUNDs do not, so
+ * a ROUND sent to an end without the model breaks the cap (edgepair.h
+ * asserts it). */
+extern const char *sim_layout;
 void sim_check_started(sim *s, int i);
 void sim_settle(sim *s);
 int sim_run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned faults,

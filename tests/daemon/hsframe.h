@@ -40,7 +40,8 @@ static inline size_t hs_init_frame(gsp_hs *hs, const gsp_keypair *s,
 				   const uint8_t ts[GSP_HS_TIMESTAMP],
 				   uint8_t frame[4 + GSP_HS_INIT_MSG_BYTES])
 {
-	gsp_hs_init msg = {.version = GSP_PROTO_VERSION};
+	gsp_hs_init msg = {.version = GSP_PROTO_VERSION,
+			   .payload_len = GSP_HS_INIT_PAYLOAD};
 	size_t n;
 	ck_assert_int_eq(gsp_hs_initiate(hs, s, remote, HS_INIT_CLEAR, ts,
 					 msg.payload), 0);

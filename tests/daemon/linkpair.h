@@ -33,6 +33,13 @@ typedef struct side {
 	bool in_order;
 	bool check_content;          /* bytes after the u32: pattern_byte() */
 	int bad_content;             /* frames whose bytes were not */
+	uint8_t cert[GSP_CERT_MAX];  /* the certificate the last HS_INIT
+				      * (responder) or HS_CERT (initiator)
+				      * carried */
+	size_t cert_len;
+	int learns;                  /* HS_CERTs seen (keyless dials) */
+	const uint8_t *learn_key;    /* initiator: the key learn gives;
+				      * NULL: it refuses */
 } side;
 
 /* Byte i of a frame with sequence number seq, after its first 5 bytes. */
@@ -52,12 +59,28 @@ static inline side *side_of(plink *l)
 }
 
 static inline int fake_authorize(plink *l, const uint8_t key[GSP_KEY_BYTES],
-			  const uint8_t ts[GSP_HS_TIMESTAMP])
+			  const uint8_t ts[GSP_HS_TIMESTAMP], const uint8_t *cert,
+			  size_t cert_len)
 {
 	side *s = side_of(l);
+	memcpy(s->cert, cert, cert_len);
+	s->cert_len = cert_len;
 	if (!s->expect_key || memcmp(key, s->expect_key, GSP_KEY_BYTES) != 0)
 		return -EACCES;
 	link_bind(l, s, &s->stats, "test");
+	return 0;
+}
+
+static inline int fake_learn(plink *l, const uint8_t *cert, size_t len,
+			     uint8_t ret_key[GSP_KEY_BYTES])
+{
+	side *s = side_of(l);
+	s->learns++;
+	memcpy(s->cert, cert, len);
+	s->cert_len = len;
+	if (!s->learn_key)
+		return -EACCES;
+	memcpy(ret_key, s->learn_key, GSP_KEY_BYTES);
 	return 0;
 }
 
@@ -105,7 +128,8 @@ static inline void fake_down(plink *l, const char *why)
 }
 
 static const link_ops fake_ops = {
-	.authorize = fake_authorize, .up = fake_up, .frame = fake_frame,
+	.authorize = fake_authorize, .learn = fake_learn, .up = fake_up,
+	.frame = fake_frame,
 	.goodbye = fake_goodbye, .down = fake_down,
 };
 
@@ -232,6 +256,19 @@ static inline bool never(void)
 }
 
 static int raw_fd = -1;
+
+/* A raw listening socket on loopback for B to dial (a responder whose
+ * bytes the test writes); its address into sa. */
+static inline int raw_listen(struct sockaddr_in *sa)
+{
+	socklen_t sl = sizeof(*sa);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	uv_ip4_addr("127.0.0.1", 0, sa);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)sa, &sl), 0);
+	return lfd;
+}
 
 /* Whether raw_fd has bytes to read (or is closed). */
 static inline bool raw_readable(void)

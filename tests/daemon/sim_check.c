@@ -93,6 +93,8 @@ void sim_settle(sim *s)
  * records (crash), or an end ended a generation without hearing its
  * peer (a DETACH whose DetachWait passed) while the peer ended it too.
  * A restart with records costs nothing: it must hold. */
+const char *sim_layout = "24x16,5";
+
 int sim_run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned faults,
 	       bool sabotage, bool trace, double *ret_drift, bool *ret_sabotaged,
 	       sim_stats *stats)
@@ -104,7 +106,7 @@ int sim_run(uint64_t seed, const gsp_config *cfg, unsigned steps, unsigned fault
 	s.seed = seed;
 	if (faults & FAULT_SWARM)
 		sim_swarm_plan(&s);
-	ep_init(&s.p, "24x16,5", cfg);
+	ep_init(&s.p, sim_layout, cfg);
 	/* The checks hear of the edges' changes after the core; the core runs
 	 * over the simulation's ops. */
 	for (int i = 0; i < 2; i++) {

@@ -104,9 +104,9 @@ START_TEST(test_schedules)
 	if (first_bad) {
 		/* In full, so that a replay can be compared bit for bit. */
 		printf("replay seed %llu: drift %.17g\n", first_bad, first_bad_drift);
-		printf("replay: %s --seed %llu --steps %llu --faults %s --method %s%s --trace\n",
-		       prog, first_bad, steps, faults_name,
-		       gsp_method_name(cfg.method), sabotage ? " --sabotage" : "");
+		printf("replay: %s --seed %llu --steps %llu --faults %s --method %s --layout %s%s "
+		       "--trace\n", prog, first_bad, steps, faults_name,
+		       gsp_method_name(cfg.method), sim_layout, sabotage ? " --sabotage" : "");
 	}
 	/* --expect-violations (with --faults crash, the checker's own
 	 * test): the drift is seen. */
@@ -199,6 +199,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--method") && v) {
 			if (gsp_method_parse(argv[++i], &cfg.method) != 0)
 				goto usage;
+		} else if (!strcmp(a, "--layout") && v) {
+			sim_layout = argv[++i];
 		} else if (!strcmp(a, "--min-windows") && i + 2 < argc) {
 			min_windows = strtoull(argv[++i], NULL, 10);
 			min_window_faults = strtoull(argv[++i], NULL, 10);
@@ -243,7 +245,7 @@ int main(int argc, char **argv)
 	return failed || result ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps N] [--faults none|all|LIST] "
-		"[--method M] [--min-windows W F] [--expect-violations] [--sabotage] "
+		"[--method M] [--layout SPEC] [--min-windows W F] [--expect-violations] [--sabotage] "
 		"[--trace]\n"
 		"LIST: comma-separated reset, detach, remove, timeout, restart, crash, weight, "
 		"halfclose, upbusy, average, avgdetach, modelgoes, leavewait, finite, skip, sigterm, "

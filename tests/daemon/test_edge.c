@@ -9,7 +9,7 @@ START_TEST(test_model_resync_up)
 {
 	edgepair p;
 	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 2);
-	ep_init(&p, "20x30,7", &c);
+	ep_init(&p, "200x30,7", &c);   /* its whole model over the control cap */
 	ep_session_up(&p, 5);
 	ck_assert_int_eq(ep_view(p.a.e).state, EDGE_WAIT_MODEL);
 	ck_assert_uint_eq(p.a.n_out, 1);          /* MODEL */

@@ -199,18 +199,24 @@ END_TEST
 
 /* a restarts with its records, and a session comes up before its
  * trainer registers again: its RESYNC says the generation is live, so b
- * keeps it (idle, no model at a); once the model is back, the next
- * session continues it. */
-START_TEST(test_restart_before_the_trainer_registers_keeps_the_generation)
+ * keeps it (idle, no model at a) and no ROUND goes either way (a link
+ * caps its frames below a model's ROUND until both ends have the model,
+ * and a could not apply one); once the model is back, the next session
+ * continues it.  in_flight: a is killed with both ends' round 2 in
+ * flight, so each keeps a ROUND the other lacks and resends it then
+ * (else a completed round 2 first). */
+static void restart_before_the_trainer_registers(gsp_method method, const char *spec,
+						 bool in_flight)
 {
 	edgepair p;
 	double sum0;
-	pair_up(&p, GSP_METHOD_POWERGOSSIP, 2, "10x10,3", &sum0);
-	gsp_config c = config(GSP_METHOD_POWERGOSSIP, 2);
+	pair_up(&p, method, 2, spec, &sum0);
+	gsp_config c = config(method, 2);
 	round_trip(&p);
 	ck_assert_int_ge(ep_step(&p.a), 0);
 	ck_assert_int_ge(ep_step(&p.b), 0);
-	ck_assert_int_eq(ep_deliver_one(&p.b), 0);     /* a completes round 2 */
+	if (!in_flight)
+		ck_assert_int_eq(ep_deliver_one(&p.b), 0);     /* a completes round 2 */
 	ep_restart(&p.a, &c, true, false);
 	ck_assert(!ep_view(p.a.e).live);
 	ck_assert_int_eq(ep_view(p.a.e).gen, GEN_RESUMING);  /* G4 */
@@ -219,6 +225,7 @@ START_TEST(test_restart_before_the_trainer_registers_keeps_the_generation)
 	ck_assert_int_eq(ep_view(p.b.e).state, EDGE_IDLE);
 	ck_assert(ep_view(p.b.e).live);                         /* b keeps generation 1 */
 	ck_assert_uint_eq(ep_view(p.b.e).generation, 1);
+	ck_assert_uint_eq(ep_view(p.a.e).retransmits + ep_view(p.b.e).retransmits, 0);
 	/* The trainer registers: the sessions start over (model changed). */
 	ep_attach(&p.a);
 	ck_assert(ep_view(p.a.e).live);
@@ -230,8 +237,25 @@ START_TEST(test_restart_before_the_trainer_registers_keeps_the_generation)
 	ck_assert_uint_eq(ep_view(p.a.e).generation, 1);
 	ck_assert_uint_eq(ep_view(p.b.e).generation, 1);
 	ck_assert_uint_ge(ep_view(p.b.e).continued, 2);
+	if (in_flight)
+		ck_assert_uint_ge(ep_view(p.a.e).retransmits + ep_view(p.b.e).retransmits, 1);
 	assert_conserved(&p, sum0);
 	rounds_go_on(&p, sum0, 5);
+}
+
+START_TEST(test_restart_before_the_trainer_registers_keeps_the_generation)
+{
+	restart_before_the_trainer_registers(GSP_METHOD_POWERGOSSIP, "10x10,3", false);
+}
+END_TEST
+
+/* Exact gossip's ROUND (the whole model) is over the cap until both
+ * ends have the model: resent before, the receiving link closed on it at
+ * every session (test_cluster's member restarted without a trainer never
+ * came back).  ep_deliver_one asserts the cap. */
+START_TEST(test_restart_before_the_trainer_registers_gets_no_round)
+{
+	restart_before_the_trainer_registers(GSP_METHOD_EXACT, "200x30,7", true);
 }
 END_TEST
 
@@ -245,5 +269,6 @@ TCase *edge_restart_tcase(void)
 	tcase_add_test(tc, test_restart_of_both_ends_continues_exact);
 	tcase_add_test(tc, test_records_keep_state_within_the_budget);
 	tcase_add_test(tc, test_restart_before_the_trainer_registers_keeps_the_generation);
+	tcase_add_test(tc, test_restart_before_the_trainer_registers_gets_no_round);
 	return tc;
 }

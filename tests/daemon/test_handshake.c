@@ -55,6 +55,77 @@ START_TEST(test_agree)
 }
 END_TEST
 
+/* HS_INIT with a certificate sealed beside the timestamp (PROTOCOL.md
+ * 4.2, since 1.7): the responder gets its bytes back, at every length a
+ * certificate may have, and none when there is none; lengths that are
+ * no certificate's are refused at both ends; changing any byte of one
+ * (its mac1 made right again) does not authenticate. */
+START_TEST(test_init_with_certificate)
+{
+	gsp_keypair a, b;
+	gsp_hs hi, hr;
+	uint8_t cert[GSP_CERT_MAX], got[GSP_CERT_MAX];
+	uint8_t init[GSP_HS_INIT_MAX_BYTES], ts[GSP_HS_TIMESTAMP], peer[32], pts[12];
+	size_t n, got_len;
+	gsp_keypair_generate(&a);
+	gsp_keypair_generate(&b);
+	gsp_hs_timestamp(ts);
+	for (size_t i = 0; i < sizeof(cert); i++)
+		cert[i] = (uint8_t)(i ^ 0x5a);
+	const size_t lens[] = {0, GSP_CERT_MIN, 200, GSP_CERT_MAX};
+	for (size_t k = 0; k < 4; k++) {
+		ck_assert_int_eq(gsp_hs_initiate_cert(&hi, &a, b.pub, HS_INIT_CLEAR, ts,
+						      cert, lens[k], init, &n), 0);
+		ck_assert_uint_eq(n, GSP_HS_INIT_BYTES + lens[k]);
+		got_len = 999;
+		ck_assert_int_eq(gsp_hs_read_init_cert(&hr, &b, HS_INIT_CLEAR, init, n,
+						       peer, pts, got, &got_len), 0);
+		ck_assert_uint_eq(got_len, lens[k]);
+		ck_assert_mem_eq(got, cert, lens[k]);
+		ck_assert_mem_eq(peer, a.pub, 32);
+		ck_assert_mem_eq(pts, ts, sizeof(ts));
+		gsp_hs_clear(&hi);
+		gsp_hs_clear(&hr);
+	}
+	const size_t bad[] = {1, GSP_CERT_MIN - 1, GSP_CERT_MAX + 1};
+	for (size_t k = 0; k < 3; k++)
+		ck_assert_int_eq(gsp_hs_initiate_cert(&hi, &a, b.pub, HS_INIT_CLEAR, ts,
+						      cert, bad[k], init, &n), -EINVAL);
+	/* Lengths outside [no certificate, the longest]: refused unread. */
+	ck_assert_int_eq(gsp_hs_read_init_cert(&hr, &b, HS_INIT_CLEAR, init,
+					       GSP_HS_INIT_BYTES - 1, peer, pts, got,
+					       &got_len), -EBADMSG);
+	ck_assert_int_eq(gsp_hs_read_init_cert(&hr, &b, HS_INIT_CLEAR, init,
+					       GSP_HS_INIT_MAX_BYTES + 1, peer, pts,
+					       got, &got_len), -EBADMSG);
+	/* One byte of the sealed certificate changed, or the INIT cut
+	 * short (a certificate one byte shorter than sealed), each with a
+	 * right mac1 for what it holds: the AEAD refuses. */
+	ck_assert_int_eq(gsp_hs_initiate_cert(&hi, &a, b.pub, HS_INIT_CLEAR, ts,
+					      cert, 200, init, &n), 0);
+	uint8_t bent[GSP_HS_INIT_MAX_BYTES];
+	for (size_t at = 0; at < n - GSP_HS_MAC1; at += 7) {
+		memcpy(bent, init, n);
+		bent[at] ^= 0x80;
+		hs_spec_mac1_at(b.pub, HS_INIT_CLEAR, bent, n - GSP_HS_MAC1,
+				bent + n - GSP_HS_MAC1);
+		ck_assert_int_eq(gsp_hs_read_init_cert(&hr, &b, HS_INIT_CLEAR, bent, n,
+						       peer, pts, got, &got_len), -EBADMSG);
+	}
+	memcpy(bent, init, n - GSP_HS_MAC1 - 1);
+	hs_spec_mac1_at(b.pub, HS_INIT_CLEAR, bent, n - GSP_HS_MAC1 - 1,
+			bent + n - GSP_HS_MAC1 - 1);
+	ck_assert_int_eq(gsp_hs_read_init_cert(&hr, &b, HS_INIT_CLEAR, bent, n - 1,
+					       peer, pts, got, &got_len), -EBADMSG);
+	/* The mac1 covers the certificate too: without the fix, -EPERM. */
+	memcpy(bent, init, n);
+	bent[2 * GSP_KEY_BYTES + GSP_HS_TAG + 20] ^= 1;
+	ck_assert_int_eq(gsp_hs_read_init_cert(&hr, &b, HS_INIT_CLEAR, bent, n,
+					       peer, pts, got, &got_len), -EPERM);
+	gsp_hs_clear(&hi);
+}
+END_TEST
+
 START_TEST(test_tampering_refused)
 {
 	pair p;
@@ -284,6 +355,7 @@ int main(void)
 	Suite *s = suite_create("daemon-handshake");
 	TCase *tc = tcase_create("handshake");
 	tcase_add_test(tc, test_agree);
+	tcase_add_test(tc, test_init_with_certificate);
 	tcase_add_test(tc, test_mac1);
 	tcase_add_test(tc, test_tampering_refused);
 	tcase_add_test(tc, test_clear_bytes_covered);

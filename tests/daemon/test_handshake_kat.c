@@ -32,13 +32,14 @@ static const gsp_msg_ping PING = {
 
 /* Whole messages, clear bytes first (at our protocol version). */
 static const char INIT_HEX[] =
-	"1006017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
+	"1008017b0d47d93427f8311160781c7c733fd89f88970aef490d8aa0ee19a4cb"
 	"8a1b14793ea81dad9ab39a7fc32049e4a9fd6d637491e6a715d1e80d3fcc17c8"
-	"c566bc10fca92889d3af49a7b7284e0b3a0c545cb58d91cb59db71c02e6d3375"
-	"06d2495a54d41de5957e8c515e8a367fa522e937b4da23fe7b74888219dbf1";
+	"c566bc4ea2aa3a5aadb652f81fd23d9cd6c7875cb58d91cb59db71c02e6d335d"
+	"78fb465e27e29d14f3f8b6239aa0a56dfb32e8a3d5c883b43dedd4fefddaf6d9"
+	"68";
 static const char RESP_HEX[] =
-	"110601ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
-	"ff3e6b7f12a51e1f24700c2a3ac6a4d00c8290";
+	"110801ff2ee45601ec1b67310c7790404585ae697331eee1c1f8cf2419731c1f"
+	"ff3e6b9e7d068d0ee279987c4f2fa7ea8e52dd";
 /* The initiator's second transport frame: its length header, then the
  * sealed PING. */
 static const char FRAME_HEX[] =
@@ -147,10 +148,13 @@ static void spec_handshake(const keys *k, uint8_t init[GSP_HS_INIT_BYTES],
 	spec_dh(&s, k->ei.priv, k->sr.pub);
 	spec_seal(&s, k->si.pub, 32, init + 32);
 	spec_dh(&s, k->si.priv, k->sr.pub);
-	spec_seal(&s, TIMESTAMP, sizeof(TIMESTAMP), init + 80);
+	/* Sealed: the timestamp, then u16 cert_len = 0 (no certificate). */
+	uint8_t ts_cert[GSP_HS_TIMESTAMP + 2] = {0};
+	memcpy(ts_cert, TIMESTAMP, sizeof(TIMESTAMP));
+	spec_seal(&s, ts_cert, sizeof(ts_cert), init + 80);
 	/* mac1: BLAKE2b-128 keyed with H("gossipd-mac1" || S_r), over the
-	 * clear bytes and payload[0..108) (hsmac1.h). */
-	hs_spec_mac1(k->sr.pub, HS_INIT_CLEAR, init, init + 108);
+	 * clear bytes and payload[0..110) (hsmac1.h). */
+	hs_spec_mac1(k->sr.pub, HS_INIT_CLEAR, init, init + 110);
 	spec_hash(&s, HS_RESP_CLEAR, GSP_HS_CLEAR);
 	memcpy(resp, k->er.pub, 32);
 	spec_hash(&s, k->er.pub, 32);
@@ -174,7 +178,8 @@ START_TEST(test_known_answer)
 	/* The code's handshake, as the link frames it. */
 	gsp_hs hi, hr;
 	gsp_session sa, sb;
-	gsp_hs_init mi = {.version = GSP_PROTO_VERSION};
+	gsp_hs_init mi = {.version = GSP_PROTO_VERSION,
+			  .payload_len = GSP_HS_INIT_PAYLOAD};
 	gsp_hs_resp mr = {.version = GSP_PROTO_VERSION};
 	uint8_t init[GSP_HS_INIT_MSG_BYTES], resp[GSP_HS_RESP_MSG_BYTES];
 	uint8_t peer[32], ts[GSP_HS_TIMESTAMP];
@@ -182,9 +187,9 @@ START_TEST(test_known_answer)
 	ck_assert_int_eq(gsp_hs_initiate_with(&hi, &k.si, k.sr.pub, HS_INIT_CLEAR,
 					      TIMESTAMP, &k.ei, mi.payload), 0);
 	ck_assert_int_eq(gsp_hs_init_encode(&mi, init, sizeof(init), &n), 0);
-	ck_assert_uint_eq(n, 127);
+	ck_assert_uint_eq(n, 129);
 	ck_assert_int_eq(gsp_hs_read_init(&hr, &k.sr, init, mi.payload,
-					  sizeof(mi.payload), peer, ts), 0);
+					  mi.payload_len, peer, ts), 0);
 	ck_assert_int_eq(gsp_hs_respond_with(&hr, HS_RESP_CLEAR, &k.er, mr.payload,
 					     &sb), 0);
 	ck_assert_int_eq(gsp_hs_resp_encode(&mr, resp, sizeof(resp), &n), 0);

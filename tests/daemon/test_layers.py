@@ -39,10 +39,10 @@ import sys
 import tempfile
 
 # Bottom to top; a module may use those before it.
-LAYERS = ["rxbuf", "link", "peers", "edge", "core", "mesh", "model", "step",
-          "status", "api", "metrics_http", "main"]
+LAYERS = ["rxbuf", "seeds", "link", "peers", "membership", "edge", "core", "group", "mesh", "probe", "cluster", "model", "step", "fetch",
+          "status", "api", "metrics_http", "lifecycle", "main"]
 # Files of a module other than <module>.c/.h.
-FILES = {"link_core.c": "link", "link_handshake.c": "link", "link_impl.h": "link",
+FILES = {"cluster_endpoints.c": "cluster", "cluster_impl.h": "cluster", "link_core.c": "link", "link_handshake.c": "link", "link_impl.h": "link",
          "link_open.c": "link",
          "peers_core.c": "peers", "peers_dial.c": "peers", "peers_reload.c": "peers",
          "peers_impl.h": "peers",
@@ -53,16 +53,20 @@ FILES = {"link_core.c": "link", "link_handshake.c": "link", "link_impl.h": "link
          "edges_api.c": "edge", "edge_impl.h": "edge",
          "core_average.c": "core", "core_engine.c": "core", "core_impl.h": "core",
          "model_options.c": "model", "model_options.h": "model",
-         "config_check.c": "config", "config_impl.h": "config",
+         "model_group.c": "model", "model_impl.h": "model", "model_desc.c": "model",
+         "config_check.c": "config", "config_impl.h": "config", "config_cluster.c": "config",
+         "seeds_srv.c": "seeds",
          "api_request.c": "api", "api_client.c": "api", "api_impl.h": "api",
+         "swim_msg.c": "swim", "swim_gossip.c": "swim", "swim_impl.h": "swim",
          "daemon.h": "status"}
 # Modules beside the layers, usable by all: not checked.
-SHARED = {"config", "endpoint", "httpreq", "handshake", "log", "text", "counters", "replay", "file", "slotfile", "notify", "peercred",
-          "ratelimit",
+SHARED = {"config", "admission", "endpoint", "httpreq", "handshake", "log", "text", "counters", "replay", "file", "slotfile", "notify", "peercred",
+          "ratelimit", "members", "graph", "swim",
           "edgestate", "undo"}
-PREFIX = {"rxbuf": "rxbuf", "link": "link", "peers": "peers", "edge": "edge",
-          "edges": "edge", "core": "core", "mesh": "mesh", "model": "model", "step": "step",
-          "status": "status", "api": "api", "metrics_http": "metrics_http"}
+PREFIX = {"rxbuf": "rxbuf", "seeds": "seeds", "link": "link", "peers": "peers", "membership": "membership", "edge": "edge",
+          "edges": "edge", "core": "core", "group": "group", "mesh": "mesh", "probe": "probe", "cluster": "cluster", "model": "model", "step": "step", "fetch": "fetch",
+          "status": "status", "api": "api", "metrics_http": "metrics_http",
+          "lifecycle": "lifecycle"}
 CALL = re.compile(r"\b(%s)_[a-z_0-9]+\s*\(" % "|".join(PREFIX))
 INCLUDE = re.compile(r'#include "([a-z_]+)\.h"')
 # Writes into the edge set's fields (see the docstring).

@@ -128,7 +128,8 @@ static bool a_closed_one(void)
 START_TEST(test_preauth_frame_over_cap_refused)
 {
 	int fd = raw_connect();
-	uint8_t hdr[4] = {1, 1, 0, 0};   /* 257 bytes: over the pre-auth cap */
+	uint8_t hdr[4] = {1, 2, 0, 0};   /* 513 bytes: over the pre-auth cap */
+	_Static_assert(GSP_PROTO_PREAUTH_MAX == 512, "the cap this test pins");
 	ck_assert_int_eq(write(fd, hdr, 4), 4);
 	ck_assert(run_until(a_closed_one, 5000));
 	ck_assert_uint_eq(A.counters.rx_malformed, 1);

@@ -73,12 +73,7 @@ static bool b_decided(void)
 static void answer_b(bool rewrite)
 {
 	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0);
-	uv_ip4_addr("127.0.0.1", 0, &sa);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(lfd, 1), 0);
-	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	int lfd = raw_listen(&sa);
 	ck_assert_int_eq(link_connect(&B.env, (struct sockaddr *)&sa, A.key.pub, &B,
 				      &B.stats, &B.link), 0);
 	raw_fd = lfd;
@@ -95,7 +90,7 @@ static void answer_b(bool rewrite)
 	uint8_t peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP];
 	ck_assert_int_eq(gsp_hs_init_decode(init + 4, sizeof(init) - 4, &msg), 0);
 	ck_assert_int_eq(gsp_hs_read_init(&hs, &A.key, init + 4, msg.payload,
-					  sizeof(msg.payload), peer, ts), 0);
+					  msg.payload_len, peer, ts), 0);
 	gsp_hs_resp resp = {.version = GSP_PROTO_VERSION};
 	size_t n;
 	ck_assert_int_eq(gsp_hs_respond(&hs, HS_RESP_CLEAR, resp.payload, &sess), 0);

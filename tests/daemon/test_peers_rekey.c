@@ -33,11 +33,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	peers_stop(&A.ps);
-	peers_stop(&B.ps);
-	uv_run(loop, UV_RUN_DEFAULT);
-	table_free(&A);
-	table_free(&B);
+	table_stop_both(&A, &B, loop);
 }
 
 static bool both_up(const void *arg)

@@ -177,6 +177,10 @@ START_TEST(test_skipped_round_message)
 	open_window(&c, 0, steps, 2);
 	gsp_node *n0 = gsp_sim_node(c.sim, 0);
 	ck_assert_int_eq(gsp_node_message_size(n0, 0, 3), 4);
+	/* The method's size is the window's maximum's source, not the skip. */
+	ck_assert_int_eq(gsp_node_method_message_size(n0, 3),
+			 gsp_node_method_message_size(n0, 1));
+	ck_assert_int_gt(gsp_node_method_message_size(n0, 3), 4);
 	ck_assert_int_eq(gsp_node_step(n0), 1);
 	const float bad = 1.0f, zero = 0.0f;
 	ck_assert_int_eq(gsp_node_complete(n0, 0, 3, &bad, 4), -EBADMSG);

@@ -256,6 +256,22 @@ START_TEST(test_bits_per_round)
 	gsp_node *n0 = gsp_sim_node(c.sim, 0);
 	ck_assert_int_eq(gsp_node_message_size(n0, 0, 1) * 8, odd);
 	ck_assert_int_eq(gsp_node_message_size(n0, 0, 2) * 8, even);
+	/* The same sizes without naming an edge, and before a node has one
+	 * (the daemon sizes its links' frames at REGISTER, edges or not). */
+	ck_assert_int_eq(gsp_node_method_message_size(n0, 1) * 8, odd);
+	ck_assert_int_eq(gsp_node_method_message_size(n0, 2) * 8, even);
+	ck_assert_int_eq(gsp_node_method_message_size(n0, 0), -EINVAL);
+	ck_assert_int_eq(gsp_node_method_message_size(NULL, 1), -EINVAL);
+	gsp_layout *l;
+	ck_assert_int_eq(gsp_layout_parse("100x100,64x300,3x1x5,64,1", &l), 0);
+	float *x = calloc(gsp_layout_floats(l), sizeof(float));
+	gsp_node *alone;
+	ck_assert_int_eq(gsp_node_new(l, x, &cfg, &alone), 0);
+	ck_assert_int_eq(gsp_node_method_message_size(alone, 1) * 8, odd);
+	ck_assert_int_eq(gsp_node_method_message_size(alone, 2) * 8, even);
+	gsp_node_free(alone);
+	gsp_layout_free(l);
+	free(x);
 	uint64_t want = 0;
 	for (unsigned r = 1; r <= 5; r++) {
 		cluster_rounds(&c, 1);

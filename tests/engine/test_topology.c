@@ -7,7 +7,9 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gossip.h"
 
@@ -214,6 +216,74 @@ START_TEST(test_new_invalid)
 	ck_assert_uint_eq(gsp_graph_degree(g, 4), 0);
 	gsp_graph_free(g);
 	gsp_graph_free(NULL);
+}
+END_TEST
+
+/* gsp_topology_neighbours() is each node's row of the graph
+ * gsp_graph_new() builds: for every topology and n = 2..64 (torus where
+ * n shapes one), node i's list is exactly the j of the edges (i, j),
+ * ascending and distinct.  (Mismatches are counted and asserted once per
+ * graph: an assertion per entry costs Check a write each.) */
+START_TEST(test_neighbours_match_graph)
+{
+	static const gsp_topology topos[] = { GSP_TOPO_RING, GSP_TOPO_TORUS,
+		GSP_TOPO_COMPLETE, GSP_TOPO_EXPONENTIAL };
+	static bool want[64][64];
+	unsigned nb[64];
+
+	for (size_t t = 0; t < sizeof(topos) / sizeof(topos[0]); t++) {
+		for (unsigned n = 2; n <= 64; n++) {
+			gsp_graph *g = NULL;
+			size_t count = 999, bad = 0;
+
+			if (gsp_graph_new(topos[t], n, &g) < 0) {
+				ck_assert_int_eq(topos[t], GSP_TOPO_TORUS);
+				ck_assert_int_eq(gsp_topology_neighbours(topos[t], n, 0, nb,
+									 64, &count), -EINVAL);
+				ck_assert_uint_eq(count, 999);
+				continue;
+			}
+			memset(want, 0, sizeof(want));
+			for (size_t e = 0; e < gsp_graph_edge_count(g); e++) {
+				unsigned lo = n, hi = n;
+
+				bad += gsp_graph_edge(g, e, &lo, &hi) != 0 || hi >= n;
+				if (hi < n)
+					want[lo][hi] = want[hi][lo] = true;
+			}
+			for (unsigned i = 0; i < n; i++) {
+				bad += gsp_topology_neighbours(topos[t], n, i, nb, 64,
+							       &count) != 0;
+				bad += count != gsp_graph_degree(g, i);
+				for (size_t k = 0; k < count && k < 64; k++)
+					bad += !want[i][nb[k]] || (k > 0 && nb[k - 1] >= nb[k]);
+			}
+			ck_assert_msg(bad == 0, "%s on %u nodes: %zu mismatches",
+				      gsp_topology_name(topos[t]), n, bad);
+			gsp_graph_free(g);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_neighbours_invalid)
+{
+	unsigned nb[8] = { 0 };
+	size_t count = 999;
+
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_RING, 1, 0, nb, 8, &count), -EINVAL);
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_RING, 8, 8, nb, 8, &count), -EINVAL);
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_EDGELIST, 8, 0, nb, 8, &count), -EINVAL);
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_TORUS, 7, 0, nb, 8, &count), -EINVAL);
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_RING, 8, 0, NULL, 8, &count), -EINVAL);
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_RING, 8, 0, nb, 8, NULL), -EINVAL);
+	/* K_9: 8 neighbours do not fit in 7, and nothing is claimed. */
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_COMPLETE, 9, 4, nb, 7, &count), -ENOSPC);
+	ck_assert_uint_eq(count, 999);
+	ck_assert_int_eq(gsp_topology_neighbours(GSP_TOPO_COMPLETE, 9, 4, nb, 8, &count), 0);
+	ck_assert_uint_eq(count, 8);
+	ck_assert_uint_eq(nb[3], 3);
+	ck_assert_uint_eq(nb[4], 5);
 }
 END_TEST
 
@@ -586,6 +656,8 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, test_complete);
 	tcase_add_test(tc, test_exponential);
 	tcase_add_test(tc, test_new_invalid);
+	tcase_add_test(tc, test_neighbours_match_graph);
+	tcase_add_test(tc, test_neighbours_invalid);
 	tcase_add_test(tc, test_weights);
 	tcase_add_test(tc, test_spectrum_closed_forms);
 	tcase_add_test(tc, test_spectrum_invalid);

@@ -7,7 +7,9 @@
  * them.
  *
  * Input: a flags byte, then an HS_INIT candidate (a length byte and that
- * many bytes) and an HS_RESP candidate (the same).  With flag bit 0 (bit 1)
+ * many bytes; with flag bit 3, two length bytes, little-endian, and the
+ * genuine INIT carries a certificate, opaque bytes to the handshake) and
+ * an HS_RESP candidate (one length byte).  With flag bit 0 (bit 1)
  * the INIT (RESP) candidate is XORed over the genuine message, so all-zero
  * bytes are the genuine message and anything else is tampering; without
  * it, the bytes are the message.  With flag bit 2, an INIT candidate of
@@ -15,9 +17,9 @@
  * reaches the Diffie-Hellman and AEAD checks behind the gate.  Checks:
  *   - each reader accepts exactly the genuine payload behind the genuine
  *     clear bytes (nobody forges a tag; a rewritten version fails too)
- *     and returns the initiator's static key and timestamp;
+ *     and returns the initiator's static key, timestamp and certificate;
  *   - the INIT reader refuses with -EPERM, its state untouched, exactly
- *     the INITs of the right length whose mac1 the specification's text
+ *     the INITs of a length in range whose mac1 the specification's text
  *     (tests/common/hsmac1.h) says is wrong;
  *   - a refused INIT leaves the responder's state wiped, a refused RESPONSE
  *     leaves the initiator's state as it was, so the genuine RESPONSE still
@@ -72,6 +74,10 @@ static gsp_keypair initiator, responder;
 static const uint8_t timestamp[GSP_HS_TIMESTAMP] = {
 	0x40, 0, 0, 0, 0x69, 0x2d, 0x0c, 0x8a, 0, 0, 0, 1,
 };
+/* The genuine INIT's certificate with flag bit 3: opaque to the
+ * handshake, so any bytes of a certificate's length do. */
+static uint8_t cert[200];
+static size_t cert_len;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -84,17 +90,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	memset(priv, 0x22, sizeof(priv));
 	if (gsp_keypair_from_private(priv, &responder))
 		abort();
+	for (size_t i = 0; i < sizeof(cert); i++)
+		cert[i] = (uint8_t)(i * 7 + 3);
 	return 0;
 }
 
-/* The next candidate: a length byte, then up to that many bytes (XORed
- * over genuine[0..glen) when xor is set), as an exact-size heap copy. */
+/* The next candidate: a length byte (two with wide), then up to that
+ * many bytes (XORed over genuine[0..glen) when xor is set), as an
+ * exact-size heap copy. */
 static uint8_t *candidate(const uint8_t **data, size_t *size, bool xor,
-			  const uint8_t *genuine, size_t glen, size_t *ret_len)
+			  const uint8_t *genuine, size_t glen, size_t *ret_len,
+			  bool wide)
 {
 	size_t len = 0;
-	if (*size) {
-		len = **data;
+	for (int k = 0; k < (wide ? 2 : 1) && *size; k++) {
+		len |= (size_t)**data << (8 * k);
 		(*data)++;
 		(*size)--;
 	}
@@ -137,18 +147,21 @@ static void expect(int r, const uint8_t *clear, const uint8_t *gclear,
 /* Responder: reads INIT; true if accepted, and then hr is ready to
  * respond.  Checks the oracle against the genuine payload. */
 static bool read_init(gsp_hs *hr, const uint8_t *clear, const uint8_t *payload,
-		      size_t len, const uint8_t *genuine)
+		      size_t len, const uint8_t *genuine, size_t glen)
 {
 	uint8_t peer[GSP_KEY_BYTES], ts[GSP_HS_TIMESTAMP], mac1[GSP_HS_MAC1];
-	bool mac1_bad = false;
-	if (len == GSP_HS_INIT_BYTES) {
-		hs_spec_mac1(responder.pub, clear, payload, mac1);
-		mac1_bad = memcmp(mac1, payload + GSP_HS_INIT_BYTES - GSP_HS_MAC1,
-				  GSP_HS_MAC1) != 0;
+	uint8_t got[GSP_CERT_MAX];
+	size_t got_len = 0;
+	bool mac1_bad = false, in_range = len >= GSP_HS_INIT_BYTES &&
+					  len <= GSP_HS_INIT_MAX_BYTES;
+	if (in_range) {
+		hs_spec_mac1_at(responder.pub, clear, payload, len - GSP_HS_MAC1, mac1);
+		mac1_bad = memcmp(mac1, payload + len - GSP_HS_MAC1, GSP_HS_MAC1) != 0;
 	}
 	memset(peer, 0xa5, sizeof(peer));
 	gsp_hs before = *hr;
-	int r = gsp_hs_read_init(hr, &responder, clear, payload, len, peer, ts);
+	int r = gsp_hs_read_init_cert(hr, &responder, clear, payload, len, peer, ts,
+				      got, &got_len);
 	if ((r == -EPERM) != mac1_bad)
 		abort();
 	if (r == -EPERM) {
@@ -160,18 +173,19 @@ static bool read_init(gsp_hs *hr, const uint8_t *clear, const uint8_t *payload,
 				abort();
 		return false;
 	}
-	expect(r, clear, init_clear, payload, len, genuine, GSP_HS_INIT_BYTES);
+	expect(r, clear, init_clear, payload, len, genuine, glen);
 	if (r != 0) {
 		/* Nothing returned, and the secrets are gone. */
 		for (size_t i = 0; i < sizeof(peer); i++)
 			if (peer[i] != 0xa5)
 				abort();
-		if (len == GSP_HS_INIT_BYTES && !sodium_is_zero((const unsigned char *)hr, sizeof(*hr)))
+		if (in_range && !sodium_is_zero((const unsigned char *)hr, sizeof(*hr)))
 			abort();
 		return false;
 	}
 	if (memcmp(peer, initiator.pub, GSP_KEY_BYTES) != 0 ||
-	    memcmp(ts, timestamp, sizeof(ts)) != 0)
+	    memcmp(ts, timestamp, sizeof(ts)) != 0 || got_len != cert_len ||
+	    memcmp(got, cert, cert_len) != 0)
 		abort();
 	return true;
 }
@@ -194,8 +208,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	gsp_hs hi, hr, scratch;
 	gsp_session sa, sb;
-	uint8_t init[GSP_HS_INIT_BYTES], resp[GSP_HS_RESP_BYTES];
-	uint8_t msg[GSP_HS_INIT_MSG_BYTES];
+	uint8_t init[GSP_HS_INIT_MAX_BYTES], resp[GSP_HS_RESP_BYTES];
+	uint8_t msg[GSP_HS_INIT_MSG_MAX];
+	size_t init_len;
 	gsp_hs_init mi = {.version = 0x0100};
 	gsp_hs_resp mr = {.version = 0x0100};
 	size_t n, len;
@@ -209,29 +224,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size--;
 	}
 	rng_calls = 0;
+	cert_len = flags & 8 ? sizeof(cert) : 0;
 
 	/* The genuine INIT, and the candidate. */
 	if (gsp_hs_header_write(GSP_HS_INIT, mi.version, init_clear, GSP_HS_CLEAR) ||
 	    gsp_hs_header_write(GSP_HS_RESP, mr.version, resp_clear, GSP_HS_CLEAR) ||
-	    gsp_hs_initiate(&hi, &initiator, responder.pub, init_clear, timestamp,
-			    init))
+	    gsp_hs_initiate_cert(&hi, &initiator, responder.pub, init_clear,
+				 timestamp, cert, cert_len, init, &init_len))
 		abort();
-	memcpy(mi.payload, init, sizeof(init));
-	if (gsp_hs_init_encode(&mi, msg, sizeof(msg), &n) || n != sizeof(msg))
+	memcpy(mi.payload, init, init_len);
+	mi.payload_len = (uint16_t)init_len;
+	if (gsp_hs_init_encode(&mi, msg, sizeof(msg), &n) ||
+	    n != GSP_HS_CLEAR + init_len)
 		abort();
-	uint8_t *c = candidate(&data, &size, flags & 1, msg, n, &len);
-	if ((flags & 4) && len == GSP_HS_INIT_MSG_BYTES)
-		hs_spec_mac1(responder.pub, c, c + GSP_HS_CLEAR,
-			     c + GSP_HS_INIT_MSG_BYTES - GSP_HS_MAC1);
+	uint8_t *c = candidate(&data, &size, flags & 1, msg, n, &len, flags & 8);
+	if ((flags & 4) && len >= GSP_HS_INIT_MSG_BYTES && len <= GSP_HS_INIT_MSG_MAX)
+		hs_spec_mac1_at(responder.pub, c, c + GSP_HS_CLEAR,
+				len - GSP_HS_CLEAR - GSP_HS_MAC1, c + len - GSP_HS_MAC1);
 	/* The raw bytes, any length, behind the genuine clear bytes. */
-	read_init(&scratch, init_clear, c, len, init);
+	read_init(&scratch, init_clear, c, len, init, init_len);
 	int r = gsp_hs_init_decode(c, len, &mi);
 	check_code(r);
 	/* Decoded: its clear bytes as received (any minor decodes). */
 	bool accepted = r == 0 &&
-		read_init(&hr, c, mi.payload, sizeof(mi.payload), init);
+		read_init(&hr, c, mi.payload, mi.payload_len, init, init_len);
 	free(c);
-	if (!accepted && !read_init(&hr, init_clear, init, sizeof(init), init))
+	if (!accepted && !read_init(&hr, init_clear, init, init_len, init, init_len))
 		abort();
 	/* An initiator never responds; a responder answers once. */
 	if (gsp_hs_respond(&hi, resp_clear, resp, &sb) != -EINVAL)
@@ -244,7 +262,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gsp_hs_resp_encode(&mr, msg, sizeof(msg), &n) ||
 	    n != GSP_HS_RESP_MSG_BYTES)
 		abort();
-	c = candidate(&data, &size, flags & 2, msg, n, &len);
+	c = candidate(&data, &size, flags & 2, msg, n, &len, false);
 	if (len != GSP_HS_RESP_BYTES) {
 		/* Raw bytes of another length: refused before any crypto. */
 		gsp_hs copy = hi;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fetch_msg.h"
 #include "proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -75,6 +76,8 @@ static void decode_all(const uint8_t *buf, size_t len)
 	gsp_api_average_ok ao;
 	gsp_api_status_ok st;
 	gsp_api_error e;
+	gsp_api_fetch f;
+	gsp_api_fetch_ok fo;
 	uint8_t type;
 	size_t n = 0;
 	int r, accepted = 0;
@@ -107,6 +110,12 @@ static void decode_all(const uint8_t *buf, size_t len)
 	    gsp_api_status_ok_encode(&st, out, sizeof(out), &n));
 	TRY(gsp_api_detach_decode(buf, len),
 	    gsp_api_detach_encode(out, sizeof(out), &n));
+	TRY(gsp_api_leave_decode(buf, len),
+	    gsp_api_leave_encode(out, sizeof(out), &n));
+	TRY(gsp_api_fetch_decode(buf, len, &f),
+	    gsp_api_fetch_encode(&f, out, sizeof(out), &n));
+	TRY(gsp_api_fetch_ok_decode(buf, len, &fo),
+	    gsp_api_fetch_ok_encode(&fo, out, sizeof(out), &n));
 	TRY(gsp_api_error_decode(buf, len, &e),
 	    gsp_api_error_encode(&e, out, sizeof(out), &n));
 	r = gsp_api_register_decode(buf, len, &reg);

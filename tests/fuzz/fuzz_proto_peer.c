@@ -34,6 +34,7 @@ static void decode_all(const uint8_t *buf, size_t len)
 {
 	gsp_hs_init hi;
 	gsp_hs_resp hr;
+	gsp_hs_cert hc;
 	gsp_msg_model mm;
 	gsp_msg_round mr;
 	gsp_msg_resync ms;
@@ -55,6 +56,24 @@ static void decode_all(const uint8_t *buf, size_t len)
 	if (r == 0) {
 		accepted++;
 		same(gsp_hs_resp_encode(&hr, out, sizeof(out), &n), n, buf, len);
+	}
+	r = gsp_hs_who_decode(buf, len, &version);
+	check_code(r);
+	if (r == 0) {
+		accepted++;
+		if (gsp_hs_header_write(GSP_HS_WHO, version, out, sizeof(out)) != 0 ||
+		    len != GSP_HS_WHO_MSG_BYTES)
+			abort();
+		same(0, len, buf, len);
+	}
+	r = gsp_hs_cert_decode(buf, len, &hc);
+	check_code(r);
+	if (r == 0) {
+		accepted++;
+		if (hc.cert != buf + GSP_HS_HEADER_BYTES + 2 ||
+		    hc.cert_len < GSP_CERT_MIN || hc.cert_len > GSP_CERT_MAX)
+			abort();
+		same(gsp_hs_cert_encode(&hc, out, sizeof(out), &n), n, buf, len);
 	}
 	r = gsp_msg_model_decode(buf, len, &mm);
 	check_code(r);

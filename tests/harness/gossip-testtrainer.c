@@ -52,6 +52,7 @@ typedef struct opts {
 	bool status;
 	bool quiet;
 	unsigned wait_edges;
+	uint32_t join_ms;
 } opts;
 
 static void usage(FILE *f)
@@ -93,6 +94,10 @@ static void usage(FILE *f)
 "  --reattach-drain          DRAIN before each of those DETACHes\n"
 "  --status                  print the daemon's status JSON at the end\n"
 "  --wait-edges N            before stepping, wait until N edges are up\n"
+"  --join MS                 then FETCH: start from a neighbour's model\n"
+"                            (at most MS ms); --dump-initial then writes\n"
+"                            the copy, and FILE.own the trainer's own\n"
+"                            initialisation\n"
 "  --name NAME               client name shown by the daemon\n"
 "  --quiet                   no per-step lines\n"
 "  --help                    this text\n\n"
@@ -128,6 +133,7 @@ static int parse_args(int argc, char **argv, opts *o)
 		{"reattach-drain", no_argument, 0, 'Q'},
 		{"status", no_argument, 0, 'j'},
 		{"wait-edges", required_argument, 0, 'W'},
+		{"join", required_argument, 0, 'J'},
 		{"name", required_argument, 0, 'N'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
@@ -228,6 +234,11 @@ static int parse_args(int argc, char **argv, opts *o)
 			if (gsp_cli_uint(optarg, 65535, &v))
 				return die("bad --wait-edges", optarg);
 			o->wait_edges = (unsigned)v;
+			break;
+		case 'J':
+			if (gsp_cli_uint(optarg, UINT32_MAX, &v) || v == 0)
+				return die("bad --join", optarg);
+			o->join_ms = (uint32_t)v;
 			break;
 		case 'N':
 			if (strlen(optarg) > GSP_CLIENT_NAME_MAX)
@@ -363,10 +374,29 @@ static int run(const opts *o, const gsp_layout *layout)
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
+	if (o->join_ms) {
+		/* The trainer's own initialisation, then the network's. */
+		char own[4096];
+		gsp_client_fetch_result fr;
+		snprintf(own, sizeof(own), "%s.own", o->dump_initial ? o->dump_initial : "");
+		if (o->dump_initial && trainer_link_dump(PROG, own, params, floats))
+			goto out;
+		if (o->wait_edges && trainer_link_wait_edges(PROG, c, o->wait_edges, 30))
+			goto out;
+		err = gsp_client_fetch(c, o->join_ms, &fr);
+		if (err < 0) {
+			fail(c, "fetch", err);
+			goto out;
+		}
+		printf("joined: %llu bytes from peer %s in %u ms\n",
+		       (unsigned long long)fr.bytes, fr.bytes ? fr.peer : "(none: no "
+		       "neighbour has stepped)", fr.took_ms);
+	}
 	if (o->dump_initial &&
 	    trainer_link_dump(PROG, o->dump_initial, params, floats))
 		goto out;
-	if (o->wait_edges && trainer_link_wait_edges(PROG, c, o->wait_edges, 30))
+	if (o->wait_edges && !o->join_ms &&
+	    trainer_link_wait_edges(PROG, c, o->wait_edges, 30))
 		goto out;
 
 	struct timespec t0, t1;

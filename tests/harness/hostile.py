@@ -66,7 +66,7 @@ REFUSED_BY = {
 # STATUS requests of one api_pipeline (1 MB): far more than the socket
 # buffers hold, so a daemon that stopped reading is seen.
 PIPELINE = P.frame(P.encode_status()) * 200000
-HS_INIT_BODY = 127                 # PROTOCOL.md 4.2
+HS_INIT_BODY = 129                 # PROTOCOL.md 4.2, without a certificate
 TRICKLE_BYTES = 24                 # of the 131 of a whole HS_INIT frame
 TRICKLE_MAX = 16                   # trickled connections open at once, at most
 HOLD_MAX = 10.0                    # s: the handshake deadline (5 s) and slack

@@ -3,7 +3,8 @@
 # temporary directory, then checks of what an operator and a C programmer
 # get there:
 #   - every file in its place (binaries, library, headers, pkg-config file,
-#     man pages, unit, sysusers.d snippet, example configuration);
+#     man pages, unit, sysusers.d snippet, example configuration, the
+#     Kubernetes and cloud-init examples);
 #   - the installed headers compile on their own, and a tiny program built
 #     with `pkg-config --cflags --libs libgossip` against the DESTDIR links
 #     the installed library and runs (-ENOENT from a missing socket);
@@ -89,7 +90,8 @@ for f in "$LIB/libgossip.so" "$LIB/libgossip.so.0" "$LIB/pkgconfig/libgossip.pc"
 	"$INC/gossip/client.h" "$INC/gossip/gossip.h" \
 	"$INC/gossip/sim.h" "$MAN/man8/gossipd.8" "$MAN/man8/gossipctl.8" \
 	"$MAN/man5/gossipd.conf.5" "$MAN/man1/gossip-train.1" "$MAN/man1/gossip-run.1" \
-	"$UNIT" "$SYSUSERS" "$EXAMPLE" "$METRICS_UNIT" "$METRICS_TIMER"; do
+	"$UNIT" "$SYSUSERS" "$EXAMPLE" "$METRICS_UNIT" "$METRICS_TIMER" \
+	"${EXAMPLE%/*}/kubernetes/kustomization.yaml" "${EXAMPLE%/*}/cloud-init/gossipd.yaml"; do
 	if [ -f "$f" ]; then ok "installed: ${f#"$D"}"
 	else not_ok "installed: ${f#"$D"}"; fi
 done

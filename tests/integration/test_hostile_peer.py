@@ -29,8 +29,9 @@ import faultproxy  # noqa: E402
 import gossipcluster as cluster  # noqa: E402
 
 BUILD = None
-HS_INIT_FRAME = 4 + 127
-HS_INIT_TYPE_VERSION = bytes([0x10, 6, 1])     # type, then u16 LE 1.6
+P = cluster.gossipd.protocol
+HS_INIT_FRAME = 4 + 129                         # without a certificate
+HS_INIT_TYPE_VERSION = bytes([0x10, P.VERSION_MINOR, P.VERSION_MAJOR])
 
 
 def edge(c, i):

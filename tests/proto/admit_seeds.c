@@ -1,7 +1,7 @@
 /*
- * Writes the seed corpora of fuzz_cert, fuzz_revoke and fuzz_member
- * (tests/fuzz/corpus/{cert,revoke,member}/) from the fixed test keys of
- * admit_fixture.h (they protect nothing):
+ * Writes the seed corpora of fuzz_cert, fuzz_revoke, fuzz_member and
+ * fuzz_members_msg (tests/fuzz/corpus/{cert,revoke,member,members_msg}/)
+ * from the fixed test keys of admit_fixture.h (they protect nothing):
  *   build/tests/proto/admit-seeds tests/fuzz/corpus
  * The same inputs each run (Ed25519 signatures are deterministic).
  */
@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "admit_fixture.h"
+#include "members_msg.h"
 
 static const char *dir;
 
@@ -102,6 +103,21 @@ static void records(void)
 	ck_assert_int_eq(gsp_member_sign(&m, n.sign_sk), 0);
 	ck_assert_int_eq(gsp_member_encode(&m, buf, sizeof(buf), &len), 0);
 	put("member", "suspect_with_cert", buf, len);
+
+	/* MEMBERS messages: an ask with no record, and the last part of a
+	 * sync with both records above. */
+	gsp_member first = m;
+	first.status = GSP_MEMBER_ALIVE;
+	first.has_cert = false;
+	first.n_endpoints = 1;
+	ck_assert_int_eq(gsp_member_sign(&first, n.sign_sk), 0);
+	const gsp_member *both[2] = { &first, &m };
+	uint8_t msg[GSP_MEMBERS_MSG_MAX];
+	ck_assert_int_eq(gsp_msg_members_encode(GSP_MEMBERS_ASK, NULL, 0, msg, sizeof(msg), &len), 0);
+	put("members_msg", "ask", msg, len);
+	ck_assert_int_eq(gsp_msg_members_encode(GSP_MEMBERS_SYNC | GSP_MEMBERS_LAST, both, 2,
+						msg, sizeof(msg), &len), 0);
+	put("members_msg", "sync_last_two", msg, len);
 }
 
 /* Check's assertions (the fixture's) report to a runner: run as a test. */

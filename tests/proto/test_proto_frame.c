@@ -206,9 +206,9 @@ START_TEST(test_classifiers)
 		hs += rh == 0;
 		api += ra == 0;
 	}
-	ck_assert_int_eq(peer, 6);
-	ck_assert_int_eq(hs, 2);
-	ck_assert_int_eq(api, 12);
+	ck_assert_int_eq(peer, 8);        /* MODEL..GOODBYE, MEMBERS, FETCH */
+	ck_assert_int_eq(hs, 4);          /* HS_INIT, HS_RESP, HS_WHO, HS_CERT */
+	ck_assert_int_eq(api, 15);
 	ck_assert_int_eq(gsp_msg_type(NULL, 0, &t), -EBADMSG);
 	ck_assert_int_eq(gsp_api_type(&b, 0, &t), -EBADMSG);
 	ck_assert_int_eq(gsp_hs_type(&b, 1, NULL), -EINVAL);

@@ -90,7 +90,9 @@ static bool text_eq(const char *a, size_t alen, const char *b, size_t blen)
 
 static bool eq_hs_init(const void *a, const void *b)
 {
-	return memcmp(a, b, sizeof(gsp_hs_init)) == 0;
+	const gsp_hs_init *x = a, *y = b;
+	return x->version == y->version && x->payload_len == y->payload_len &&
+	       memcmp(x->payload, y->payload, x->payload_len) == 0;
 }
 
 static bool eq_hs_resp(const void *a, const void *b)
@@ -433,6 +435,7 @@ static msg_case cases[] = {
 static void setup(void)
 {
 	hs_init_sample.version = GSP_PROTO_VERSION;
+	hs_init_sample.payload_len = GSP_HS_INIT_PAYLOAD;
 	for (unsigned i = 0; i < GSP_HS_INIT_PAYLOAD; i++)
 		hs_init_sample.payload[i] = (uint8_t)(i + 1);
 	hs_resp_sample.version = GSP_PROTO_VERSION | 0x03;
@@ -462,7 +465,7 @@ static int decode_copy(const msg_case *c, const uint8_t *buf, size_t len,
 		       void *ret)
 {
 	uint8_t *copy = malloc(len ? len : 1);
-	uint8_t before[256];
+	uint8_t before[512];
 	int r;
 
 	ck_assert_ptr_nonnull(copy);
@@ -485,7 +488,7 @@ START_TEST(test_roundtrip)
 {
 	const msg_case *c = &cases[_i];
 	uint8_t buf[BUF_MAX], again[BUF_MAX], *copy;
-	uint8_t ret[256];
+	uint8_t ret[512];
 	size_t len, len2 = 0;
 
 	len = encode_case(c, buf);
@@ -516,7 +519,7 @@ END_TEST
 START_TEST(test_truncated)
 {
 	const msg_case *c = &cases[_i];
-	uint8_t buf[BUF_MAX], ret[256];
+	uint8_t buf[BUF_MAX], ret[512];
 	size_t len = encode_case(c, buf);
 
 	for (size_t l = 0; l < len; l++) {
@@ -538,14 +541,16 @@ END_TEST
 START_TEST(test_trailing)
 {
 	const msg_case *c = &cases[_i];
-	uint8_t buf[BUF_MAX + 8], ret[256];
+	uint8_t buf[BUF_MAX + 8], ret[512];
 	size_t len = encode_case(c, buf);
 
 	for (size_t extra = 1; extra <= 8; extra++) {
 		memset(buf + len, 0, extra);
 		int r = decode_copy(c, buf, len + extra, ret);
 
-		if (c->open_tail)
+		/* HS_INIT: a longer payload carries a certificate (up to
+		 * GSP_HS_INIT_PAYLOAD_MAX: test_hs_rules). */
+		if (c->open_tail || c->type == GSP_HS_INIT)
 			ck_assert_int_eq(r, 0); /* more payload */
 		else
 			ck_assert_msg(r == -EBADMSG, "%s + %zu bytes: %d",
@@ -557,7 +562,7 @@ END_TEST
 START_TEST(test_other_types)
 {
 	const msg_case *c = &cases[_i];
-	uint8_t buf[BUF_MAX], ret[256];
+	uint8_t buf[BUF_MAX], ret[512];
 	size_t len = encode_case(c, buf);
 
 	for (unsigned t = 0; t < 256; t++) {
@@ -577,7 +582,7 @@ END_TEST
 START_TEST(test_versions)
 {
 	const msg_case *c = &cases[_i];
-	uint8_t buf[BUF_MAX], ret[256];
+	uint8_t buf[BUF_MAX], ret[512];
 	size_t len = encode_case(c, buf);
 	uint16_t v = 0;
 
@@ -633,7 +638,8 @@ END_TEST
 START_TEST(test_framed)
 {
 	const msg_case *c = &cases[_i];
-	uint8_t buf[BUF_MAX + GSP_FRAME_HEADER], ret[256];
+	uint8_t buf[BUF_MAX + GSP_FRAME_HEADER];
+	_Alignas(max_align_t) uint8_t ret[512];    /* decode_copy's bound */
 	const uint8_t *body;
 	uint32_t blen;
 	size_t len, used;
@@ -664,7 +670,7 @@ END_TEST
 /* Patches one byte of a valid encoding and expects the decoder to say r. */
 static void expect_patched(const msg_case *c, size_t off, uint8_t v, int want)
 {
-	uint8_t buf[BUF_MAX], ret[256];
+	uint8_t buf[BUF_MAX], ret[512];
 	size_t len = encode_case(c, buf);
 
 	ck_assert_uint_lt(off, len);
@@ -687,7 +693,7 @@ START_TEST(test_sizes)
 {
 	uint8_t buf[BUF_MAX];
 
-	ck_assert_uint_eq(encode_case(find(GSP_HS_INIT), buf), 127);
+	ck_assert_uint_eq(encode_case(find(GSP_HS_INIT), buf), 129);
 	ck_assert_uint_eq(encode_case(find(GSP_HS_RESP), buf), 51);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_RESYNC), buf), 66);
 	ck_assert_uint_eq(encode_case(find(GSP_MSG_PING), buf), 17);
@@ -1039,7 +1045,8 @@ START_TEST(test_hs_rules)
 	r = hs_resp_sample;
 	ck_assert_int_eq(gsp_hs_resp_encode(&r, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(gsp_hs_init_decode(buf, len, &i), -ENOMSG);
-	ck_assert_uint_le(GSP_HS_INIT_MSG_BYTES, GSP_PROTO_PREAUTH_MAX);
+	ck_assert_uint_le(GSP_HS_INIT_MSG_MAX, GSP_PROTO_PREAUTH_MAX);
+	ck_assert_uint_le(GSP_HS_CERT_MSG_MAX, GSP_PROTO_PREAUTH_MAX);
 	/* The header is exactly the encoding's first bytes (the handshake
 	 * hashes it before the payload exists). */
 	uint8_t hdr[GSP_HS_HEADER_BYTES + 1] = {0};
@@ -1058,6 +1065,21 @@ START_TEST(test_hs_rules)
 					     sizeof(hdr)), -EINVAL);
 	ck_assert_int_eq(gsp_hs_header_write(GSP_HS_INIT, 0x0201, hdr,
 					     sizeof(hdr)), -EINVAL);
+	/* HS_INIT's payload: 126 bytes without a certificate, up to 126 +
+	 * GSP_CERT_MAX with one; outside, refused both ways. */
+	i = hs_init_sample;
+	i.payload_len = GSP_HS_INIT_PAYLOAD_MAX;
+	ck_assert_int_eq(gsp_hs_init_encode(&i, buf, sizeof(buf), &len), 0);
+	ck_assert_uint_eq(len, 371);
+	ck_assert_int_eq(gsp_hs_init_decode(buf, len, &i), 0);
+	ck_assert_uint_eq(i.payload_len, GSP_HS_INIT_PAYLOAD_MAX);
+	ck_assert_int_eq(gsp_hs_init_decode(buf, len + 1, &i), -EBADMSG);
+	ck_assert_int_eq(gsp_hs_init_decode(buf, GSP_HS_INIT_MSG_BYTES - 1, &i),
+			 -EBADMSG);
+	i.payload_len = GSP_HS_INIT_PAYLOAD_MAX + 1;
+	ck_assert_int_eq(gsp_hs_init_encode(&i, buf, sizeof(buf), &len), -EINVAL);
+	i.payload_len = GSP_HS_INIT_PAYLOAD - 1;
+	ck_assert_int_eq(gsp_hs_init_encode(&i, buf, sizeof(buf), &len), -EINVAL);
 }
 END_TEST
 

@@ -226,7 +226,7 @@ START_TEST(test_out_of_range_options_are_malformed)
 	gsp_api_register_opts o;
 
 	o = all_opts;
-	o.set |= 0x40;                        /* an unknown bit */
+	o.set |= 0x80;                        /* an unknown bit */
 	refused(&o);
 	o = all_opts;
 	o.set = 0x80;

@@ -28,10 +28,9 @@ import os
 import re
 import socket
 import sys
-import threading
 import unittest
 
-from daemonharness import np, cluster, gossipd  # noqa: E402 (exit 77 without NumPy)
+from daemonharness import np, cluster, gossipd, ClusterCase  # noqa: E402 (exit 77 without NumPy)
 from gossipd import protocol as P  # noqa: E402
 
 BUILD = None
@@ -63,31 +62,10 @@ def half_ulp(x, dtype):
     return np.ldexp(0.5, e - bits)
 
 
-class Dtype(unittest.TestCase):
+class Dtype(ClusterCase):
     def setUp(self):
         self.c = cluster.owned_by(self, cluster.Cluster(BUILD, 3, node_conf=CONF))
         self.c.start()
-
-    def client(self, i):
-        api = gossipd.Client(self.c.sockets[i], "trainer%d" % i, timeout=30)
-        self.addCleanup(api.close)
-        return api
-
-    def run_steps(self, apis, step):
-        errors = []
-
-        def loop(i, api):
-            try:
-                step(i, api)
-            except Exception as e:   # noqa: BLE001 (reported below)
-                errors.append(e)
-        threads = [threading.Thread(target=loop, args=(i, api))
-                   for i, api in enumerate(apis)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        self.assertEqual(errors, [], self.c.tail_logs())
 
     def check_average_kept(self, dtype):
         apis = [self.client(i) for i in range(3)]
@@ -118,8 +96,8 @@ class Dtype(unittest.TestCase):
                 api.flat[...] = rounded(new, dtype)
                 changes[i] += values(api.flat, dtype) - old
                 api.step(sync=True)
-        self.run_steps(apis, train)
-        self.run_steps(apis, lambda i, api: [api.step(sync=True)
+        self.together(apis, train)
+        self.together(apis, lambda i, api: [api.step(sync=True)
                                              for _ in range(GOSSIP_STEPS)])
         mean = (total + sum(changes)) / 3
         bound = half_ulp(mean, dtype) + 1e-5 * np.abs(mean)

@@ -34,7 +34,8 @@ installs() {
 main_job="meson ninja-build pkg-config gcc libuv1-dev libsodium-dev libopenblas-dev
 	zlib1g-dev libinih-dev libsystemd-dev libjansson-dev dataset-fashion-mnist python3"
 test_only="check python3-numpy python3-torch clang libclang-rt-14-dev systemd mandoc
-	man-db strace python3-prometheus-client valgrind iproute2"
+	man-db strace python3-prometheus-client valgrind iproute2 yamllint python3-yaml
+	python3-kubernetes"
 
 installs 'gsp_install_deps' >"$T/quickstart"
 for p in $main_job; do

@@ -18,6 +18,10 @@ CHECK_PROM=$(dirname "$0")/check_prom.py
 # gossipctl before libgossip's prom_text.c printed it: the move (the
 # writer gossipd's metrics listener shares) changed no byte.
 PROM_EXPECTED=$(dirname "$0")/prom
+# The protocol version gossipctl speaks, from its one place (proto.h).
+PROTO_H=$(dirname "$0")/../../proto/proto.h
+PROTO_VERSION=$(sed -n 's/^#define GSP_PROTO_VERSION_MAJOR \([0-9]*\)$/\1/p' "$PROTO_H").$(
+	sed -n 's/^#define GSP_PROTO_VERSION_MINOR \([0-9]*\)$/\1/p' "$PROTO_H")
 if [ -z "$PY" ] || ! "$PY" -c 'import sys' >/dev/null 2>&1; then
 	echo "python3 not found: skipping"
 	exit 77
@@ -270,6 +274,18 @@ expect "cert-show at its expiry fails with the reason" 1 \
 run "$G" cert-show --ca "$ca_pub" --now "$((nb - 1))" "$T/node.cert"
 expect "cert-show before its not-before fails with the reason" 1 \
 	"gossipctl: cert-show: $T/node.cert: not valid: not valid yet (before its not-before time)"
+run "$G" cert-issue --ca "$T/ca.key" --name short --pubkey "$pub" \
+	--signing-key "$signing" --seconds 90
+expect "cert-issue --seconds exits 0" 0 ""
+cp "$T/out" "$T/short.cert"
+run "$G" cert-show "$T/short.cert"
+nb=$(sed -n 's/^not before:.*(\([0-9]*\))$/\1/p' "$T/out")
+na=$(sed -n 's/^expires:.*(\([0-9]*\))$/\1/p' "$T/out")
+if [ -n "$nb" ] && [ -n "$na" ] && [ $((na - nb)) -eq 90 ]; then
+	ok "cert-show shows a validity of --seconds 90"
+else
+	not_ok "cert-show shows a validity of --seconds 90 ($nb, $na)"
+fi
 
 other_node=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=
 run "$G" revoke --ca "$T/ca.key" --serial 1 "$other_node"
@@ -314,6 +330,11 @@ run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey notakey --signing-key "$s
 expect "cert-issue refuses a bad --pubkey" 2
 run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey "$pub" --signing-key "$signing" --days 0
 expect "cert-issue refuses --days 0" 2
+run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey "$pub" --signing-key "$signing" --seconds 0
+expect "cert-issue refuses --seconds 0" 2
+run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey "$pub" --signing-key "$signing" \
+	--days 1 --seconds 5
+expect "cert-issue refuses --days with --seconds" 2
 run "$G" cert-issue --ca "$T/ca.key" --name n --pubkey "$pub"
 expect "cert-issue without --signing-key is a usage error" 2
 run "$G" cert-issue --ca "$T/missing.key" --name n --pubkey "$pub" --signing-key "$signing"
@@ -775,7 +796,7 @@ fi
 # Failures from the daemon: exit 1 with a message.
 for case in \
 	"refuse|gossipctl: $T/refuse.sock: gossipd refused STATUS: not today (Operation not permitted)" \
-	"major|gossipctl: $T/major.sock: gossipd speaks local API version 2.0, gossipctl 1.6" \
+	"major|gossipctl: $T/major.sock: gossipd speaks local API version 2.0, gossipctl $PROTO_VERSION" \
 	"badjson|gossipctl: $T/badjson.sock: malformed status document from gossipd: line 1, column 11: " \
 	"badtype|gossipctl: $T/badtype.sock: malformed status document from gossipd: edges[0].round is not an integer >= 0" \
 	"badroot|gossipctl: $T/badroot.sock: malformed status document from gossipd: the document is not a JSON object" \

@@ -27,6 +27,7 @@ PRODUCT = {
     "gossip-run",                   # the launcher (installed)
     "gossipcluster.py",             # gossip-run's local cluster (installed)
     "gossip-cluster",               # the quick start's local cluster
+    "gossipcerts.py",               # gossip-cluster's authority and certificates
     "quickstart", "deps.sh",        # install, build, run the quick start
     "run-tests", "fuzz", "sim-sweep", "sim-mutants",   # the developer's entry points
     "cli.c", "cli.h", "idx.c", "idx.h", "shapes.c", "shapes.h",

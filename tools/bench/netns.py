@@ -5,15 +5,27 @@ host namespace: every `ip link add` runs inside the hub namespace and
 puts the peer end straight into the node's namespace.  Addresses
 (10.77.0.x/24) exist only inside these namespaces.  Each node's egress is
 shaped with tc tbf.  remove() deletes every namespace (the veths and the
-bridge go with them); sweep() removes those a killed run left behind."""
+bridge go with them); sweep() removes those a killed run left behind.
+
+Optionally (start_dns) a DNS server, dnsmasq, runs in the hub namespace at
+HUB_ADDR on the bridge, serving only the A and SRV records it is given, and
+each node namespace gets /etc/netns/NS/resolv.conf naming it (`ip netns
+exec NS` bind-mounts that file as /etc/resolv.conf).  remove() stops it and
+deletes those files; sweep() kills what a killed run left running in its
+namespaces and deletes its files too."""
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
+import time
 
 PREFIX = "gbe"                       # gossipd bench-e2e; + pid + "-"
 SUBNET = "10.77.0."
 IFNAME = "eth0"
+HUB_ADDR = SUBNET + "254"            # the hub's address on the bridge (DNS)
+NETNS_ETC = "/etc/netns"             # ip netns exec's per-namespace /etc
 PROFILES = {"10mbit": 10e6, "100mbit": 100e6, "1gbit": 1e9, "unshaped": None}
 
 
@@ -37,6 +49,14 @@ def _alive(pid):
     return True
 
 
+def _drop_netns_etc():
+    """Removes NETNS_ETC if it is empty (no one else's files in it)."""
+    try:
+        os.rmdir(NETNS_ETC)
+    except OSError:
+        pass
+
+
 def sweep():
     """Deletes namespaces of earlier runs of this harness whose process is
     gone (the pid is in the name); returns their names."""
@@ -44,9 +64,38 @@ def sweep():
     for name in namespaces():
         m = re.match(r"^%s(\d+)-" % PREFIX, name)
         if m and not _alive(int(m.group(1))):
+            # What ran inside (a DNS server) would keep it alive.
+            for pid in ip("netns", "pids", name, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
             ip("netns", "delete", name, check=False)
             gone.append(name)
+    for name in os.listdir(NETNS_ETC) if os.path.isdir(NETNS_ETC) else []:
+        m = re.match(r"^%s(\d+)-" % PREFIX, name)
+        if m and not _alive(int(m.group(1))):
+            shutil.rmtree(os.path.join(NETNS_ETC, name), ignore_errors=True)
+            gone.append(os.path.join(NETNS_ETC, name))
+    _drop_netns_etc()
     return gone
+
+
+def skip_reason(exes=(), dns=False):
+    """Why a test of namespaces cannot run here (None: it can): root,
+    iproute2, dnsmasq if dns, the executables exes, and a namespace
+    made and deleted."""
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces"
+    if not shutil.which("ip") or not shutil.which("ss"):
+        return "needs iproute2 (ip, ss)"
+    if dns and not shutil.which("dnsmasq"):
+        return "needs dnsmasq (Debian package dnsmasq-base)"
+    for exe in exes:
+        if not os.access(exe, os.X_OK):
+            return "no %s" % exe
+    ok, why = can_create()
+    return None if ok else "cannot create network namespaces here: " + why
 
 
 def can_create():
@@ -79,6 +128,8 @@ class Net:
         self.ns = [self.prefix + "n%d" % i for i in range(nodes)]
         self.addr = [SUBNET + str(i + 1) for i in range(nodes)]
         self.created = []
+        self.dns = None                  # dnsmasq's Popen, while it runs
+        self.dns_log = None
 
     def _add(self, name):
         ip("netns", "add", name)
@@ -125,10 +176,69 @@ class Net:
         return subprocess.run(["tc", "-n", self.ns[i], "qdisc", "show", "dev", IFNAME],
                               capture_output=True, text=True).stdout.strip()
 
+    def start_dns(self, hosts, srv=(), log=None):
+        """Serves DNS at HUB_ADDR from the hub namespace (dnsmasq, started
+        again if it runs): hosts is [(name, [ipv4, ...])], one A record per
+        address; srv is [(srv_name, target, port)].  Nothing else: no
+        upstream, no /etc/hosts, listening on HUB_ADDR only.  Each node
+        namespace's resolv.conf names it (and bounds a lookup to 1 s, 2
+        tries).  log: a file for dnsmasq's output (queries logged)."""
+        self.stop_dns()
+        if not any(a == HUB_ADDR for a in self._hub_addrs()):
+            ip("-n", self.hub, "addr", "add", HUB_ADDR + "/24", "dev", "br0")
+        for ns in self.ns:
+            os.makedirs(os.path.join(NETNS_ETC, ns), exist_ok=True)
+            with open(os.path.join(NETNS_ETC, ns, "resolv.conf"), "w") as f:
+                f.write("nameserver %s\noptions timeout:1 attempts:2\n" % HUB_ADDR)
+        cmd = ["ip", "netns", "exec", self.hub, "dnsmasq", "--keep-in-foreground",
+               "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--no-poll",
+               "--bind-interfaces", "--listen-address=" + HUB_ADDR, "--port=53",
+               "--pid-file=", "--log-facility=-", "--log-queries"]
+        for name, addrs in hosts:
+            cmd += ["--host-record=%s,%s" % (name, a) for a in addrs]
+        cmd += ["--srv-host=%s,%s,%d" % r for r in srv]
+        self.dns_log = log
+        out = open(log, "a") if log else subprocess.DEVNULL
+        try:
+            self.dns = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        finally:
+            if log:
+                out.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.dns.poll() is not None:
+                raise RuntimeError("dnsmasq exited with %d (see %s)"
+                                   % (self.dns.returncode, log or "its output"))
+            bound = subprocess.run(["ip", "netns", "exec", self.hub, "ss", "-Hlun",
+                                    "sport = :53"], capture_output=True, text=True)
+            if HUB_ADDR in bound.stdout:
+                return
+            time.sleep(0.05)
+        self.stop_dns()
+        raise RuntimeError("dnsmasq did not bind %s:53 within 10 s" % HUB_ADDR)
+
+    def stop_dns(self):
+        if self.dns is not None:
+            self.dns.terminate()
+            try:
+                self.dns.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.dns.kill()
+                self.dns.wait()
+            self.dns = None
+
+    def _hub_addrs(self):
+        out = ip("-n", self.hub, "-j", "addr", "show", "dev", "br0").stdout
+        return [a["local"] for d in json.loads(out or "[]")
+                for a in d.get("addr_info", [])]
+
     def remove(self):
+        self.stop_dns()
         for name in reversed(self.created):
             ip("netns", "delete", name, check=False)
+            shutil.rmtree(os.path.join(NETNS_ETC, name), ignore_errors=True)
         self.created = []
+        _drop_netns_etc()
 
     def __enter__(self):
         return self.create()

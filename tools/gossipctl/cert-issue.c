@@ -19,12 +19,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s cert-issue --ca KEYFILE --name NAME --pubkey KEY\n"
-		"                  --signing-key KEY [--days N]\n\n"
+		"                  --signing-key KEY [--days N | --seconds N]\n\n"
 		"Signs a member certificate with the authority key in KEYFILE (from\n"
 		"ca-genkey) and writes its text, one base64 line, to stdout.  It binds\n"
 		"the node's public key (KEY, from pubkey) and its member signing key\n"
 		"(from pubkey --signing) to NAME, from now for N days (default %d,\n"
-		"at most %d).  NAME is 1 to %d characters of A-Z a-z 0-9 . _ -\n\n"
+		"at most %d), or N seconds (--seconds, 1 to the same bound: short-lived\n"
+		"certificates).  NAME is 1 to %d characters of A-Z a-z 0-9 . _ -\n\n"
 		"  %s cert-issue --ca ca.key --name node-1 \\\n"
 		"      --pubkey \"$(%s pubkey < node.key)\" \\\n"
 		"      --signing-key \"$(%s pubkey --signing < node.key)\" > node.cert\n",
@@ -43,9 +44,10 @@ static int key_arg(const char *what, const char *text, uint8_t *key)
 int cert_issue_main(int argc, const char *argv[])
 {
 	const char *ca = NULL, *name = NULL, *pub = NULL, *signing = NULL, *days = NULL;
+	const char *seconds = NULL;
 	uint8_t sk[GSP_SIGN_SECRET_BYTES];
 	char text[GSP_CERT_TEXT_MAX + 2];
-	unsigned long long n_days = DAYS_DEFAULT;
+	unsigned long long n_days = DAYS_DEFAULT, n_seconds = 0;
 	gsp_cert cert;
 	size_t len;
 	int r;
@@ -64,6 +66,8 @@ int cert_issue_main(int argc, const char *argv[])
 			r = gctl_option(argc, argv, &i, "cert-issue", "--signing-key", &signing);
 		if (r == 0)
 			r = gctl_option(argc, argv, &i, "cert-issue", "--days", &days);
+		if (r == 0)
+			r = gctl_option(argc, argv, &i, "cert-issue", "--seconds", &seconds);
 		if (r < 0)
 			return GCTL_EXIT_USAGE;
 		if (r == 0)
@@ -81,6 +85,13 @@ int cert_issue_main(int argc, const char *argv[])
 	if (days && (gsp_cli_uint(days, DAYS_MAX, &n_days) < 0 || n_days == 0))
 		return gctl_usage_error("cert-issue", "--days needs a number of days "
 					"from 1 to 36500", days);
+	if (days && seconds)
+		return gctl_usage_error("cert-issue", "--days and --seconds exclude "
+					"each other", NULL);
+	if (seconds && (gsp_cli_uint(seconds, DAYS_MAX * 86400ull, &n_seconds) < 0 ||
+			n_seconds == 0))
+		return gctl_usage_error("cert-issue", "--seconds needs a number of "
+					"seconds from 1 to 3153600000", seconds);
 	len = strlen(name);
 	if (len > GSP_CERT_NAME_MAX)
 		return gctl_usage_error("cert-issue", "--name is too long", name);
@@ -94,7 +105,7 @@ int cert_issue_main(int argc, const char *argv[])
 	    key_arg("--signing-key is not a key", signing, cert.sign_key))
 		return GCTL_EXIT_USAGE;
 	cert.not_before = (uint64_t)time(NULL);
-	cert.not_after = cert.not_before + n_days * 86400;
+	cert.not_after = cert.not_before + (seconds ? n_seconds : n_days * 86400);
 
 	if (gctl_read_ca_key("cert-issue", ca, sk) < 0)
 		return GCTL_EXIT_FAILURE;

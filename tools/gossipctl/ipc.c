@@ -129,6 +129,24 @@ int gctl_fetch_status(const char *path, char **ret_json, size_t *ret_len)
 	return 0;
 }
 
+int gctl_leave(const char *path)
+{
+	const gsp_client_options opts = {
+		.client_name = "gossipctl",
+		.timeout_ms = GCTL_TIMEOUT_SECONDS * 1000,
+	};
+	gsp_client_failure f;
+	gsp_client *c;
+
+	if (gsp_client_connect_opts(path, &opts, &c, &f) < 0)
+		return report(path, "HELLO", &f);
+	int r = gsp_client_leave(c);
+	if (r < 0)
+		r = report(path, "LEAVE", gsp_client_last_failure(c));
+	gsp_client_close(c);
+	return r < 0 ? -1 : 0;
+}
+
 int gctl_status_load(const char *socket_override, gsp_sdoc *ret)
 {
 	const char *path = gctl_socket_path(socket_override);

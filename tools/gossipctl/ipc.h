@@ -44,6 +44,10 @@ int gctl_socket_option(int argc, const char *argv[], int *i, const char *sub,
  * itself holds no NUL).  On failure reports why and returns -1. */
 int gctl_fetch_status(const char *path, char **ret_json, size_t *ret_len);
 
+/* Asks the daemon at path to leave its cluster (LEAVE).  0, or -1 after
+ * reporting why. */
+int gctl_leave(const char *path);
+
 /* Fetches the document from the daemon at the given socket (NULL: the
  * default, see gctl_socket_path) and parses it (status_doc.h).  Reports
  * failures on stderr and returns -1. */

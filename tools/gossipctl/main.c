@@ -24,6 +24,8 @@ static const struct {
 } subcommands[] = {
 	{ "status", status_main, "Shows the daemon, its model and a summary of its edges" },
 	{ "edges", edges_main, "Shows every edge in full: state, rounds, traffic, RTT" },
+	{ "members", members_main, "Shows the cluster's members and this node's computed neighbours" },
+	{ "leave", leave_main, "Leaves the cluster (the daemon goes on running)" },
 	{ "metrics", metrics_main, "Prints the status in the Prometheus text format" },
 	{ "genkey", genkey_main, "Generates a new private key and writes it to stdout" },
 	{ "pubkey", pubkey_main, "Reads a private key from stdin and writes its public key to stdout" },

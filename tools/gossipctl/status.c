@@ -20,7 +20,8 @@ static void usage(FILE *f)
 		"Usage: %s status [--json] [--socket PATH]\n\n"
 		"Shows the daemon's key, address and default method, its model (with the\n"
 		"method, rank and dtype it registered with) and the trainer\n"
-		"that registered it, its counters and one line per edge: the peer (the\n"
+		"that registered it, its counters, [Cluster]'s seeds with their current\n"
+		"addresses, and one line per edge: the peer (the\n"
 		"first %d characters of its key), the state, the round, the megabytes\n"
 		"sent and received and the compression ratio against exact gossip;\n"
 		"then why each edge that is not up was last refused or closed, if\n"
@@ -123,6 +124,37 @@ static void print_counters(const gsp_sdoc *st)
 	putchar('\n');
 }
 
+/* [Cluster]'s seeds: one line each, its state and addresses. */
+static void print_seeds(const gsp_sdoc *st)
+{
+	if (st->n_seeds == 0)
+		return;
+	printf("seeds:     %zu", st->n_seeds);
+	if (st->seed_addresses.set)
+		printf(", %" PRIu64 " address(es) in all", st->seed_addresses.v);
+	putchar('\n');
+	for (size_t i = 0; i < st->n_seeds; i++) {
+		const gsp_sdoc_seed *sd = &st->seeds[i];
+
+		printf("  ");
+		gctl_print_text(stdout, sd->seed ? sd->seed : "-");
+		printf(" (");
+		gctl_print_text(stdout, sd->state ? sd->state : "?");
+		printf("):");
+		for (size_t k = 0; k < sd->n_addresses; k++) {
+			putchar(' ');
+			gctl_print_text(stdout, sd->addresses[k]);
+		}
+		if (sd->n_addresses == 0)
+			printf(" none");
+		if (sd->last_error) {
+			printf("; ");
+			gctl_print_text(stdout, sd->last_error);
+		}
+		putchar('\n');
+	}
+}
+
 static int print_edges(const gsp_sdoc *st)
 {
 	static const char *const headers[] = {
@@ -197,6 +229,7 @@ int status_main(int argc, const char *argv[])
 	print_node(&st);
 	print_model(&st);
 	print_counters(&st);
+	print_seeds(&st);
 	if (print_edges(&st) < 0)
 		rc = GCTL_EXIT_FAILURE;
 	gsp_sdoc_clear(&st);

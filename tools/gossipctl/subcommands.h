@@ -30,6 +30,8 @@ extern const char *gctl_global_socket;
 
 int status_main(int argc, const char *argv[]);
 int edges_main(int argc, const char *argv[]);
+int members_main(int argc, const char *argv[]);
+int leave_main(int argc, const char *argv[]);
 int metrics_main(int argc, const char *argv[]);
 int genkey_main(int argc, const char *argv[]);
 int pubkey_main(int argc, const char *argv[]);

@@ -19,7 +19,7 @@ NumPy by Client.register(), PyTorch by attach().  Reference:
 bindings/python/README.md.
 """
 from ._lib import LibraryNotFound
-from .checks import STEP_DRAIN, STEP_SYNC, AverageResult, StepStats
+from .checks import STEP_DRAIN, STEP_SYNC, AverageResult, FetchResult, StepStats
 from .client import (Client, DEFAULT_SOCKET, DEFAULT_TIMEOUT, FinishResult,
                      StepResult, default_socket)
 from .errors import (Busy, ClientClosed, ConnectFailed, ConnectionLost,
@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "StepResult", "FinishResult",
     "default_socket", "attach", "Attachment",
-    "STEP_SYNC", "STEP_DRAIN", "StepStats", "AverageResult",
+    "STEP_SYNC", "STEP_DRAIN", "StepStats", "AverageResult", "FetchResult",
     "GossipdError", "InvalidArgument", "ClientClosed", "Timeout",
     "ConnectFailed", "DaemonNotRunning", "ConnectionLost", "ProtocolError",
     "VersionMismatch", "DaemonError", "Busy", "NotRegistered", "NotOwner",

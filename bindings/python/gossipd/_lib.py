@@ -67,6 +67,11 @@ class AverageResult(ctypes.Structure):   # gsp_client_average_result
                 ("reached", ctypes.c_bool)]
 
 
+class FetchResult(ctypes.Structure):     # gsp_client_fetch_result
+    _fields_ = [("bytes", ctypes.c_uint64), ("took_ms", ctypes.c_uint32),
+                ("peer", ctypes.c_char * 65)]
+
+
 class Options(ctypes.Structure):         # gsp_client_options
     _fields_ = [("client_name", ctypes.c_char_p), ("timeout_ms", ctypes.c_uint32),
                 ("flags", ctypes.c_uint32)]
@@ -75,7 +80,8 @@ class Options(ctypes.Structure):         # gsp_client_options
 class RegisterOptions(ctypes.Structure):  # gsp_client_register_options
     _fields_ = [("method", ctypes.c_char_p), ("rank", ctypes.c_uint),
                 ("gamma", ctypes.c_float), ("power_iterations", ctypes.c_uint),
-                ("precision", ctypes.c_int), ("dtype", ctypes.c_int)]
+                ("precision", ctypes.c_int), ("dtype", ctypes.c_int),
+                ("group", ctypes.c_uint)]
 
 
 class Failure(ctypes.Structure):         # gsp_client_failure
@@ -97,6 +103,7 @@ _PROTOTYPES = {
     "gsp_client_step": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.POINTER(StepResult)]),
     "gsp_client_average": (ctypes.c_int, [_P, ctypes.c_double, ctypes.c_uint32,
                                           ctypes.c_uint32, ctypes.POINTER(AverageResult)]),
+    "gsp_client_fetch": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.POINTER(FetchResult)]),
     "gsp_client_status": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_void_p)]),
     "gsp_client_detach": (ctypes.c_int, [_P]),
     "gsp_client_last_failure": (ctypes.POINTER(Failure), [_P]),

@@ -42,12 +42,14 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 Tensor = namedtuple("Tensor", "name shape")
 # REGISTER's options: each None when not asked (the daemon's config's).
 RegisterOptions = namedtuple("RegisterOptions",
-                             "method rank gamma power_iterations precision dtype",
-                             defaults=(None,) * 6)
+                             "method rank gamma power_iterations precision dtype "
+                             "group", defaults=(None,) * 7)
 StepStats = namedtuple("StepStats", "step edges_applied edges_projected "
                        "edges_skipped max_staleness bytes_sent bytes_received "
                        "consensus_estimate")
 AverageResult = namedtuple("AverageResult", "rounds estimate reached")
+# Client.fetch(): bytes copied, seconds it took, the peer (short key).
+FetchResult = namedtuple("FetchResult", "bytes seconds peer")
 
 
 def text_bytes(s, cap, what):
@@ -127,11 +129,13 @@ def _f32(x):
 
 
 def register_options(method=None, rank=None, gamma=None,
-                     power_iterations=None, precision=None, dtype=None):
+                     power_iterations=None, precision=None, dtype=None,
+                     group=None):
     """Checks REGISTER's options (None: the daemon's) and returns them as
     RegisterOptions, or None when none is asked.  The daemon checks its own
     limits (MaxRank) and what it implements (one power iteration per step,
-    float32 on the wire)."""
+    float32 on the wire).  group: True joins the machine's local group
+    (False or None: the model alone)."""
     if method is not None and method not in METHODS:
         raise InvalidArgument("unknown method %r (%s)" % (method, ", ".join(METHODS)))
     if rank is not None:
@@ -156,7 +160,10 @@ def register_options(method=None, rank=None, gamma=None,
     if dtype is not None and dtype not in DTYPES:
         raise InvalidArgument("unknown parameter dtype %r (%s)"
                               % (dtype, ", ".join(DTYPES)))
-    opts = RegisterOptions(method, rank, gamma, power_iterations, precision, dtype)
+    if group not in (None, False, True):
+        raise InvalidArgument("group must be True or False, not %r" % (group,))
+    opts = RegisterOptions(method, rank, gamma, power_iterations, precision, dtype,
+                           True if group else None)
     return None if opts == RegisterOptions() else opts
 
 

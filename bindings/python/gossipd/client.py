@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass
 
 from . import _lib, checks, errors
-from .checks import STEP_DRAIN, STEP_SYNC, AverageResult, StepStats
+from .checks import STEP_DRAIN, STEP_SYNC, AverageResult, FetchResult, StepStats
 from .errors import (ClientClosed, ConnectFailed, ConnectionLost,
                      DaemonNotRunning, GossipdError, InvalidArgument,
                      OfflineError, OfflineWarning, ProtocolError, Timeout,
@@ -40,6 +40,7 @@ DEFAULT_SOCKET = "/run/gossipd/gossipd.sock"
 DEFAULT_TIMEOUT = 60.0         # seconds: connecting, and each request's reply
 OFFLINE_WARN_INTERVAL = 60.0   # seconds between two OfflineWarnings
 FINISH_TIME_LIMIT_MS = 30000   # finish()'s AVERAGE, by default
+FETCH_TIME_LIMIT_MS = 30000    # fetch()'s, by default
 _SUN_PATH_MAX = 107            # sizeof(sockaddr_un.sun_path) - 1
 _log = logging.getLogger("gossipd")
 
@@ -356,7 +357,7 @@ class Client:
     # ---- the model -------------------------------------------------------
 
     def register(self, tensors, *, method=None, rank=None, gamma=None,
-                 power_iterations=None, precision=None, dtype=None):
+                 power_iterations=None, precision=None, dtype=None, group=False):
         """Hands the daemon a model of tensors of dtype ("float32", the
         default, "float16" or "bfloat16", or a NumPy dtype), given as
         (name, shape) pairs or a {name: shape} mapping, packed in that
@@ -383,13 +384,26 @@ class Client:
         graph must ask the same: the daemons refuse an edge between models
         of different settings, naming both.  Refusals: InvalidArgument
         (locally), DaemonError with code -ERANGE (beyond the daemon's
-        limits) or -EOPNOTSUPP (not implemented) and the daemon's reason."""
+        limits) or -EOPNOTSUPP (not implemented) and the daemon's reason.
+
+        group=True joins the machine's local group: the trainers on this
+        machine that register the same model (tensors, settings, float32)
+        with group=True share one node of the graph.  At each step the
+        daemon replaces their buffers by their mean and gossips it with the
+        neighbours; a trainer that has not sent its step within the
+        daemon's LocalWait is left out of that step and takes the node's
+        change at its next step (PROTOCOL.md 5.3, "Local group").  Every
+        trainer's step() returns the same result and leaves the same
+        parameters.  drain() and average() work only while
+        the group has one trainer (DaemonError -EOPNOTSUPP otherwise).  A
+        model that differs from the group's is refused (-EINVAL), with
+        both summaries."""
         ts, floats = checks.tensor_list(tensors)
         np = _numpy()
         if dtype is not None and not isinstance(dtype, str):
             dtype = np.dtype(dtype).name             # np.float16 -> "float16"
         o = checks.register_options(method, rank, gamma, power_iterations, precision,
-                                    None if dtype == "float32" else dtype)
+                                    None if dtype == "float32" else dtype, group)
         if self._mm is not None:
             raise errors.Busy("this client already registered a model: "
                               "detach() first", -errno.EBUSY)
@@ -405,7 +419,8 @@ class Client:
                 o.method.encode() if o.method else None, o.rank or 0, o.gamma or 0.0,
                 o.power_iterations or 0,
                 checks.PRECISIONS.index(o.precision) + 1 if o.precision else 0,
-                checks.DTYPES.index(o.dtype) + 1 if o.dtype else 0)
+                checks.DTYPES.index(o.dtype) + 1 if o.dtype else 0,
+                1 if o.group else 0)
         params = ctypes.POINTER(ctypes.c_float)()
         with self._lock:
             self._usable()
@@ -583,6 +598,34 @@ class Client:
             if r < 0:
                 raise self._failed("AVERAGE", r, wait)
         return AverageResult(res.rounds, res.estimate, bool(res.reached))
+
+    def fetch(self, time_limit_ms=FETCH_TIME_LIMIT_MS):
+        """Copies a neighbour's current model into the buffer: the daemon
+        asks a peer whose edge is up (the same model: layout, dtype and
+        settings) for a snapshot, verifies it against the peer's hash and
+        writes it into the buffer before this returns.  For a trainer that
+        joins a running job (right after register(), before the first
+        step) or restarts from an old checkpoint; the network's average
+        moves by the difference, as with any write of the trainer's.
+        Returns FetchResult(bytes, seconds, peer); bytes 0 and peer ""
+        when every neighbour up said its model has not stepped yet (a job
+        that starts: the buffer keeps its own model).  No copy within
+        time_limit_ms (no neighbour with this model, say): DaemonError
+        with code -ETIMEDOUT and the daemon's reason; a local group:
+        -EOPNOTSUPP.  The buffer is unchanged when it raises.  Offline: as
+        drain()."""
+        time_limit_ms = int(time_limit_ms)
+        if time_limit_ms <= 0 or time_limit_ms >= 1 << 32:
+            raise InvalidArgument("time_limit_ms must be in 1..2^32-1")
+        res = _lib.FetchResult()
+        wait = None if self.timeout is None else self.timeout + time_limit_ms / 1000.0
+        with self._lock:
+            self._usable()
+            r = self._lib.gsp_client_fetch(self._c, time_limit_ms, ctypes.byref(res))
+            if r < 0:
+                raise self._failed("FETCH", r, wait)
+        return FetchResult(res.bytes, res.took_ms / 1000.0,
+                           res.peer.decode("ascii", "replace"))
 
     def status(self):
         """The daemon's status document (docs/DAEMON.md) as a dict.

@@ -69,7 +69,8 @@ _REGISTER_DTYPE = struct.Struct("<B")        # then 1 with REG_DTYPE
 # (GSP_WIRE_METHOD_*) and the wire precisions (GSP_WIRE_PRECISION_*).
 REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION = 1, 2, 4, 8, 16
 REG_DTYPE = 32
-REG_KNOWN = 0x3F
+REG_GROUP = 64                                # a flag: no field
+REG_KNOWN = 0x7F
 
 # The undo section after the parameters (PROTOCOL.md 5.4; proto.h's
 # gsp_undo_*): its header's magic, size and states.  The C client makes
@@ -215,14 +216,15 @@ def decode_hello_ok(body):
 # ---- REGISTER ----------------------------------------------------------
 
 def register_options(method=None, rank=None, gamma=None,
-                     power_iterations=None, precision=None, dtype=None):
+                     power_iterations=None, precision=None, dtype=None, group=None):
     """checks.register_options(), where dtype may also be a code 0..255:
     the codec sends codes a daemon does not know (tests of its refusal).
     A known code becomes its name."""
     code = None
     if isinstance(dtype, int) and not isinstance(dtype, bool):
         code, dtype = _uint(dtype, 0xFF, "dtype"), None
-    o = _register_options(method, rank, gamma, power_iterations, precision, dtype)
+    o = _register_options(method, rank, gamma, power_iterations, precision, dtype,
+                          group)
     if code is None:
         return o
     return (o or RegisterOptions())._replace(
@@ -239,7 +241,8 @@ def _encode_register_opts(o):
     o = register_options(*o)
     if o is None:
         return b""
-    bits = [REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION, REG_DTYPE]
+    bits = [REG_METHOD, REG_RANK, REG_GAMMA, REG_ITERATIONS, REG_PRECISION, REG_DTYPE,
+            REG_GROUP]
     mask = sum(b for b, v in zip(bits, o) if v is not None)
     body = _REGISTER_OPTS.pack(
         mask, METHODS.index(o.method) if o.method is not None else 0,
@@ -277,7 +280,7 @@ def _decode_register_opts(r):
     prec = field(REG_PRECISION, prec, prec < len(PRECISIONS))
     return RegisterOptions(None if method is None else METHODS[method], rank,
                            gamma, iters, None if prec is None else PRECISIONS[prec],
-                           dtype)
+                           dtype, True if mask & REG_GROUP else None)
 
 
 def encode_register(buffer_bytes, tensors, options=None):

@@ -16,7 +16,7 @@ called, not before.
 """
 import hashlib
 
-from .client import DEFAULT_TIMEOUT, FINISH_TIME_LIMIT_MS, Client, finish_run
+from .client import DEFAULT_TIMEOUT, FETCH_TIME_LIMIT_MS, FINISH_TIME_LIMIT_MS, Client, finish_run
 from .errors import InvalidArgument, ParameterMoved
 from .checks import WIRE_NAME_MAX
 
@@ -100,7 +100,8 @@ def gossiped_tensors(model, buffers=False):
 def attach(model, socket=None, name=None, *, buffers=False,
            timeout=DEFAULT_TIMEOUT, reconnect=True, strict=False,
            method=None, rank=None, gamma=None, power_iterations=None,
-           precision=None):
+           precision=None, group=False, join=False,
+           join_time_limit_ms=FETCH_TIME_LIMIT_MS):
     """Connects to gossipd, registers model's parameters and moves them
     into the shared buffer (see the module docstring).  buffers=True also
     gossips floating-point buffers (BatchNorm running statistics); integer
@@ -112,8 +113,15 @@ def attach(model, socket=None, name=None, *, buffers=False,
     precision choose the model's gossip settings (None: the daemon's; see
     Client.register).  A float16 or bfloat16 model is registered with its
     dtype: the daemon gossips a float32 master copy of it and writes the
-    parameters back rounded (Client.register).  Returns an Attachment;
-    the model is unchanged if this raises."""
+    parameters back rounded (Client.register).  group=True joins the
+    machine's local group: the trainers on this machine that attach the
+    same model with group=True are one node, averaged by the daemon at
+    each step (Client.register).  join=True starts from the network's
+    model instead of this one's own initialisation: the daemon copies a
+    neighbour's current parameters into the buffer (Client.fetch) before
+    this returns, and the Attachment's `joined` says from whom (a
+    FetchResult; None without join).  Returns an Attachment; the model
+    is unchanged if this raises."""
     torch = _torch()
     tensors = gossiped_tensors(model, buffers)
     dtype = _dtypes(torch)[tensors[0][1].dtype]
@@ -122,17 +130,21 @@ def attach(model, socket=None, name=None, *, buffers=False,
         arrays = client.register([(wire_name(n), tuple(t.shape)) for n, t in tensors],
                                  method=method, rank=rank, gamma=gamma,
                                  power_iterations=power_iterations,
-                                 precision=precision, dtype=dtype)
+                                 precision=precision, dtype=dtype, group=group)
         views = [_torch_view(torch, a, dtype) for a in arrays]
         with torch.no_grad():
             for (_, t), v in zip(tensors, views):
                 v.copy_(t.detach())
+        joined = client.fetch(join_time_limit_ms) if join else None
+        with torch.no_grad():
             for (_, t), v in zip(tensors, views):
                 t.data = v
     except BaseException:
         client.close()
         raise
-    return Attachment(client, tensors, model, buffers)
+    a = Attachment(client, tensors, model, buffers)
+    a.joined = joined
+    return a
 
 
 def _torch_view(torch, array, dtype):
@@ -168,6 +180,7 @@ class Attachment:
         self._model, self._buffers = model, buffers
         self._views = [(t.data_ptr(), t.dtype, tuple(t.shape)) for t in self.tensors]
         self._unmapped = None                  # detach()'s result
+        self.joined = None                     # attach(join=True)'s FetchResult
 
     def check(self):
         """Raises ParameterMoved naming every attached tensor that is no
@@ -203,6 +216,12 @@ class Attachment:
     def average(self, target, time_limit_ms=0, max_rounds=0):
         self.check()
         return self.client.average(target, time_limit_ms, max_rounds)
+
+    def fetch(self, time_limit_ms=FETCH_TIME_LIMIT_MS):
+        """Catches up: a neighbour's current model into the parameters
+        (Client.fetch), as for a restart from an old checkpoint."""
+        self.check()
+        return self.client.fetch(time_limit_ms)
 
     def finish(self, target, time_limit_ms=FINISH_TIME_LIMIT_MS, max_rounds=0, *,
                sync=False):
