@@ -71,7 +71,10 @@ void core__average_advance(core *c)
 			c->avg_decided = est;
 		edges_average_state(c->edges, true, reached, c->avg_rounds > 0);
 		size_t going = edges_avg_settle(c->edges);
-		c->avg_settled = up > 0 && going == 0;
+		/* A neighbour that settled with us and left at once (its DETACH's
+		 * ENDING came with its last ROUND) settled all the same. */
+		size_t ended = edges_avg_settled_ended(c->edges);
+		c->avg_settled = (up > 0 || ended > 0) && going == 0;
 		bool done = c->avg_settled ||
 			    (c->avg_max_rounds && c->avg_rounds >= c->avg_max_rounds) ||
 			    (c->avg_deadline_ms && now >= c->avg_deadline_ms) ||
@@ -167,6 +170,7 @@ int core_average(core *c, void *client, const gsp_api_average *req, step_cb cb)
 	c->avg_rounds = 0;
 	c->avg_settled = false;
 	c->avg_decided = NAN;
+	edges_avg_begin(c->edges);
 	c->avg_max_rounds = req->max_rounds;
 	c->avg_deadline_ms = req->time_limit_ms ? core__now(c) + req->time_limit_ms : 0;
 	if (req->time_limit_ms)

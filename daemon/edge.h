@@ -381,6 +381,13 @@ void edges_end_wait(edge_set *s, uint64_t elapsed, unsigned max_wait);
  * again. */
 size_t edges_avg_settle(edge_set *s);
 void edges_avg_release(edge_set *s);
+/* An AVERAGE begins: no round before it counts as said REACHED. */
+void edges_avg_begin(edge_set *s);
+/* Edges whose generation ended (the neighbour left) after both ends'
+ * ROUNDs of its last round said REACHED in this AVERAGE: settled, as
+ * edges_avg_settle would have held them had the core looked before the
+ * ENDING came (both come in one turn of the loop). */
+size_t edges_avg_settled_ended(const edge_set *s);
 /* The finite-time schedule (PROTOCOL.md 4.4, FINITE): the steps this
  * set's AVERAGEs offer (copied; n 0: none), and their id.  An edge whose
  * two ends' ROUNDs of a round both said FINITE opens the schedule's

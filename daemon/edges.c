@@ -342,6 +342,29 @@ size_t edges_live_down(const edge_set *s)
 	return n;
 }
 
+/* Both ends' ROUNDs of e's last completed round said REACHED. */
+static bool avg_over(const edge *e)
+{
+	uint64_t r = e->completed;
+	return r && e->peer_reached_at[r & 1] == r && e->sent_reached_at[r & 1] == r;
+}
+
+void edges_avg_begin(edge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		memset(s->edge[i].peer_reached_at, 0, sizeof(s->edge[i].peer_reached_at));
+		memset(s->edge[i].sent_reached_at, 0, sizeof(s->edge[i].sent_reached_at));
+	}
+}
+
+size_t edges_avg_settled_ended(const edge_set *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->edge[i].gen == GEN_NONE && avg_over(&s->edge[i]);
+	return n;
+}
+
 size_t edges_avg_settle(edge_set *s)
 {
 	size_t going = 0;
@@ -349,8 +372,7 @@ size_t edges_avg_settle(edge_set *s)
 		edge *e = &s->edge[i];
 		if (!edge__avg_runs(e))
 			continue;
-		uint64_t r = e->completed;
-		bool over = r && e->peer_reached_at[r & 1] == r && e->sent_reached_at[r & 1] == r;
+		bool over = avg_over(e);
 		/* Held, this end projects no more rounds on it: its peer, which
 		 * decided the same, waits for none.  (Choco cannot hold an
 		 * edge: its rounds need every edge.) */

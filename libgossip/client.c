@@ -1061,6 +1061,14 @@ int gsp_client_step(gsp_client *c, uint32_t flags,
 	return 0;
 }
 
+/* How long a request the daemon may work on for time_limit_ms waits for
+ * its reply: the client's timeout beyond that limit. */
+static int64_t limited_wait(const gsp_client *c, uint32_t time_limit_ms)
+{
+	return c && c->timeout_ms != NO_DEADLINE ? c->timeout_ms + time_limit_ms
+						   : NO_DEADLINE;
+}
+
 int gsp_client_average(gsp_client *c, double target, uint32_t time_limit_ms,
 		       uint32_t max_rounds, gsp_client_average_result *ret)
 {
@@ -1068,8 +1076,7 @@ int gsp_client_average(gsp_client *c, double target, uint32_t time_limit_ms,
 			       .time_limit_ms = time_limit_ms,
 			       .max_rounds = max_rounds};
 	gsp_api_average_ok ok;
-	int64_t wait = c && c->timeout_ms != NO_DEADLINE ?
-		       c->timeout_ms + time_limit_ms : NO_DEADLINE;
+	int64_t wait = limited_wait(c, time_limit_ms);
 	int err;
 
 	if (!c)
@@ -1093,8 +1100,7 @@ int gsp_client_fetch(gsp_client *c, uint32_t time_limit_ms,
 {
 	gsp_api_fetch msg = {.time_limit_ms = time_limit_ms};
 	gsp_api_fetch_ok ok;
-	int64_t wait = c && c->timeout_ms != NO_DEADLINE ?
-		       c->timeout_ms + time_limit_ms : NO_DEADLINE;
+	int64_t wait = limited_wait(c, time_limit_ms);
 	int err;
 
 	if (!c)

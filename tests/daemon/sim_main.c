@@ -215,9 +215,10 @@ int main(int argc, char **argv)
 	}
 	if (one)
 		seeds = 1;
-	/* GSP_SIM_SEEDS_DIVISOR=N (tools/run-tests' sanitizer stage): a
-	 * sweep runs seeds/N schedules, enough to find memory errors, since
-	 * the plain build runs them all.  Not for the checker's own tests,
+	/* GSP_SIM_SEEDS_DIVISOR=N (tools/run-tests: 2 in build/, 10 under
+	 * the sanitizers, enough to find memory errors): a sweep runs
+	 * seeds/N schedules; meson test alone runs them all.  Not for the
+	 * checker's own tests,
 	 * whose counts they assert.  --min-windows scales with them. */
 	const char *div = getenv("GSP_SIM_SEEDS_DIVISOR");
 	if (div && !one && !expect && !sabotage && strtoull(div, NULL, 10) > 1) {

@@ -26,8 +26,8 @@
  * --no-lifeguard runs with lhm_max = 0 (no local health: the mutation);
  * --expect-false-deaths then passes only if some seed declared a live
  * member dead.  The last four replace swim's defaults.
- * GSP_SIM_SEEDS_DIVISOR=N in the environment runs seeds/N (the sanitizer
- * stage of tools/run-tests).
+ * GSP_SIM_SEEDS_DIVISOR=N in the environment runs seeds/N (tools/run-tests:
+ * 2 in build/, 10 under the sanitizers).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,8 +411,9 @@ int main(int argc, char **argv)
 	}
 	if (n < 3 || n > NODES_MAX || !seeds || !stall_max_ms)
 		usage(argv[0]);
-	/* GSP_SIM_SEEDS_DIVISOR=N (tools/run-tests' sanitizer stage): seeds/N,
-	 * enough for memory errors, since the plain build runs them all; not
+	/* GSP_SIM_SEEDS_DIVISOR=N (tools/run-tests: 2 in build/, 10 under
+	 * the sanitizers, enough for memory errors): seeds/N; meson test
+	 * alone runs them all; not
 	 * for --expect-false-deaths, whose finding needs its seeds. */
 	const char *div = getenv("GSP_SIM_SEEDS_DIVISOR");
 	if (div && !expect && strtoull(div, NULL, 10) > 1) {
