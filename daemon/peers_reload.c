@@ -26,12 +26,24 @@ static void unretire(peers *ps, peer *p)
 
 /* ---- slots ------------------------------------------------------------ */
 
+/* The slot that holds key: a present one first (a keyless [Peer] that
+ * learned it, or one admitted by its certificate: taking a gone slot of
+ * the key back beside it made two slots for one key, whose sessions
+ * replaced each other for ever), else a gone one, whose edge still knows
+ * where its generation ended. */
 static peer *peer_listed(peers *ps, const uint8_t key[GSP_KEY_BYTES])
 {
-	for (size_t j = 0; j < ps->n; j++)
-		if (!memcmp(ps->peer[j].cfg.public_key, key, GSP_KEY_BYTES))
-			return &ps->peer[j];
-	return NULL;
+	peer *gone = NULL;
+	for (size_t j = 0; j < ps->n; j++) {
+		peer *p = &ps->peer[j];
+		if (memcmp(p->cfg.public_key, key, GSP_KEY_BYTES))
+			continue;
+		if (peers__present(p))
+			return p;
+		if (!gone)
+			gone = p;
+	}
+	return gone;
 }
 
 static bool keyless_cfg(const gsp_peer_config *pc)
@@ -157,12 +169,42 @@ static peer *peer_add(peers *ps, const gsp_peer_config *pc, peer_origin origin)
 	return p;
 }
 
+/* key's own gone slot, nothing of its last peer left open on it: its
+ * edge still knows where the generation with that peer ended. */
+static peer *gone_slot_of(peers *ps, const uint8_t key[GSP_KEY_BYTES])
+{
+	for (size_t j = 0; j < ps->n; j++) {
+		peer *p = &ps->peer[j];
+		if (!peers__present(p) && !p->links && !p->resolving &&
+		    !memcmp(p->cfg.public_key, key, GSP_KEY_BYTES))
+			return p;
+	}
+	return NULL;
+}
+
 peer *peers__admit(peers *ps, const uint8_t key[GSP_KEY_BYTES], const char *name)
 {
 	gsp_peer_config pc = {.index = -1, .members_only = ps->admit_members_only};
 	memcpy(pc.public_key, key, GSP_KEY_BYTES);
 	snprintf(pc.name, sizeof(pc.name), "%s", name);
-	peer *p = peer_add(ps, &pc, PEER_ADMITTED);
+	/* Back in its own slot, if it is left: a fresh slot's edge knows
+	 * nothing of the generation that ended with it, so the peer, told
+	 * so, ended it at its own count (a round one-sided when the two
+	 * counts differ). */
+	peer *p = gone_slot_of(ps, key);
+	if (p) {
+		p->cfg = pc;
+		p->origin = PEER_ADMITTED;
+		p->listing = PEER_LISTED;
+		p->alias[0] = '\0';
+		peers__name(p);
+		uv_timer_stop(&p->leave);
+		gsp_info("admission: peer %s back in its slot %zu, admitted by its "
+			 "certificate", p->name, p->index);
+		peers__start_peer(p);
+	} else {
+		p = peer_add(ps, &pc, PEER_ADMITTED);
+	}
 	if (p)
 		snprintf(p->cert_name, sizeof(p->cert_name), "%s", name);
 	return p;

@@ -72,13 +72,47 @@ static void admission_of(admission *a, table *t, const gsp_keypair *key,
 				     sizeof(err)) == 0, "%s", err);
 }
 
-/* A: admits by certificate, lists nobody. */
-static void start_a(const char *list)
+/* Gone slots hold their edge's ended generation until told otherwise. */
+static bool holding(void *ctx, const peer *p)
+{
+	(void)ctx;
+	(void)p;
+	return false;
+}
+
+/* Table t started with ops, admitting by adm's certificates. */
+static void begin_with(table *t, const gsp_keypair *us, admission *adm,
+		       const peers_ops *ops)
+{
+	char err[256];
+	ck_assert_int_eq(peers_init(&t->ps, loop, us, &t->c, &t->cfg, ops, t, err,
+				    sizeof(err)), 0);
+	peers_set_admission(&t->ps, adm);
+	ck_assert_int_eq(peers_start(&t->ps, "127.0.0.1:0"), 0);
+}
+
+/* A: admits by certificate, lists nobody; its gone slots hold their
+ * edges if told (ops.reusable). */
+static void start_a_with(const char *list, const peers_ops *ops)
 {
 	table_init(&A);
 	admission_of(&adm_a, &A, &ka, "node-a", path_a, list);
-	table_begin(&A, loop, &ka, &adm_a, NULL);
+	begin_with(&A, &ka, &adm_a, ops);
 	snprintf(endpoint_a, sizeof(endpoint_a), "127.0.0.1:%d", table_port(&A));
+}
+
+static void start_a(const char *list)
+{
+	start_a_with(list, &table_ops);
+}
+
+/* The fixture's ops, but gone slots hold their edges. */
+static const peers_ops *holding_ops(void)
+{
+	static peers_ops ops;
+	ops = table_ops;
+	ops.reusable = holding;
+	return &ops;
 }
 
 static bool both_up(const void *arg)
@@ -323,6 +357,85 @@ START_TEST(test_keyless_known_key)
 }
 END_TEST
 
+/* Slots of B that hold key and are present. */
+static int present_with(const table *t, const uint8_t *key)
+{
+	int n = 0;
+	for (size_t i = 0; i < t->ps.n; i++)
+		n += peers_listed(&t->ps.peer[i]) &&
+		     !memcmp(t->ps.peer[i].cfg.public_key, key, GSP_KEY_BYTES);
+	return n;
+}
+
+static bool b_up_twice(const void *arg)
+{
+	return B.ups == 2;
+}
+
+/* B lists A by key, then not (A found dead: its slot gone, its edge still
+ * holding where the generation ended, so not reused), then a keyless
+ * seed that turns out to be A, then A by key again: the seed's slot, the
+ * one present, is A's; the gone one stays gone.  (The reload took the
+ * gone slot back beside the seed's: two slots for one key, whose
+ * sessions replaced each other for ever.) */
+START_TEST(test_key_listed_again_beside_a_learned_seed)
+{
+	start_a(NULL);
+	table_init(&B);
+	table_peer(&B, ka.pub, endpoint_a);
+	admission_of(&adm_b, &B, &kb, "node-b", path_b, NULL);
+	begin_with(&B, &kb, &adm_b, holding_ops());
+	ck_assert(table_run(loop, both_up, NULL, 5000));
+	B.cfg.n_peers = 0;                       /* A not listed: gone */
+	peers_update(&B.ps, &B.cfg);
+	ck_assert(!peers_listed(&B.ps.peer[0]));
+	table_peer(&B, NULL, endpoint_a);        /* a seed: A's address */
+	peers_update(&B.ps, &B.cfg);
+	ck_assert_uint_eq(B.ps.n, 2);            /* slot 0 holds the edge */
+	ck_assert(table_run(loop, b_up_twice, NULL, 5000));
+	ck_assert_mem_eq(B.ps.peer[1].cfg.public_key, ka.pub, GSP_KEY_BYTES);
+	table_peer(&B, ka.pub, endpoint_a);      /* A by key again */
+	peers_update(&B.ps, &B.cfg);
+	ck_assert_int_eq(present_with(&B, ka.pub), 1);
+	ck_assert(peers_listed(&B.ps.peer[1]));
+	ck_assert(!peers_listed(&B.ps.peer[0]));
+	ck_assert_uint_eq(peers_degree(&B.ps), 1);
+}
+END_TEST
+
+static bool a_up_twice(const void *arg)
+{
+	return A.ups == 2;
+}
+
+/* A admitted B; a computed list without B drops it (its slot gone, its
+ * edge holding where the generation ended); B dials again: A takes it
+ * back in that slot, edge and all, not in a fresh one whose edge knew
+ * nothing of the ended generation (B, told so, ended it at its own
+ * count: a round one-sided). */
+START_TEST(test_admitted_again_in_its_own_slot)
+{
+	start_a_with(NULL, holding_ops());
+	table_init(&B);
+	table_peer(&B, ka.pub, endpoint_a);
+	admission_of(&adm_b, &B, &kb, "node-b", path_b, NULL);
+	table_begin(&B, loop, &kb, &adm_b, NULL);
+	ck_assert(table_run(loop, both_up, NULL, 5000));
+	A.cfg.peers_computed = true;             /* a list without B */
+	peers_update(&A.ps, &A.cfg);
+	ck_assert(!peers_listed(&A.ps.peer[0]));
+	ck_assert(table_run(loop, a_up_twice, NULL, 10000));   /* B redials */
+	ck_assert_uint_eq(A.ps.n, 1);
+	ck_assert_int_eq(A.added, 1);            /* its edge kept, not set up */
+	const peer *p = &A.ps.peer[0];
+	ck_assert(peers_listed(p));
+	ck_assert_int_eq(p->origin, PEER_ADMITTED);
+	ck_assert_str_eq(p->cert_name, "node-b");
+	ck_assert_str_eq(p->cfg.endpoint, "");
+	ck_assert_ptr_nonnull(p->session);
+}
+END_TEST
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -342,6 +455,8 @@ int main(void)
 	tcase_add_test(tc, test_keyless);
 	tcase_add_test(tc, test_keyless_self);
 	tcase_add_test(tc, test_keyless_known_key);
+	tcase_add_test(tc, test_key_listed_again_beside_a_learned_seed);
+	tcase_add_test(tc, test_admitted_again_in_its_own_slot);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
