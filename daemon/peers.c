@@ -220,6 +220,14 @@ static void on_up(plink *l)
 {
 	peer *p = link_owner(l);
 	peers *ps = p->set;
+	/* Removed while this link was in its handshake (the responder waits
+	 * for the initiator's first frame): no session on a gone slot.  One
+	 * there held the peer's only session while the slot that took its
+	 * key later dialed in vain, "a session with this peer exists". */
+	if (!peers__present(p)) {
+		link_close(l, GSP_BYE_NOT_ALLOWED, "removed from the configuration");
+		return;
+	}
 	/* A simultaneous open: the peer's session is up first, but our own
 	 * dial, still in its handshake, is the one both ends keep.  Starting
 	 * the edge on the peer's would cost a generation when ours replaces

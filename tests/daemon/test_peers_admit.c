@@ -436,6 +436,42 @@ START_TEST(test_admitted_again_in_its_own_slot)
 }
 END_TEST
 
+/* A's slot for B: B's handshake past A's answer, the session not yet up
+ * (A waits for B's first frame). */
+static bool a_confirming(void)
+{
+	return A.ps.n == 1 && A.ps.peer[0].links > 0 && A.ups == 0;
+}
+
+static bool b_down(const void *arg)
+{
+	return B.downs >= 1;
+}
+
+/* A reload removes an admitted peer while its handshake waits for the
+ * peer's first frame: when that frame comes, no session goes up on the
+ * gone slot.  (It did: the peer's one session sat on a gone slot, and the
+ * slot that took its key later dialed in vain for ever, "a session with
+ * this peer exists"; cluster-netns's formation failed so.) */
+START_TEST(test_no_session_on_a_slot_gone_in_the_handshake)
+{
+	start_a(NULL);
+	table_init(&B);
+	table_peer(&B, ka.pub, endpoint_a);
+	admission_of(&adm_b, &B, &kb, "node-b", path_b, NULL);
+	table_begin(&B, loop, &kb, &adm_b, NULL);
+	for (int i = 0; i < 100000 && !a_confirming(); i++)
+		uv_run(loop, UV_RUN_ONCE);
+	ck_assert(a_confirming());
+	A.cfg.peers_computed = true;             /* a list without B */
+	peers_update(&A.ps, &A.cfg);
+	ck_assert(!peers_listed(&A.ps.peer[0]));
+	ck_assert(table_run(loop, b_down, NULL, 5000));    /* closed at once */
+	ck_assert_int_eq(A.ups, 0);
+	ck_assert_ptr_null(A.ps.peer[0].session);
+}
+END_TEST
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -457,6 +493,7 @@ int main(void)
 	tcase_add_test(tc, test_keyless_known_key);
 	tcase_add_test(tc, test_key_listed_again_beside_a_learned_seed);
 	tcase_add_test(tc, test_admitted_again_in_its_own_slot);
+	tcase_add_test(tc, test_no_session_on_a_slot_gone_in_the_handshake);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
