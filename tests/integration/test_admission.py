@@ -151,8 +151,11 @@ class Admission(unittest.TestCase):
         self.assertTrue(cluster.eventually(
             lambda: all(cluster.status(c.sockets[A])["counters"][k] > counters0[k]
                         for k in reasons), timeout=20), c.tail_logs())
-        # Bounded: a few more redials, then look.
-        time.sleep(0.5)
+        # A few more redials (each refused again, counted), then look.
+        counters1 = cluster.status(c.sockets[A])["counters"]
+        self.assertTrue(cluster.eventually(
+            lambda: all(cluster.status(c.sockets[A])["counters"][k] > counters1[k]
+                        for k in reasons), timeout=20), c.tail_logs())
         after_status = cluster.status(c.sockets[A])
         after = {e["peer"]: e for e in after_status["edges"]}
         self.assertEqual(set(after), set(before), "no slot for a refused joiner")

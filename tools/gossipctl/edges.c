@@ -65,12 +65,7 @@ static int print_edges(const gsp_sdoc *st)
 		};
 		r = gctl_table_add(&t, cells);
 	}
-	if (r == 0)
-		gctl_table_print(&t, stdout);
-	else
-		fprintf(stderr, "%s: out of memory\n", PROG_NAME);
-	gctl_table_free(&t);
-	return r;
+	return gctl_table_finish(&t, r);
 }
 
 int edges_main(int argc, const char *argv[])

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "subcommands.h"
 #include "table.h"
 
 static bool is_control(unsigned char c)
@@ -104,6 +105,16 @@ void gctl_table_free(gctl_table *t)
 	free(t->cells);
 	t->cells = NULL;
 	t->n_rows = t->cap_rows = 0;
+}
+
+int gctl_table_finish(gctl_table *t, int r)
+{
+	if (r == 0)
+		gctl_table_print(t, stdout);
+	else
+		fprintf(stderr, "%s: out of memory\n", PROG_NAME);
+	gctl_table_free(t);
+	return r;
 }
 
 void gctl_print_text(FILE *f, const char *s)

@@ -28,6 +28,9 @@ int gctl_table_add(gctl_table *t, const char *const *cells);
 void gctl_table_print(const gctl_table *t, FILE *f);
 /* Frees the cells; accepts a table that was only initialised. */
 void gctl_table_free(gctl_table *t);
+/* Ends a table that rows were added to with result r: printed to stdout
+ * if r is 0, else "out of memory" on stderr; freed either way.  Returns r. */
+int gctl_table_finish(gctl_table *t, int r);
 
 /* Writes s with control characters replaced by '?' (NULL prints "-"). */
 void gctl_print_text(FILE *f, const char *s);
