@@ -287,6 +287,13 @@ void edge_record_of(edge *e, edge_record *r);
  * it does not fit the model, it ends here at the rounds it had applied,
  * with our message of that round kept for a peer that lacks it. */
 int edge_restore(edge *e, const edge_record *r);
+/* A generation edge_restore kept for the model ends at its count instead
+ * (its peer went first). */
+void edge_resume_cancel(edge *e);
+/* What edge_restore took back, dropped unused (its slot went before the
+ * peer met it; the record goes to the key's next slot): e holds nothing
+ * of its peer, as a new edge. */
+void edge_unrestore(edge *e);
 /* Whether e's engine state and kept ROUNDs fit the records'
  * EDGESTATE_STATE_MAX (the records then keep them, and a restart
  * continues its generation). */

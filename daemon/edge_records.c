@@ -151,6 +151,17 @@ void edge__resume(edge *e, bool ours)
 		 e->name, e->generation, (unsigned long long)e->completed);
 }
 
+void edge_resume_cancel(edge *e)
+{
+	if (e->gen != GEN_RESUMING)
+		return;
+	EDGE_ROW(G6);
+	drop_resume(e);
+	gsp_info("peer %s: generation %u of before the restart ends at round %llu: "
+		 "the peer went before the model registered", e->name, e->generation,
+		 (unsigned long long)e->completed);
+}
+
 int edge_restore(edge *e, const edge_record *r)
 {
 	uint32_t g = r->ended_generation;

@@ -97,6 +97,14 @@ void edge_reuse(edge *e, const gsp_peer_config *cfg, const char *name, bool lo)
 	s->dirty = true;
 }
 
+void edge_unrestore(edge *e)
+{
+	edge_set *s = e->set;
+	if (s->attached)    /* an ended generation's update still to land */
+		(void)gsp_node_edge_disable(s->model.node, e->index);
+	edge_reuse(e, e->cfg, e->name, e->lo);
+}
+
 int edges_attach(edge_set *s, const edge_model *m)
 {
 	/* Another buffer than the records': their generations end at

@@ -80,6 +80,12 @@ bool edgestate_owned_by(const edge_owner *records, const edge_owner *buffer)
 		!memcmp(records->fingerprint, buffer->fingerprint, GSP_FINGERPRINT_BYTES));
 }
 
+bool edgestate_record_empty(const edge_record *r)
+{
+	return !r->generation && !r->ended_generation && !r->ended_applied &&
+	       !r->msg_len && !r->engine_len;
+}
+
 int edgestate_parse(const uint8_t *buf, size_t len, edge_record *out,
 		    uint64_t *ret_writes, edge_owner *ret_owner)
 {

@@ -91,6 +91,9 @@ typedef struct edge_owner {
  * the records have none: those of before v4, or of no model). */
 bool edgestate_owned_by(const edge_owner *records, const edge_owner *buffer);
 
+/* Whether r records nothing: no generation, none ended, nothing kept. */
+bool edgestate_record_empty(const edge_record *r);
+
 /* Parses a file's bytes: the number of records (into out, room for
  * EDGESTATE_MAX; messages point into buf), the write count (if
  * ret_writes) and the owner (if ret_owner; unset before v4), or

@@ -24,9 +24,24 @@ edge *mesh_edge_of(mesh *m, const peer *p)
 
 /* ---- peers to edges --------------------------------------------------- */
 
+/* The record slot i took back, if it has not met its peer since. */
+static edge_record *orphan_taken(mesh *m, const peer *p, size_t *ret_k)
+{
+	for (size_t k = 0; k < m->n_orphans; k++)
+		if (m->orphan_at[k] == p->index &&
+		    !memcmp(m->orphans[k].key, p->cfg.public_key, GSP_KEY_BYTES)) {
+			*ret_k = k;
+			return &m->orphans[k];
+		}
+	return NULL;
+}
+
 static void on_session_up(void *ctx, peer *p)
 {
 	mesh *m = ctx;
+	size_t k;
+	if (orphan_taken(m, p, &k))
+		m->orphan_at[k] = ORPHAN_SPENT;
 	edge_session_up(mesh_edge_of(m, p), link_edge_seed(p->session));
 	if (m->cluster)
 		m->cluster->session_up(m->cluster_ctx, p);
@@ -72,18 +87,34 @@ void mesh_set_fetch(mesh *m, const mesh_cluster_ops *ops, void *ctx)
 static int on_added(void *ctx, peer *p)
 {
 	mesh *m = ctx;
+	/* A reused slot's record of its former peer, if any, went with it. */
+	for (size_t k = 0; k < m->n_orphans; k++)
+		if (m->orphan_at[k] == p->index)
+			m->orphan_at[k] = ORPHAN_SPENT;
 	if (p->index < m->edges.n)
 		edge_reuse(mesh_edge_of(m, p), &p->cfg, p->name, peers_we_are_lo(p));
 	else if (!edge_add(&m->edges, &p->cfg, p->name, peers_we_are_lo(p)))
 		return -ENOMEM;
-	/* A peer admitted by certificate, or a keyless one that learned its
-	 * key: its edge's record of before a restart, if the file had one. */
-	for (size_t k = 0; p->origin != PEER_CONFIGURED && k < m->n_orphans; k++)
-		if (!memcmp(m->orphans[k].key, p->cfg.public_key, GSP_KEY_BYTES)) {
-			int rc = edge_restore(mesh_edge_of(m, p), &m->orphans[k]);
-			m->orphans[k] = m->orphans[--m->n_orphans];
-			return rc;
-		}
+	/* A peer not in the peer table when the records were read (admitted
+	 * by its certificate, a keyless one that learned its key, a [Peer] a
+	 * reload added, a neighbour the cluster's graph added): its edge's
+	 * record of before a restart, if the file had one.  (The graph's
+	 * neighbours come as [Peer]s: a restarted member whose neighbours
+	 * were added so lost their generations, and the average moved.) */
+	for (size_t k = 0; k < m->n_orphans; k++) {
+		uint32_t at = m->orphan_at[k];
+		if (memcmp(m->orphans[k].key, p->cfg.public_key, GSP_KEY_BYTES) ||
+		    !(at == ORPHAN_WAITING || (at < m->peers.n && at != p->index &&
+					       !peers_listed(&m->peers.peer[at]) &&
+					       !peers_leaving(&m->peers.peer[at]))))
+			continue;
+		/* Taken back by a slot that went before its peer met it (a
+		 * reload removed it): the record moves to this one. */
+		if (at != ORPHAN_WAITING)
+			edge_unrestore(edges_at(&m->edges, at));
+		m->orphan_at[k] = (uint32_t)p->index;
+		return edge_restore(mesh_edge_of(m, p), &m->orphans[k]);
+	}
 	return 0;
 }
 
@@ -96,10 +127,17 @@ static bool on_reusable(void *ctx, const peer *p)
 }
 
 /* The edge's generation ends first, at the same round at both ends:
- * until then the peer is leaving, not gone. */
+ * until then the peer is leaving, not gone.  A generation of before a
+ * restart that waits for the model (GEN_RESUMING) ends at its count:
+ * none of it runs here, and a gone slot must not take it up at REGISTER
+ * (a DRAIN would wait for it for ever). */
 static bool on_removed(void *ctx, peer *p)
 {
-	return edge_end_begin(mesh_edge_of(ctx, p), END_REMOVED);
+	edge *e = mesh_edge_of(ctx, p);
+	if (!edge_end_begin(e, END_REMOVED))
+		return false;
+	edge_resume_cancel(e);
+	return true;
 }
 
 /* LeaveWait passed: the edge ends without the peer's answer (at once,
@@ -223,6 +261,8 @@ int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,
 static void orphans_free(mesh *m)
 {
 	free(m->orphans);
+	free(m->orphan_at);
+	m->orphan_at = NULL;
 	free(m->orphan_buf);
 	m->orphans = NULL;
 	m->orphan_buf = NULL;
@@ -317,8 +357,14 @@ int mesh_set_state_file(mesh *m, const char *path)
 			r[orphans++] = r[k];
 	}
 	orphans_free(m);
+	uint32_t *at = !rc && orphans ? malloc(orphans * sizeof(*at)) : NULL;
+	if (!rc && orphans && !at)
+		rc = -ENOMEM;
 	if (!rc && orphans) {
+		for (size_t k = 0; k < orphans; k++)
+			at[k] = ORPHAN_WAITING;
 		m->orphans = r;
+		m->orphan_at = at;
 		m->n_orphans = orphans;
 		m->orphan_buf = buf;
 		r = NULL;
@@ -353,18 +399,24 @@ void mesh_save_records(mesh *m)
 	edge_set *s = &m->edges;
 	edge_record *r = calloc(s->n + m->n_orphans + 1, sizeof(*r));
 	int err = r ? 0 : -ENOMEM;
-	size_t total = 0, state = 0, n = s->n;
+	size_t total = 0, state = 0, n = 0;
 	for (size_t i = 0; !err && i < s->n; i++) {
-		edge_record_of(edges_at(s, i), &r[i]);
-		memcpy(r[i].key, m->peers.peer[i].cfg.public_key, GSP_KEY_BYTES);
+		const peer *p = &m->peers.peer[i];
+		edge_record_of(edges_at(s, i), &r[n]);
+		memcpy(r[n].key, p->cfg.public_key, GSP_KEY_BYTES);
+		/* A gone slot that holds nothing: no record (its key's record
+		 * may be waiting below). */
+		if (peers_listed(p) || peers_leaving(p) || !edgestate_record_empty(&r[n]))
+			n++;
 	}
-	/* The records still waiting for their key's slot (a slot the key
-	 * got otherwise, by a reload, has its own). */
+	/* The records still waiting for their key's slot (unless a slot
+	 * holds a record of that key). */
 	for (size_t k = 0; !err && k < m->n_orphans && n < EDGESTATE_MAX; k++) {
 		bool slot = false;
-		for (size_t i = 0; i < s->n; i++)
-			slot |= !memcmp(r[i].key, m->orphans[k].key, GSP_KEY_BYTES);
-		if (!slot)
+		for (size_t i = 0; i < n; i++)
+			slot |= !memcmp(r[i].key, m->orphans[k].key, GSP_KEY_BYTES) &&
+				!edgestate_record_empty(&r[i]);
+		if (m->orphan_at[k] == ORPHAN_WAITING && !slot)
 			r[n++] = m->orphans[k];
 	}
 	for (size_t i = 0; !err && i < n; i++) {

@@ -44,12 +44,22 @@ typedef struct mesh {
 	bool state_failed;       /* a save failed (logged once) */
 	bool state_dropped;      /* the last save left out generations' state */
 	/* Records of keys that had no slot at start (peers admitted by
-	 * certificate, keyless [Peer]s not yet learned): each goes into the
-	 * slot its key gets, and is kept in every save until then. */
+	 * certificate, keyless [Peer]s not yet learned, neighbours the
+	 * cluster's graph adds): each goes into the slot its key gets, and is
+	 * kept in every save until then.  orphan_at[k]: where record k
+	 * stands: ORPHAN_WAITING for its key's slot; taken back into slot i
+	 * (< ORPHAN_SPENT) whose peer has not had a session since: if that
+	 * slot goes (a reload removed it) and the key gets another one (a
+	 * keyless seed's that learns it, say), the record moves there;
+	 * ORPHAN_SPENT once the peer met the slot (the edge carries it on). */
 	edge_record *orphans;
+	uint32_t *orphan_at;
 	size_t n_orphans;
 	uint8_t *orphan_buf;     /* the read file they point into */
 } mesh;
+
+#define ORPHAN_WAITING UINT32_MAX
+#define ORPHAN_SPENT (UINT32_MAX - 1)
 
 /* The peers of cfg and their edges.  -EINVAL with the reason in err. */
 int mesh_init(mesh *m, uv_loop_t *loop, const gsp_keypair *key, counters *c,

@@ -250,11 +250,22 @@ void probe_member_set(probe *p, const uint8_t key[GSP_KEY_BYTES],
 		if (incarnation <= m->incarnation)
 			return;
 		/* Restarted: probed afresh, alive at its new incarnation (it
-		 * is in the detector's table: -ENOENT cannot happen). */
+		 * is in the detector's table: -ENOENT cannot happen).  Found
+		 * dead in its last life, it is alive in this one: that verdict
+		 * too, which the detector's fresh entry, alive from the start,
+		 * never gives (without it the caller kept the member out of
+		 * its graph for good, while STATUS showed it alive: found by
+		 * tools/chaos). */
+		const swim_member *sm = swim_member_get(p->sw, id);
+		bool was_dead = sm && sm->status == GSP_MEMBER_DEAD;
 		m->incarnation = incarnation;
 		if (swim_member_remove(p->sw, id) != 0 ||
-		    swim_member_add(p->sw, id, incarnation) != 0)
+		    swim_member_add(p->sw, id, incarnation) != 0) {
 			index_remove(p, m);
+			return;
+		}
+		if (was_dead)
+			p->ops->verdict(p->ctx, key, false);
 		return;
 	}
 	if (!(m = find(p, SWIM_ID_NONE)))

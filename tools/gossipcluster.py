@@ -437,6 +437,13 @@ def network_stats(initial, final):
     return drift / scale, err0, err1
 
 
+def spread(xs):
+    """The largest distance of a value from its mean over the arrays xs
+    (measure's drift is relative to that of the initial arrays)."""
+    mean = [sum(v) / len(xs) for v in zip(*xs)]
+    return max(abs(v - m) for x in xs for v, m in zip(x, mean))
+
+
 def measure(x0, x1):
     """(drift, rms0, rms1): the network average's drift relative to the
     initial spread (the largest distance of a value from its mean over
@@ -446,8 +453,7 @@ def measure(x0, x1):
     n, f = len(x0), len(x0[0])
     mean0 = [sum(x[k] for x in x0) / n for k in range(f)]
     mean1 = [sum(x[k] for x in x1) / n for k in range(f)]
-    spread0 = max(abs(x[k] - mean0[k]) for x in x0 for k in range(f))
-    drift = max(abs(mean1[k] - mean0[k]) for k in range(f)) / spread0
+    drift = max(abs(mean1[k] - mean0[k]) for k in range(f)) / spread(x0)
     rms0 = math.sqrt(sum((x[k] - mean0[k]) ** 2 for x in x0 for k in range(f)) / (n * f))
     rms1 = math.sqrt(sum((x[k] - mean1[k]) ** 2 for x in x1 for k in range(f)) / (n * f))
     return drift, rms0, rms1

@@ -229,7 +229,12 @@ START_TEST(test_death_and_return)
 	probe_free(&b.p);
 	start(&b, 400);
 	know(&b, &a, &c, 100, 300);
+	int verdicts = a.verdicts;
 	know(&a, &b, &c, 400, 300);     /* its newer record */
+	/* Alive again at once: the verdict (without it, cluster.c kept b
+	 * out of its graph for good while STATUS said it was alive). */
+	ck_assert_int_eq(a.verdicts, verdicts + 1);
+	ck_assert(!a.dead);
 	know(&c, &a, &b, 100, 400);
 	run_ms(1500);
 	ck_assert_int_eq(probe_status(&a.p, b.key.pub), GSP_MEMBER_ALIVE);

@@ -28,8 +28,6 @@ from them.
 
 usage: test_cluster.py BUILD_DIR [unittest options]
 """
-import base64
-import hashlib
 import os
 import re
 import signal
@@ -42,25 +40,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools"))
 import gossipcerts  # noqa: E402
 import gossipcluster as cluster  # noqa: E402
+from gossipcerts import spec_neighbours  # noqa: E402
 
 BUILD = None
 DATA = "random:64x64"
 N = 5
 JOINER = N - 1
-
-
-def spec_neighbours(keys, topology="ring"):
-    """Each key's neighbours in the specification: the topology's graph
-    (gossipcluster.edges_of: gsp_graph_new's) over the keys sorted by
-    BLAKE2b-256 of the raw key (docs/MEMBERSHIP.md, "Member table and
-    computed graph")."""
-    order = sorted(keys, key=lambda k: hashlib.blake2b(base64.b64decode(k),
-                                                       digest_size=32).digest())
-    nb = {k: set() for k in order}
-    for a, b in (cluster.edges_of(topology, len(order)) if len(order) > 1 else []):
-        nb[order[a]].add(order[b])
-        nb[order[b]].add(order[a])
-    return nb
 
 
 def ring_neighbours(keys):
@@ -226,27 +211,46 @@ class Joins(Base):
 
 
 class Deaths(Base):
+    def dead_away_from_the_seed(self):
+        """A member whose two ring neighbours are not the seed (node 0):
+        started again, it learns them from the seed's member records, so
+        both are [Peer]s its cluster's graph adds (not admissions)."""
+        c = self.c
+        keys = {c.keys[i][1]: i for i in range(N)}
+        nb = spec_neighbours(set(keys))
+        return next(i for i in range(1, N)
+                    if all(keys[k] != 0 for k in nb[c.keys[i][1]]))
+
     def test_a_dead_member_leaves_the_ring_and_rejoins(self):
-        """A member's daemon and trainer are killed (SIGKILL) while all
-        five train: every survivor's probes find it dead and the ring
-        closes over it (its two neighbours get an edge to each other,
-        whose rounds flow), within a bound printed and asserted; the
-        survivors still agree at the end.  Its daemon started again
-        rejoins (a newer incarnation) and the ring is whole again."""
+        """A member's daemon is killed (SIGKILL) while all five train;
+        its trainer lives (it steps offline and reconnects).  Every
+        survivor's probes find it dead and the ring closes over it (its
+        two neighbours get an edge to each other, whose rounds flow),
+        within a bound printed and asserted.  Its daemon started again
+        rejoins (a newer incarnation), the ring is whole again, and its
+        edges' generations of before the kill end where its records say,
+        at both ends: the network's average is the start's.  (Before the
+        fix in mesh.c's on_added the records of neighbours the graph
+        added were not taken back: "ended at round N there and 0 here",
+        a drift of 1.5e-2 in tools/chaos, where it was found; here the five
+        mostly agree by the kill, so the log shows it more than the drift.)"""
         c = self.c
         everyone = list(range(N))
-        dead = 1 + min(range(N - 1), key=lambda i: c.keys[i + 1][1])   # not the seed
+        dead = self.dead_away_from_the_seed()
         survivors = [i for i in everyone if i != dead]
+        # PowerGossip: the nodes still differ when the member dies (exact
+        # gossip at gamma 1 agrees to float precision in a few hundred
+        # rounds, after which a round at one end only moves nothing).
+        c.node_conf = "Method = powergossip\n"
         c.start()
         self.assertTrue(cluster.eventually(lambda: self.formed(everyone), timeout=30),
                         c.tail_logs())
-        procs = self.trainers(everyone, 1500)
+        procs = self.trainers(everyone, 1200)
         self.assertTrue(cluster.eventually(
             lambda: all(e["round"] >= 10 for i in everyone
                         for e in cluster.status(c.sockets[i])["edges"]), timeout=30),
             c.tail_logs())
         before = spec_neighbours({c.keys[i][1] for i in everyone})[c.keys[dead][1]]
-        cluster.kill(procs[dead])
         c.stop(dead, sig=signal.SIGKILL)
         t0 = time.monotonic()
         repaired = cluster.eventually(lambda: self.formed(survivors), timeout=30,
@@ -268,15 +272,13 @@ class Deaths(Base):
         c.start(nodes=[dead])
         self.assertTrue(cluster.eventually(lambda: self.formed(everyone), timeout=30),
                         c.tail_logs())
-        for i in survivors:
-            p = procs[i]
-            out, err = p.communicate(timeout=120)
-            self.assertEqual(p.returncode, 0, "trainer %d: %s" % (i, err))
-        x0 = [cluster.read_floats(self.dumps[i][0]) for i in survivors]
-        x1 = [cluster.read_floats(self.dumps[i][1]) for i in survivors]
-        drift, rms0, rms1 = cluster.measure(x0, x1)
-        print("cluster: survivors' consensus error %.3g -> %.3g" % (rms0, rms1))
-        self.assertLess(rms1, rms0 / 2)
+        self.conserved(procs, everyone)
+        log = c.log(dead)
+        for k in before:
+            self.assertRegex(log, r"peer %s: generation \d+ of before the restart (ends|"
+                             r"continues) at round [1-9]" % re.escape(k[:8]), c.tail_logs())
+            self.assertNotRegex(log, r"peer %s: generation \d+ ended at round \d+ there "
+                                r"and \d+ here" % re.escape(k[:8]), c.tail_logs())
 
 
 class Leaves(Base):

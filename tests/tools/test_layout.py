@@ -29,7 +29,7 @@ PRODUCT = {
     "gossip-cluster",               # the quick start's local cluster
     "gossipcerts.py",               # gossip-cluster's authority and certificates
     "quickstart", "deps.sh",        # install, build, run the quick start
-    "run-tests", "fuzz", "sim-sweep", "sim-mutants",   # the developer's entry points
+    "run-tests", "fuzz", "sim-sweep", "sim-mutants", "chaos",   # the developer's entry points
     "cli.c", "cli.h", "idx.c", "idx.h", "shapes.c", "shapes.h",
     "trainerlink.c", "trainerlink.h",
     "data",                         # folder: model layouts (resnet50.shapes)

@@ -98,6 +98,18 @@ def skip_reason(exes=(), dns=False):
     return None if ok else "cannot create network namespaces here: " + why
 
 
+def exit_unless_possible(build):
+    """For the main of a test of namespaces with DNS: exits 77 (meson's
+    "skipped") with skip_reason's reason when it cannot run here (the
+    build directory build lacking gossipd or gossipctl included)."""
+    import sys
+    why = skip_reason([os.path.join(build, "daemon", "gossipd"),
+                       os.path.join(build, "tools", "gossipctl", "gossipctl")], dns=True)
+    if why:
+        print("SKIP: " + why)
+        sys.exit(77)
+
+
 def can_create():
     """(True, "") if this process may create namespaces, else (False, why)."""
     name = "%s%d-probe" % (PREFIX, os.getpid())
