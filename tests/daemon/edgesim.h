@@ -172,6 +172,7 @@ typedef struct sim_trainer {
 	bool waits;              /* a STEP, DRAIN or AVERAGE has no reply yet */
 	bool averages;           /* it is an AVERAGE */
 	unsigned max_rounds;     /* its round limit (0: none) */
+	double target;           /* its target */
 	bool expired;            /* its time limit passed */
 	bool expired_off;        /* ... during a round off the loop */
 	bool drain_detach;       /* a DRAIN whose reply a DETACH follows */

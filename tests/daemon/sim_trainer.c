@@ -153,6 +153,12 @@ static void on_reply(void *client, const step_result *r)
 		: t->expired ? AVEND_TIME
 		: t->max_rounds && r->avg.rounds >= t->max_rounds ? AVEND_ROUNDS
 		: AVEND_NOSESSION;
+	/* "reached" never comes with an estimate above the target (PROTOCOL.md
+	 * 5.3, AVERAGE). */
+	ck_assert_msg(!r->avg.reached || r->avg.estimate <= t->target,
+		      "seed %llu: AVERAGE at %c reached with estimate %g above its "
+		      "target %g", (unsigned long long)s->seed, i ? 'b' : 'a',
+		      r->avg.estimate, t->target);
 	s->st.avg_end[why]++;
 	s->st.avg_rounds += r->avg.rounds;
 	if (why != AVEND_CANCELLED)
@@ -378,6 +384,7 @@ void sim_avg_start(sim *s, int i)
 	t->waits = t->averages = true;
 	t->expired = t->expired_off = false;
 	t->max_rounds = req.max_rounds;
+	t->target = req.target;
 	ck_assert_int_eq(core_average(&x->core, x, &req, on_reply), 0);
 	sim_note_detach(s, i);
 }
