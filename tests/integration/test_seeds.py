@@ -54,6 +54,7 @@ import unittest
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from bench import netns  # noqa: E402
+import gossipcluster as cluster  # noqa: E402
 
 BUILD = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
 GOSSIPD = os.path.join(BUILD, "daemon", "gossipd")
@@ -111,14 +112,14 @@ class Seeds(unittest.TestCase):
 
     def start_daemon(self, seeds=None):
         conf = self.write_config(INTERVAL, seeds)
+        notify = cluster.Notify(os.path.join(self.dir, "notify"))
+        self.addCleanup(notify.close)
+        env = dict(os.environ, NOTIFY_SOCKET=notify.path)
         with open(self.log, "w") as out:
             self.daemon = subprocess.Popen(self.net.wrap(0) + [GOSSIPD, "--config", conf],
-                                           stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(self.sock):
-            self.assertIsNone(self.daemon.poll(), "gossipd exited: " + self.daemon_log())
-            self.assertLess(time.monotonic(), deadline, "no socket: " + self.daemon_log())
-            time.sleep(0.05)
+                                           stdout=out, stderr=subprocess.STDOUT, env=env)
+        # Its READY=1 (sd_notify), not a poll for the socket's file.
+        self.assertEqual(notify.claim_ready(1, 15), 1, "not ready: " + self.daemon_log())
 
     def daemon_log(self, whole=False):
         """gossipd's output: its end for messages, or whole to count in."""
